@@ -1,0 +1,143 @@
+# unreadd - top-level build. `make` builds everything into build/;
+# `make run` starts the server on its defaults; `make test` runs every test.
+# Sanitizer builds go to build-asan/ and build-ubsan/.
+
+BUILD    ?= build
+CC       ?= cc
+OPT      ?= -O2
+SAN      ?=
+PKGS     := libevent libxxhash liblz4
+
+WARN     := -Wall -Wextra -Wshadow -Wmissing-prototypes -Werror
+CFLAGS   ?= $(OPT) -g
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) $(SAN) \
+             -Iprotocol -Iserver -Iserver/store -Iclient-lib \
+             $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
+LIBS      = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+LDFLAGS  ?=
+
+PROTO_SRC  := $(wildcard protocol/*.c)
+STORE_SRC  := $(wildcard server/store/*.c)
+SERVER_SRC := $(wildcard server/*.c)
+PERSIST_SRC:= $(wildcard persistence/*.c)
+CLIENT_SRC := client-lib/unread.c
+CLI_SRC    := client-lib/unread-cli.c
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+PROTO_OBJ  := $(call obj,$(PROTO_SRC))
+STORE_OBJ  := $(call obj,$(STORE_SRC))
+SERVER_OBJ := $(call obj,$(SERVER_SRC))
+PERSIST_OBJ:= $(call obj,$(PERSIST_SRC))
+CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
+CORE_OBJ   := $(filter-out $(BUILD)/obj/server/main.o,$(SERVER_OBJ)) \
+              $(STORE_OBJ) $(PERSIST_OBJ) $(PROTO_OBJ)
+UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+
+BINS := $(BUILD)/unreadd $(BUILD)/unread-cli $(BUILD)/libunread.a \
+        $(BUILD)/libunread.so
+
+.SECONDARY:
+
+.PHONY: all deps run test unit asan ubsan fuzz fuzz-run fmt check-fmt docs \
+        check-docs clean
+
+all: deps-quiet $(BINS) $(UNIT_BIN) $(BUILD)/gencmds $(BUILD)/store_memory
+
+# Missing Debian packages: installed when root, else named and fatal.
+deps:
+	@sh tools/deps.sh build test
+deps-quiet:
+	@sh tools/deps.sh build
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/unreadd: $(BUILD)/obj/server/main.o $(CORE_OBJ)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/libunread.a: $(CLIENT_OBJ) $(PROTO_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libunread.so: $(CLIENT_OBJ) $(PROTO_OBJ)
+	$(CC) $(SAN) -shared $(LDFLAGS) -o $@ $^ -lxxhash
+
+$(BUILD)/unread-cli: $(call obj,$(CLI_SRC)) $(BUILD)/libunread.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+# Unit tests link the module under test with everything below the network.
+$(BUILD)/tests/test_client: $(BUILD)/obj/tests/unit/test_client.o $(BUILD)/libunread.a
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+# Store-level memory figure: bytes per user of CNT, no server involved.
+$(BUILD)/store_memory: $(BUILD)/obj/bench/store_memory.o $(STORE_OBJ)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/gencmds: $(BUILD)/obj/tools/gencmds.o $(PROTO_OBJ)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+run: deps-quiet $(BUILD)/unreadd
+	$(BUILD)/unreadd --dir ./data
+
+test: deps all
+	@python3 tests/run.py --build $(BUILD)
+
+unit: all
+	@python3 tests/run.py --build $(BUILD) --unit-only
+
+asan:
+	$(MAKE) BUILD=build-asan OPT=-O1 \
+	    SAN="-fsanitize=address -fno-omit-frame-pointer" test
+
+ubsan:
+	$(MAKE) BUILD=build-ubsan OPT=-O1 \
+	    SAN="-fsanitize=undefined -fno-sanitize-recover=all" test
+
+# libFuzzer targets (clang): one per parser and loader, with seed corpora
+# in tests/fuzz/corpus/<name>. `make fuzz-run` runs each for FUZZ_SECONDS,
+# writing new inputs to a scratch dir so the repo corpus stays small.
+FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN     := $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_NAMES))
+FUZZ_SECONDS ?= 30
+FUZZ_FLAGS   := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 \
+                -D_GNU_SOURCE -Iprotocol -Iserver -Iserver/store
+fuzz: $(FUZZ_BIN)
+	@sh tools/deps.sh fuzz
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(STORE_SRC)
+	@sh tools/deps.sh fuzz
+	@mkdir -p build-fuzz
+	clang $(FUZZ_FLAGS) -o $@ $< $(PROTO_SRC) $(STORE_SRC)
+fuzz-run: fuzz
+	@for n in $(FUZZ_NAMES); do \
+	    tmp=$$(mktemp -d); \
+	    echo "fuzz $$n: $(FUZZ_SECONDS)s"; \
+	    build-fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) \
+	        -artifact_prefix=build-fuzz/ $$tmp tests/fuzz/corpus/$$n \
+	        2>build-fuzz/$$n.log || { tail -30 build-fuzz/$$n.log; \
+	        rm -rf $$tmp; exit 1; }; \
+	    tail -1 build-fuzz/$$n.log; rm -rf $$tmp; \
+	done
+
+FMT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+fmt:
+	clang-format -i $(FMT_FILES)
+check-fmt:
+	@clang-format --dry-run -Werror $(FMT_FILES) && echo "format: clean"
+
+# docs/COMMANDS.md: the reference part is generated from protocol/ops.def.
+docs: $(BUILD)/gencmds
+	$(BUILD)/gencmds docs/COMMANDS.md
+check-docs: $(BUILD)/gencmds
+	@$(BUILD)/gencmds --check docs/COMMANDS.md
+
+clean:
+	rm -rf build build-asan build-ubsan build-fuzz
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,540 @@
+/*
+ * unread-cli.c - the console of unreadd, over the binary protocol through
+ * libunread.
+ *
+ *   unread-cli [-h host] [-p port] [-t ms] [--raw|--no-raw] [CMD [ARG ...]]
+ *
+ * With a command: runs it once; exit status 0, or 1 on an error reply or a
+ * connection failure. Without: a prompt reading one command per line from
+ * stdin. Arguments that are canonical decimals go as integers, the rest as
+ * byte strings, which the server resolves (counter type names such as
+ * "mention"). Replies print as redis-cli prints them: the human form on a
+ * terminal (or --no-raw), the raw form otherwise (or --raw), so scripts
+ * that parse redis-cli output can parse this one.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops.h"
+#include "proto.h"
+#include "unread.h"
+
+#define CLI_CONNECT_TIMEOUT_MS 5000
+
+struct cli {
+    const char *host;
+    uint16_t port;
+    int timeout_ms;      /* per command; 0: none */
+    bool tty;            /* human form, else raw */
+    struct unread *conn; /* NULL until connected */
+};
+
+/* ---- Reply printing (redis-cli's two forms) --------------------------- */
+
+/* A bulk string in the human form: quoted, escaped like redis-cli's
+ * sdscatrepr, so binary bytes and newlines stay visible. */
+static void print_quoted(const char *s, size_t n)
+{
+    size_t i;
+    unsigned char ch;
+
+    putchar('"');
+    for (i = 0; i < n; i++) {
+        ch = (unsigned char)s[i];
+        switch (ch) {
+        case '\\':
+        case '"':
+            putchar('\\');
+            putchar(ch);
+            break;
+        case '\n':
+            fputs("\\n", stdout);
+            break;
+        case '\r':
+            fputs("\\r", stdout);
+            break;
+        case '\t':
+            fputs("\\t", stdout);
+            break;
+        case '\a':
+            fputs("\\a", stdout);
+            break;
+        case '\b':
+            fputs("\\b", stdout);
+            break;
+        default:
+            if (ch >= 0x20 && ch < 0x7F)
+                putchar(ch);
+            else
+                printf("\\x%02x", ch);
+        }
+    }
+    putchar('"');
+}
+
+/*
+ * The human form. Array elements are numbered with the width of the
+ * largest index; a nested array's first element continues its parent's
+ * line and the rest are indented under it (redis-cli cliFormatReplyTTY).
+ */
+static void print_tty(const struct unread_reply *r, const char *prefix)
+{
+    char sub[256];
+    size_t i, width, plen;
+
+    switch (r->kind) {
+    case UNREAD_REPLY_INT:
+        printf("(integer) %llu\n", (unsigned long long)r->integer);
+        break;
+    case UNREAD_REPLY_STR:
+        print_quoted(r->str, r->len);
+        putchar('\n');
+        break;
+    case UNREAD_REPLY_STATUS:
+        fwrite(r->str, 1, r->len, stdout);
+        putchar('\n');
+        break;
+    case UNREAD_REPLY_ERROR:
+        printf("(error) %s\n", r->str);
+        break;
+    case UNREAD_REPLY_NIL:
+        puts("(nil)");
+        break;
+    case UNREAD_REPLY_ARRAY:
+        if (r->n == 0) {
+            puts("(empty array)");
+            break;
+        }
+        width = 1;
+        for (i = r->n; i >= 10; i /= 10)
+            width++;
+        /* Depth is at most UR_MAX_DEPTH and width at most 10 digits, so
+         * the prefix always fits. */
+        plen = strlen(prefix);
+        memcpy(sub, prefix, plen);
+        memset(sub + plen, ' ', width + 2);
+        sub[plen + width + 2] = '\0';
+        for (i = 0; i < r->n; i++) {
+            printf("%s%*zu) ", i == 0 ? "" : prefix, (int)width, i + 1);
+            print_tty(&r->elem[i], sub);
+        }
+        break;
+    default:
+        printf("(unknown reply kind %d)\n", r->kind);
+    }
+}
+
+/* The raw form, without the final newline: values as they are, array
+ * elements on their own lines, nil as nothing (redis-cli
+ * cliFormatReplyRaw). */
+static void print_raw(const struct unread_reply *r)
+{
+    size_t i;
+
+    switch (r->kind) {
+    case UNREAD_REPLY_INT:
+        printf("%llu", (unsigned long long)r->integer);
+        break;
+    case UNREAD_REPLY_STR:
+    case UNREAD_REPLY_STATUS:
+    case UNREAD_REPLY_ERROR:
+        fwrite(r->str, 1, r->len, stdout);
+        break;
+    case UNREAD_REPLY_ARRAY:
+        for (i = 0; i < r->n; i++) {
+            if (i > 0)
+                putchar('\n');
+            print_raw(&r->elem[i]);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/*
+ * Prints one reply. Text made to be read as a page (INFO's bulk string,
+ * HELP's lines) prints raw even on a terminal, as redis-cli does for INFO:
+ * quoting it would show "\n" instead of line breaks.
+ */
+static void print_reply(const struct cli *cli, const struct unread_reply *r,
+                        bool page)
+{
+    if (cli->tty && !(page && r->kind != UNREAD_REPLY_ERROR)) {
+        print_tty(r, "");
+    } else {
+        print_raw(r);
+        putchar('\n');
+    }
+    fflush(stdout);
+}
+
+/* ---- Commands ---------------------------------------------------------- */
+
+static bool cli_connect(struct cli *cli)
+{
+    char err[512];
+
+    if (cli->conn != NULL)
+        return true;
+    cli->conn = unread_connect(cli->host, cli->port, CLI_CONNECT_TIMEOUT_MS,
+                               err, sizeof(err));
+    if (cli->conn == NULL) {
+        fprintf(stderr, "Could not connect to unreadd: %s\n", err);
+        return false;
+    }
+    unread_set_timeout(cli->conn, cli->timeout_ms);
+    return true;
+}
+
+/*
+ * Runs one command given as argc words (word 0 the name; words may hold
+ * any bytes). Returns 0, or 1 on an error reply, an unknown command or a
+ * connection failure.
+ */
+static int cli_run(struct cli *cli, size_t argc, char *const *argv,
+                   const size_t *lens)
+{
+    const struct ur_op *op;
+    struct unread_arg *args = NULL;
+    struct unread_reply *r = NULL;
+    struct unread_reply local;
+    char msg[300];
+    size_t i;
+    uint64_t v;
+    int rc, status = 1;
+
+    op = ur_op_by_name(argv[0], lens[0]);
+    if (op == NULL) {
+        /* No round trip: the binary protocol needs an opcode. */
+        memset(&local, 0, sizeof(local));
+        local.kind = UNREAD_REPLY_ERROR;
+        local.code = UNREAD_ERR_UNKNOWN;
+        local.len =
+            (size_t)snprintf(msg, sizeof(msg), "ERR unknown command '%.*s'",
+                             lens[0] > 256 ? 256 : (int)lens[0], argv[0]);
+        local.str = msg;
+        print_reply(cli, &local, false);
+        return 1;
+    }
+    if (argc - 1 > UINT16_MAX) {
+        fprintf(stderr, "(error) ERR too many arguments\n");
+        return 1;
+    }
+    args = calloc(argc, sizeof(*args));
+    if (args == NULL) {
+        fprintf(stderr, "unread-cli: out of memory\n");
+        return 1;
+    }
+    for (i = 1; i < argc; i++) {
+        if (ur_parse_u64(argv[i], lens[i], &v))
+            args[i - 1] = unread_arg_int(v);
+        else
+            args[i - 1] = unread_arg_str(argv[i], lens[i]);
+    }
+    if (!cli_connect(cli))
+        goto done;
+    rc = unread_command(cli->conn, NULL, op->code, (unsigned)(argc - 1), args,
+                        &r);
+    if (rc < 0) {
+        fprintf(stderr, "Error: %s\n", unread_errstr(cli->conn));
+        goto done;
+    }
+    print_reply(cli, r, op->code == UR_OP_INFO || op->code == UR_OP_HELP);
+    status = rc == 0 ? 0 : 1;
+
+done:
+    unread_reply_free(r);
+    free(args);
+    return status;
+}
+
+/* ---- Interactive mode -------------------------------------------------- */
+
+/* One line of any length from f, without its newline; NULL at EOF. The
+ * buffer is reused across calls. */
+static char *read_line(FILE *f, char **buf, size_t *cap)
+{
+    size_t len = 0, n;
+    char *p;
+
+    if (*buf == NULL) {
+        *cap = 1024;
+        *buf = malloc(*cap);
+        if (*buf == NULL)
+            return NULL;
+    }
+    for (;;) {
+        if (fgets(*buf + len, (int)(*cap - len), f) == NULL)
+            return len > 0 ? *buf : NULL;
+        n = strlen(*buf + len);
+        len += n;
+        if (len > 0 && (*buf)[len - 1] == '\n') {
+            (*buf)[--len] = '\0';
+            if (len > 0 && (*buf)[len - 1] == '\r')
+                (*buf)[--len] = '\0';
+            return *buf;
+        }
+        if (len + 1 < *cap)
+            continue; /* a last line without a newline */
+        p = realloc(*buf, *cap * 2);
+        if (p == NULL)
+            return NULL;
+        *buf = p;
+        *cap *= 2;
+    }
+}
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+static bool is_space(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' ||
+           ch == '\f';
+}
+
+/*
+ * Splits a line into words like redis-cli (sdssplitargs): blanks separate
+ * words; "double quotes" group and understand \" \\ \n \r \t \a \b \xHH;
+ * 'single quotes' group and understand \' only. A closing quote must end
+ * the word. Words are decoded into out (at least strlen(line) + 1 bytes:
+ * a word never grows and each but the last is followed by a separator
+ * that pays for its NUL). Returns the word count, or -1 on unbalanced
+ * quotes. words/lens must hold max words.
+ */
+static long split_line(const char *line, char *out, char **words, size_t *lens,
+                       size_t max)
+{
+    const char *p = line;
+    char *w = out, q;
+    size_t n = 0;
+    int hi, lo;
+
+    for (;;) {
+        while (is_space(*p))
+            p++;
+        if (*p == '\0')
+            return (long)n;
+        if (n == max)
+            return -1;
+        words[n] = w;
+        if (*p == '"' || *p == '\'') {
+            q = *p++;
+            for (;;) {
+                if (*p == '\0')
+                    return -1;
+                if (*p == q) {
+                    p++;
+                    break;
+                }
+                if (*p == '\\' && q == '\'' && p[1] == '\'') {
+                    *w++ = '\'';
+                    p += 2;
+                } else if (*p == '\\' && q == '"' && p[1] != '\0') {
+                    p++;
+                    switch (*p) {
+                    case 'n':
+                        *w++ = '\n';
+                        break;
+                    case 'r':
+                        *w++ = '\r';
+                        break;
+                    case 't':
+                        *w++ = '\t';
+                        break;
+                    case 'a':
+                        *w++ = '\a';
+                        break;
+                    case 'b':
+                        *w++ = '\b';
+                        break;
+                    case 'x':
+                        hi = hexval(p[1]);
+                        lo = hi >= 0 ? hexval(p[2]) : -1;
+                        if (lo >= 0) {
+                            *w++ = (char)(hi * 16 + lo);
+                            p += 2;
+                        } else {
+                            *w++ = 'x';
+                        }
+                        break;
+                    default:
+                        *w++ = *p;
+                    }
+                    p++;
+                } else {
+                    *w++ = *p++;
+                }
+            }
+            if (*p != '\0' && !is_space(*p))
+                return -1;
+        } else {
+            while (*p != '\0' && !is_space(*p))
+                *w++ = *p++;
+        }
+        lens[n] = (size_t)(w - words[n]);
+        *w++ = '\0';
+        n++;
+    }
+}
+
+static bool word_is(const char *w, size_t n, const char *s)
+{
+    size_t i;
+
+    if (n != strlen(s))
+        return false;
+    for (i = 0; i < n; i++)
+        if ((w[i] | 0x20) != s[i])
+            return false;
+    return true;
+}
+
+static int cli_repl(struct cli *cli)
+{
+    char *line = NULL, *out = NULL, **words = NULL;
+    size_t cap = 0, outcap = 0, *lens = NULL, max;
+    bool prompt = isatty(STDIN_FILENO);
+    long n;
+
+    /* Connect up front, as redis-cli does, so the prompt tells the truth;
+     * a failure is reported and retried with each command. */
+    (void)cli_connect(cli);
+    for (;;) {
+        if (prompt) {
+            if (cli->conn != NULL && unread_fd(cli->conn) >= 0)
+                printf("%s:%u> ", cli->host, (unsigned)cli->port);
+            else
+                printf("not connected> ");
+            fflush(stdout);
+        }
+        if (read_line(stdin, &line, &cap) == NULL)
+            break;
+        max = strlen(line) + 1;
+        if (max > outcap) {
+            free(out);
+            free(words);
+            free(lens);
+            out = malloc(max);
+            words = malloc(max * sizeof(*words));
+            lens = malloc(max * sizeof(*lens));
+            if (out == NULL || words == NULL || lens == NULL) {
+                fprintf(stderr, "unread-cli: out of memory\n");
+                break;
+            }
+            outcap = max;
+        }
+        n = split_line(line, out, words, lens, max);
+        if (n < 0) {
+            puts("Invalid argument(s)");
+            fflush(stdout);
+            continue;
+        }
+        if (n == 0)
+            continue;
+        if (n == 1 && (word_is(words[0], lens[0], "quit") ||
+                       word_is(words[0], lens[0], "exit")))
+            break;
+        cli_run(cli, (size_t)n, words, lens);
+    }
+    if (prompt && feof(stdin))
+        putchar('\n');
+    free(line);
+    free(out);
+    free(words);
+    free(lens);
+    return 0;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: unread-cli [-h host] [-p port] [-t ms] [--raw|--no-raw] "
+            "[command [arg ...]]\n"
+            "  -h host    server address or name (default 127.0.0.1)\n"
+            "  -p port    server port (default %u)\n"
+            "  -t ms      timeout per command, 0 for none (default 0)\n"
+            "  --raw      print replies raw even on a terminal\n"
+            "  --no-raw   print replies in the human form even when piped\n"
+            "Without a command, reads commands from stdin, one per line.\n",
+            (unsigned)UNREAD_DEFAULT_PORT);
+}
+
+static bool parse_num(const char *s, uint64_t max, uint64_t *out)
+{
+    return ur_parse_u64(s, strlen(s), out) && *out <= max;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli cli;
+    size_t *lens = NULL;
+    uint64_t v;
+    int i, j, status, raw = -1;
+
+    memset(&cli, 0, sizeof(cli));
+    cli.host = "127.0.0.1";
+    cli.port = UNREAD_DEFAULT_PORT;
+    for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        } else if (strcmp(argv[i], "--raw") == 0) {
+            raw = 1;
+        } else if (strcmp(argv[i], "--no-raw") == 0) {
+            raw = 0;
+        } else if (strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "-h") == 0 && i + 1 < argc) {
+            cli.host = argv[++i];
+        } else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) {
+            if (!parse_num(argv[++i], UINT16_MAX, &v) || v == 0) {
+                fprintf(stderr, "unread-cli: bad port '%s'\n", argv[i]);
+                return 1;
+            }
+            cli.port = (uint16_t)v;
+        } else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc) {
+            if (!parse_num(argv[++i], INT32_MAX, &v)) {
+                fprintf(stderr, "unread-cli: bad timeout '%s'\n", argv[i]);
+                return 1;
+            }
+            cli.timeout_ms = (int)v;
+        } else {
+            usage(stderr);
+            return 1;
+        }
+    }
+    cli.tty = raw >= 0 ? raw == 0 : isatty(STDOUT_FILENO);
+
+    if (i < argc) {
+        lens = malloc((size_t)(argc - i) * sizeof(*lens));
+        if (lens == NULL) {
+            fprintf(stderr, "unread-cli: out of memory\n");
+            return 1;
+        }
+        for (j = i; j < argc; j++)
+            lens[j - i] = strlen(argv[j]);
+        status = cli_run(&cli, (size_t)(argc - i), argv + i, lens);
+        free(lens);
+    } else {
+        status = cli_repl(&cli);
+    }
+    unread_close(cli.conn);
+    return status;
+}

@@ -1,0 +1,59 @@
+/*
+ * ops.h - the command table (ops.def) as C: the opcode enum, the op
+ * descriptor and lookups by name and by opcode. Pure data, no I/O.
+ */
+#ifndef UR_OPS_H
+#define UR_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define UR_VARARGS 0xFFFFu
+
+enum ur_op_flags {
+    OPF_READ = 1u << 0,   /* reads state only */
+    OPF_WRITE = 1u << 1,  /* changes state (journaled once persistence lands) */
+    OPF_ADMIN = 1u << 2,  /* server/connection administration */
+    OPF_USER = 1u << 3,   /* first argument is the reading user's uid */
+    OPF_NOAUTH = 1u << 4, /* allowed before AUTH */
+    OPF_FAST = 1u << 5    /* O(1) or O(small bounded) */
+};
+
+enum ur_opcode {
+#define OP(id, name, code, min, max, flags, syn, rep, cost, sum)               \
+    UR_OP_##id = code,
+#include "ops.def"
+#undef OP
+};
+
+/* Dense index of an op in the table (0..UR_OP_COUNT-1). */
+enum ur_op_index {
+#define OP(id, name, code, min, max, flags, syn, rep, cost, sum) UR_OPI_##id,
+#include "ops.def"
+#undef OP
+    UR_OP_COUNT
+};
+
+struct ur_op {
+    const char *name;    /* upper case, e.g. "CNT.INCR" */
+    uint16_t code;       /* wire opcode */
+    uint16_t index;      /* enum ur_op_index */
+    uint16_t min_args;   /* name excluded */
+    uint16_t max_args;   /* name excluded; UR_VARARGS = up to max-args */
+    uint32_t flags;      /* OPF_* */
+    const char *syntax;  /* arguments after the name */
+    const char *reply;   /* what the reply holds */
+    const char *cost;    /* time complexity */
+    const char *summary; /* one or two sentences */
+};
+
+/* The table, in ops.def order; ur_ops[i].index == i. */
+extern const struct ur_op ur_ops[UR_OP_COUNT];
+
+/* Op by command name, ASCII case-insensitive; NULL if unknown. O(1). */
+const struct ur_op *ur_op_by_name(const char *name, size_t len);
+
+/* Op by wire opcode; NULL if unknown. O(1). */
+const struct ur_op *ur_op_by_code(uint16_t code);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * resp.h - the RESP2 text codec, pure: buffers in, status out, no I/O.
+ * The server parses requests (multibulk and inline) and encodes replies; the
+ * benchmark and tests encode requests and parse replies (of unreadd and of
+ * Redis).
+ */
+#ifndef UR_RESP_H
+#define UR_RESP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "frame.h" /* struct ur_limits */
+#include "proto.h"
+
+/*
+ * Parses one request from buf[0..len).
+ * Multibulk (first byte '*'): "*<n>\r\n" then n times "$<len>\r\n<bytes>\r\n";
+ * 1 <= n <= max_args + 1, 0 <= len <= max_frame, CRLF exactly.
+ * Inline (anything else): one line ended by "\n" or "\r\n", split on spaces
+ * and tabs; a line with no argument is consumed and reported as argc 0
+ * (the caller skips it); at most max_inline bytes and max_args + 1 words.
+ * A word starting with a double or single quote runs to the next same quote
+ * (which must end the line or be followed by a blank), so "a b" is one
+ * argument and "" an empty one. There are no escapes (a backslash is an
+ * ordinary byte) so that every argument stays a slice of buf; a quote inside
+ * a word is ordinary too. An unclosed quote is INVALID.
+ *   OK        args[0..*argc) filled, args[0] is the command name (strings
+ *             point into buf); *consumed = bytes used.
+ *   NEED_MORE *hint = total bytes needed before the next attempt can
+ *             succeed (at least len + 1).
+ *   INVALID   a malformed multibulk header, length or terminator.
+ *   TOO_BIG   n or a bulk length over the limits, or an inline line longer
+ *             than max_inline (decided before the bytes arrive).
+ * `args` must hold lim->max_args + 1 entries.
+ */
+enum ur_parse ur_resp_parse_request(const char *buf, size_t len,
+                                    const struct ur_limits *lim,
+                                    struct ur_arg *args, uint32_t *argc,
+                                    size_t *consumed, size_t *hint);
+
+/* Reply encoders (server). 0, or -1 on allocation failure. */
+int ur_resp_put_int(struct ur_buf *b, uint64_t v);
+int ur_resp_put_str(struct ur_buf *b, const char *s, size_t n);
+int ur_resp_put_arr(struct ur_buf *b, uint32_t count);
+int ur_resp_put_nil(struct ur_buf *b);
+/* "+<s>\r\n"; s must not contain CR or LF. */
+int ur_resp_put_status(struct ur_buf *b, const char *s, size_t n);
+/* "-<prefix> <msg>\r\n"; CR/LF in msg are replaced by spaces. */
+int ur_resp_put_err(struct ur_buf *b, const char *prefix, const char *msg,
+                    size_t n);
+
+/* Request encoder (bench, tests): a multibulk of argc strings. */
+int ur_resp_put_request(struct ur_buf *b, uint32_t argc,
+                        const char *const *argv, const size_t *lens);
+
+/*
+ * Parses one complete reply (any nesting up to UR_MAX_DEPTH) from
+ * buf[0..len). On OK, *consumed is its size, *type its first byte
+ * ('+', '-', ':', '$', '*') and, when type is ':', *num the integer (for
+ * '*' the element count, for '$' the length, -1 for nil). Bulk lengths and
+ * counts are capped by max_bulk (TOO_BIG).
+ */
+enum ur_parse ur_resp_parse_reply(const char *buf, size_t len,
+                                  uint32_t max_bulk, size_t *consumed,
+                                  char *type, int64_t *num);
+
+#endif

@@ -1,0 +1,262 @@
+/*
+ * cmd_admin.c - connection and administration handlers (SPEC 5): PING,
+ * ECHO, HELLO, HELP, QUIT, INFO, CONFIG.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmds.h"
+#include "cnt.h"
+#include "frame.h"
+
+/* Argument i back as a bulk string, whichever form it came in. */
+static void reply_arg(struct exec_ctx *x, uint32_t i)
+{
+    char num[24];
+    const struct ur_arg *a = &x->argv[i];
+    if (a->kind == UR_ARG_STR)
+        reply_str(x->r, a->str, a->len);
+    else
+        reply_str(x->r, num, ur_fmt_u64(num, a->num));
+}
+
+void cmd_PING(struct exec_ctx *x)
+{
+    if (x->argc == 0)
+        reply_status(x->r, "PONG");
+    else
+        reply_arg(x, 0);
+}
+
+void cmd_ECHO(struct exec_ctx *x)
+{
+    reply_arg(x, 0);
+}
+
+/* HELLO [protover]: protover is the RESP version on text connections (2)
+ * and the frame version on binary ones (1). */
+void cmd_HELLO(struct exec_ctx *x)
+{
+    uint64_t want = x->sess->proto == REPLY_BIN ? UR_FRAME_VERSION : 2;
+    uint64_t ver = want;
+    if (x->argc == 1) {
+        if (!arg_u64(x, 0, "protover", &ver))
+            return;
+        if (ver != want) {
+            reply_err(x->r, UR_E_NOPROTO,
+                      "unsupported protocol version %llu (only %llu)",
+                      (unsigned long long)ver, (unsigned long long)want);
+            return;
+        }
+    }
+    reply_arr(x->r, 10);
+    reply_cstr(x->r, "server");
+    reply_cstr(x->r, "unreadd");
+    reply_cstr(x->r, "version");
+    reply_cstr(x->r, UNREADD_VERSION);
+    reply_cstr(x->r, "proto");
+    reply_int(x->r, ver);
+    reply_cstr(x->r, "id");
+    reply_int(x->r, x->sess->id);
+    reply_cstr(x->r, "mode");
+    reply_cstr(x->r, "standalone");
+}
+
+static void help_one(struct exec_ctx *x, const struct ur_op *op)
+{
+    char line[512];
+    reply_arr(x->r, 5);
+    snprintf(line, sizeof(line), "%s%s%s", op->name, op->syntax[0] ? " " : "",
+             op->syntax);
+    reply_cstr(x->r, line);
+    reply_cstr(x->r, op->summary);
+    snprintf(line, sizeof(line), "reply: %s", op->reply);
+    reply_cstr(x->r, line);
+    snprintf(line, sizeof(line), "complexity: %s", op->cost);
+    reply_cstr(x->r, line);
+    snprintf(line, sizeof(line), "opcode: 0x%04x", op->code);
+    reply_cstr(x->r, line);
+}
+
+void cmd_HELP(struct exec_ctx *x)
+{
+    if (x->argc == 1) {
+        const struct ur_arg *a = &x->argv[0];
+        const struct ur_op *op =
+            a->kind == UR_ARG_STR ? ur_op_by_name(a->str, a->len) : NULL;
+        if (op == NULL) {
+            char text[65];
+            reply_err(x->r, UR_E_UNKNOWN, "unknown command '%s'",
+                      arg_text(x, 0, text, sizeof(text)));
+            return;
+        }
+        help_one(x, op);
+        return;
+    }
+    reply_arr(x->r, UR_OP_COUNT);
+    for (unsigned i = 0; i < UR_OP_COUNT; i++) {
+        const struct ur_op *op = &ur_ops[i];
+        char line[512];
+        snprintf(line, sizeof(line), "%s%s%s - %s", op->name,
+                 op->syntax[0] ? " " : "", op->syntax, op->summary);
+        reply_cstr(x->r, line);
+    }
+}
+
+void cmd_QUIT(struct exec_ctx *x)
+{
+    reply_status(x->r, "OK");
+    x->r->close_after = true;
+}
+
+/* INFO text is built in a scratch buffer, then sent as one bulk string. */
+struct info {
+    struct ur_buf b;
+    bool oom;
+};
+
+static void info_add(struct info *in, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void info_add(struct info *in, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(line))
+        n = sizeof(line) - 1;
+    if (ur_buf_append(&in->b, line, (size_t)n) != 0)
+        in->oom = true;
+}
+
+static uint64_t rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, resident = 0;
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+        resident = 0;
+    fclose(f);
+    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static bool want(const char *section, const char *name)
+{
+    return section == NULL || strcmp(section, name) == 0;
+}
+
+void cmd_INFO(struct exec_ctx *x)
+{
+    struct server *srv = x->srv;
+    char secbuf[32];
+    const char *section = NULL;
+    if (x->argc == 1) {
+        arg_text(x, 0, secbuf, sizeof(secbuf));
+        for (char *p = secbuf; *p; p++)
+            *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+        if (strcmp(secbuf, "all") != 0 && strcmp(secbuf, "default") != 0 &&
+            strcmp(secbuf, "everything") != 0)
+            section = secbuf;
+    }
+
+    struct info in = {{0}, false};
+    uint64_t now = server_now_ms();
+    if (want(section, "server")) {
+        info_add(&in,
+                 "# Server\r\nunreadd_version:%s\r\nprocess_id:%d\r\n"
+                 "tcp_port:%u\r\nbind:%s\r\nuptime_in_seconds:%llu\r\n"
+                 "config_file:%s\r\n\r\n",
+                 UNREADD_VERSION, (int)getpid(), srv->cfg.port, srv->cfg.bind,
+                 (unsigned long long)((now - srv->start_ms) / 1000),
+                 srv->cfg.config_file);
+    }
+    if (want(section, "clients")) {
+        info_add(&in,
+                 "# Clients\r\nconnected_clients:%u\r\ntext_clients:%u\r\n"
+                 "binary_clients:%u\r\n\r\n",
+                 srv->clients, srv->text_clients, srv->bin_clients);
+    }
+    if (want(section, "memory")) {
+        size_t users = cnt_users(srv->db.cnt);
+        size_t bytes = cnt_bytes(srv->db.cnt);
+        info_add(&in,
+                 "# Memory\r\nused_memory:%zu\r\nused_memory_rss:%llu\r\n"
+                 "cnt_users:%zu\r\ncnt_bytes:%zu\r\n"
+                 "cnt_bytes_per_user:%.2f\r\n\r\n",
+                 db_bytes(&srv->db), (unsigned long long)rss_bytes(), users,
+                 bytes, users ? (double)bytes / (double)users : 0.0);
+    }
+    if (want(section, "stats")) {
+        info_add(&in,
+                 "# Stats\r\ntotal_connections_received:%llu\r\n"
+                 "total_commands_processed:%llu\r\ntotal_errors:%llu\r\n"
+                 "protocol_errors:%llu\r\n\r\n",
+                 (unsigned long long)srv->stats.connections,
+                 (unsigned long long)srv->stats.commands,
+                 (unsigned long long)srv->stats.errors,
+                 (unsigned long long)srv->stats.proto_errors);
+    }
+    if (want(section, "commandstats")) {
+        info_add(&in, "# Commandstats\r\n");
+        for (unsigned i = 0; i < UR_OP_COUNT; i++) {
+            if (srv->stats.calls[i] == 0)
+                continue;
+            char name[64];
+            size_t k = 0;
+            for (const char *p = ur_ops[i].name; *p && k + 1 < sizeof(name);
+                 p++)
+                name[k++] = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+            name[k] = '\0';
+            info_add(&in, "cmdstat_%s:calls=%llu,errors=%llu\r\n", name,
+                     (unsigned long long)srv->stats.calls[i],
+                     (unsigned long long)srv->stats.op_errors[i]);
+        }
+        info_add(&in, "\r\n");
+    }
+
+    if (in.oom) {
+        reply_oom(x);
+    } else {
+        /* Drop the blank line after the last section, as Redis does. */
+        size_t len = in.b.len >= 2 ? in.b.len - 2 : in.b.len;
+        reply_str(x->r, in.b.data ? in.b.data : "", len);
+    }
+    ur_buf_deinit(&in.b);
+}
+
+struct config_reply {
+    struct reply *r;
+    uint32_t n;
+};
+
+static void config_one(const char *name, const char *value, void *ctx)
+{
+    struct config_reply *cr = ctx;
+    reply_cstr(cr->r, name);
+    reply_cstr(cr->r, value);
+    cr->n += 2;
+}
+
+void cmd_CONFIG(struct exec_ctx *x)
+{
+    if (!arg_is(x, 0, "GET")) {
+        char text[65];
+        reply_err(x->r, UR_E_BADARG,
+                  "unknown CONFIG subcommand '%s' (only GET)",
+                  arg_text(x, 0, text, sizeof(text)));
+        return;
+    }
+    char pat[128];
+    arg_text(x, 1, pat, sizeof(pat));
+    struct config_reply cr = {x->r, 0};
+    size_t mark = reply_arr_defer(x->r);
+    config_match(&x->srv->cfg, pat, strlen(pat), config_one, &cr);
+    reply_arr_finish(x->r, mark, cr.n);
+}

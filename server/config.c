@@ -1,0 +1,317 @@
+/*
+ * config.c - see config.h. Each key is a row of keys[]: adding a key means
+ * a field in struct config, a row here, and a line in docs/OPERATIONS.md.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+#include "proto.h"
+
+enum key_kind { K_STR, K_U32, K_LOGLEVEL, K_TYPES };
+
+struct key {
+    const char *name;
+    enum key_kind kind;
+    size_t off;
+    const char *dflt;
+    uint32_t min, max; /* K_U32 */
+};
+
+#define F(field) offsetof(struct config, field)
+
+static const struct key keys[] = {
+    {"bind", K_STR, F(bind), "127.0.0.1", 0, 0},
+    {"port", K_U32, F(port), "7460", 1, 65535},
+    {"dir", K_STR, F(dir), "./data", 0, 0},
+    {"loglevel", K_LOGLEVEL, F(loglevel), "info", 0, 0},
+    {"max-frame", K_U32, F(max_frame), "1048576", 64, UR_MAX_FRAME_CEILING},
+    {"max-args", K_U32, F(max_args), "4096", 8, 1u << 20},
+    {"max-inline", K_U32, F(max_inline), "65536", 64, 16u << 20},
+    {"counter-types", K_TYPES, F(counter_types),
+     "mention comment like dm system", 0, 0},
+};
+
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+static const struct key *key_find(const char *name)
+{
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strcasecmp(keys[i].name, name) == 0)
+            return &keys[i];
+    return NULL;
+}
+
+/* Splits the counter-types value into names: each [a-z0-9_-]+, unique, not
+ * a decimal number (numbers are type ids), at most CONFIG_MAX_TYPES. */
+static int set_types(struct config *cfg, const char *value, char *err,
+                     size_t errlen)
+{
+    char names[CONFIG_MAX_TYPES][32];
+    unsigned n = 0;
+    const char *p = value;
+
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (*p == '\0')
+            break;
+        const char *w = p;
+        while (*p != '\0' && *p != ' ' && *p != '\t' && *p != ',')
+            p++;
+        size_t len = (size_t)(p - w);
+        if (n == CONFIG_MAX_TYPES) {
+            snprintf(err, errlen, "counter-types: at most %d names",
+                     CONFIG_MAX_TYPES);
+            return -1;
+        }
+        if (len >= sizeof(names[0])) {
+            snprintf(err, errlen, "counter-types: name longer than %zu",
+                     sizeof(names[0]) - 1);
+            return -1;
+        }
+        uint64_t num;
+        if (ur_parse_u64(w, len, &num)) {
+            snprintf(err, errlen, "counter-types: '%.*s' is a number", (int)len,
+                     w);
+            return -1;
+        }
+        for (size_t i = 0; i < len; i++) {
+            unsigned char c = (unsigned char)w[i];
+            if (!isalnum(c) && c != '_' && c != '-') {
+                snprintf(err, errlen, "counter-types: bad name '%.*s'",
+                         (int)len, w);
+                return -1;
+            }
+            names[n][i] = (char)tolower(c);
+        }
+        names[n][len] = '\0';
+        for (unsigned j = 0; j < n; j++) {
+            if (strcmp(names[j], names[n]) == 0) {
+                snprintf(err, errlen, "counter-types: '%s' twice", names[n]);
+                return -1;
+            }
+        }
+        n++;
+    }
+
+    memcpy(cfg->type_names, names, sizeof(names));
+    cfg->ntypes = n;
+    /* Keep the canonical text for CONFIG GET. */
+    char *out = cfg->counter_types;
+    size_t room = sizeof(cfg->counter_types);
+    out[0] = '\0';
+    for (unsigned i = 0; i < n; i++) {
+        size_t used = strlen(out);
+        snprintf(out + used, room - used, "%s%s", i ? " " : "", names[i]);
+    }
+    return 0;
+}
+
+int config_set(struct config *cfg, const char *key, const char *value,
+               char *err, size_t errlen)
+{
+    const struct key *k = key_find(key);
+    if (k == NULL) {
+        snprintf(err, errlen, "unknown config key '%s'", key);
+        return -1;
+    }
+    char *field = (char *)cfg + k->off;
+
+    switch (k->kind) {
+    case K_STR:
+        if (strlen(value) >= CONFIG_STR_MAX || value[0] == '\0') {
+            snprintf(err, errlen, "%s: value empty or too long", k->name);
+            return -1;
+        }
+        strcpy(field, value);
+        return 0;
+    case K_U32: {
+        uint64_t v;
+        if (!ur_parse_u64(value, strlen(value), &v) || v < k->min ||
+            v > k->max) {
+            snprintf(err, errlen, "%s: '%s' is not an integer in %u..%u",
+                     k->name, value, k->min, k->max);
+            return -1;
+        }
+        *(uint32_t *)(void *)field = (uint32_t)v;
+        return 0;
+    }
+    case K_LOGLEVEL: {
+        int level = log_level_parse(value);
+        if (level < 0) {
+            snprintf(err, errlen,
+                     "%s: '%s' is not one of debug, info, warning, error",
+                     k->name, value);
+            return -1;
+        }
+        *(int *)(void *)field = level;
+        return 0;
+    }
+    case K_TYPES:
+        return set_types(cfg, value, err, errlen);
+    }
+    return -1;
+}
+
+void config_init(struct config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    char err[256];
+    for (size_t i = 0; i < NKEYS; i++) {
+        int rc = config_set(cfg, keys[i].name, keys[i].dflt, err, sizeof(err));
+        (void)rc; /* defaults are valid by construction (unit-tested) */
+    }
+}
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    char *end = s + strlen(s);
+    while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' ||
+                       end[-1] == '\r'))
+        *--end = '\0';
+    return s;
+}
+
+int config_load_file(struct config *cfg, const char *path, char *err,
+                     size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(err, errlen, "cannot open config file %s: %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    char line[1024];
+    unsigned lineno = 0;
+    int rc = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        lineno++;
+        char *s = trim(line);
+        if (*s == '\0' || *s == '#')
+            continue;
+        char *v = s;
+        while (*v != '\0' && *v != ' ' && *v != '\t')
+            v++;
+        if (*v != '\0')
+            *v++ = '\0';
+        v = trim(v);
+        /* Allow "value" in quotes, as Redis configs do. */
+        size_t vl = strlen(v);
+        if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"') {
+            v[vl - 1] = '\0';
+            v++;
+        }
+        char why[256];
+        if (config_set(cfg, s, v, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "%s:%u: %s", path, lineno, why);
+            rc = -1;
+            break;
+        }
+    }
+    fclose(f);
+    if (rc == 0 && strlen(path) < sizeof(cfg->config_file))
+        strcpy(cfg->config_file, path);
+    return rc;
+}
+
+int config_from_args(struct config *cfg, int argc, char **argv, char *err,
+                     size_t errlen)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0) {
+            if (i + 1 >= argc) {
+                snprintf(err, errlen, "--config needs a file");
+                return -1;
+            }
+            if (config_load_file(cfg, argv[i + 1], err, errlen) != 0)
+                return -1;
+        }
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0) {
+            snprintf(err, errlen, "unexpected argument '%s'", a);
+            return -1;
+        }
+        if (i + 1 >= argc) {
+            snprintf(err, errlen, "%s needs a value", a);
+            return -1;
+        }
+        if (strcmp(a, "--config") != 0 &&
+            config_set(cfg, a + 2, argv[i + 1], err, errlen) != 0)
+            return -1;
+        i++;
+    }
+    return 0;
+}
+
+/* Glob match, case-insensitive, * and ? only. */
+static bool glob_match(const char *p, size_t plen, const char *s)
+{
+    size_t pi = 0, si = 0, star_p = (size_t)-1, star_s = 0;
+    size_t slen = strlen(s);
+    while (si < slen) {
+        if (pi < plen && (p[pi] == '?' || tolower((unsigned char)p[pi]) ==
+                                              tolower((unsigned char)s[si]))) {
+            pi++;
+            si++;
+        } else if (pi < plen && p[pi] == '*') {
+            star_p = pi++;
+            star_s = si;
+        } else if (star_p != (size_t)-1) {
+            pi = star_p + 1;
+            si = ++star_s;
+        } else {
+            return false;
+        }
+    }
+    while (pi < plen && p[pi] == '*')
+        pi++;
+    return pi == plen;
+}
+
+void config_match(const struct config *cfg, const char *pattern, size_t patlen,
+                  config_visit_fn fn, void *ctx)
+{
+    for (size_t i = 0; i < NKEYS; i++) {
+        const struct key *k = &keys[i];
+        if (!glob_match(pattern, patlen, k->name))
+            continue;
+        const char *field = (const char *)cfg + k->off;
+        char num[24];
+        const char *value = field;
+        if (k->kind == K_U32) {
+            num[ur_fmt_u64(num, *(const uint32_t *)(const void *)field)] = '\0';
+            value = num;
+        } else if (k->kind == K_LOGLEVEL) {
+            int level = *(const int *)(const void *)field;
+            value = level == LOG_WARN ? "warning" : log_level_name(level);
+            /* lower-case for symmetry with the accepted values */
+            size_t n = strlen(value);
+            for (size_t j = 0; j < n && j < sizeof(num) - 1; j++)
+                num[j] = (char)tolower((unsigned char)value[j]);
+            num[n < sizeof(num) - 1 ? n : sizeof(num) - 1] = '\0';
+            value = num;
+        }
+        fn(k->name, value, ctx);
+    }
+}
+
+int config_type_by_name(const struct config *cfg, const char *name, size_t len)
+{
+    for (unsigned i = 0; i < cfg->ntypes; i++) {
+        if (strlen(cfg->type_names[i]) == len &&
+            strncasecmp(cfg->type_names[i], name, len) == 0)
+            return (int)i;
+    }
+    return -1;
+}

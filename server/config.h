@@ -1,0 +1,65 @@
+/*
+ * config.h - server configuration: one table of keys (name, kind, default,
+ * bounds, help) from which defaults, the config file, `--key value` command
+ * line options and CONFIG GET are all derived.
+ */
+#ifndef UR_CONFIG_H
+#define UR_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_TYPES 64
+#define CONFIG_STR_MAX 256
+
+struct config {
+    char bind[CONFIG_STR_MAX];
+    uint32_t port;
+    char dir[CONFIG_STR_MAX];
+    int loglevel; /* enum log_level */
+    uint32_t max_frame;
+    uint32_t max_args;
+    uint32_t max_inline;
+    /* counter-types: the names, by position (mention = 0, ...) */
+    char counter_types[CONFIG_STR_MAX];
+    unsigned ntypes;
+    char type_names[CONFIG_MAX_TYPES][32];
+
+    char config_file[CONFIG_STR_MAX]; /* "" when none */
+};
+
+/* Fills every key with its default. */
+void config_init(struct config *cfg);
+
+/*
+ * Sets one key from its text value. Returns 0, or -1 with a message in
+ * err (unknown key, bad value, out of bounds).
+ */
+int config_set(struct config *cfg, const char *key, const char *value,
+               char *err, size_t errlen);
+
+/* Reads `key value` lines (`#` comments, blank lines) from path. 0 or -1
+ * with a message naming the file and line in err. */
+int config_load_file(struct config *cfg, const char *path, char *err,
+                     size_t errlen);
+
+/*
+ * Parses argv: `--config FILE` first (loaded before any other option, so
+ * command-line options win), then `--key value` for any key. Returns 0, 1
+ * when argv asked for something else handled by the caller (none yet), or
+ * -1 with a message in err.
+ */
+int config_from_args(struct config *cfg, int argc, char **argv, char *err,
+                     size_t errlen);
+
+/* Visits keys whose names match the glob pattern (* and ?, case-insensitive)
+ * with their current value as text. */
+typedef void (*config_visit_fn)(const char *name, const char *value, void *ctx);
+void config_match(const struct config *cfg, const char *pattern, size_t patlen,
+                  config_visit_fn fn, void *ctx);
+
+/* Counter type by name (case-insensitive); -1 when not configured. */
+int config_type_by_name(const struct config *cfg, const char *name, size_t len);
+
+#endif

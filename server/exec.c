@@ -1,0 +1,164 @@
+/*
+ * exec.c - see exec.h. Dispatch is an array indexed by the op's position in
+ * the table, generated from ops.def like everything else.
+ */
+#include "exec.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cmds.h"
+
+static const cmd_fn handlers[UR_OP_COUNT] = {
+#define OP(id, name, code, min, max, flags, syn, rep, cost, sum) cmd_##id,
+#include "ops.def"
+#undef OP
+};
+
+void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
+             uint32_t argc, const struct ur_arg *argv, struct reply *r)
+{
+    struct exec_ctx x = {srv, sess, op, argc, argv, r};
+
+    srv->stats.commands++;
+    srv->stats.calls[op->index]++;
+    if (argc < op->min_args ||
+        (op->max_args != UR_VARARGS && argc > op->max_args)) {
+        reply_err(r, UR_E_ARITY,
+                  "wrong number of arguments for '%s' (expected: %s%s%s)",
+                  op->name, op->name, op->syntax[0] ? " " : "", op->syntax);
+    } else {
+        handlers[op->index](&x);
+    }
+    if (r->status != UR_E_OK) {
+        srv->stats.errors++;
+        srv->stats.op_errors[op->index]++;
+    }
+}
+
+/* Copies a client-supplied name for an error message: printable ASCII
+ * only, at most cap-1 bytes. */
+static void printable(char *dst, size_t cap, const char *s, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 1 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        dst[k++] = (c >= 0x20 && c < 0x7f && c != '\'') ? (char)c : '?';
+    }
+    dst[k] = '\0';
+}
+
+static void unknown(struct server *srv, struct reply *r, const char *fmt,
+                    const char *what)
+{
+    srv->stats.commands++;
+    srv->stats.errors++;
+    reply_err(r, UR_E_UNKNOWN, fmt, what);
+}
+
+void exec_text(struct server *srv, struct session *sess, uint32_t argc,
+               const struct ur_arg *argv, struct reply *r)
+{
+    const struct ur_op *op = ur_op_by_name(argv[0].str, argv[0].len);
+    if (op == NULL) {
+        char name[65];
+        printable(name, sizeof(name), argv[0].str, argv[0].len);
+        unknown(srv, r, "unknown command '%s'", name);
+        return;
+    }
+    exec_op(srv, sess, op, argc - 1, argv + 1, r);
+}
+
+void exec_binary(struct server *srv, struct session *sess, uint16_t opcode,
+                 uint32_t argc, const struct ur_arg *argv, struct reply *r)
+{
+    const struct ur_op *op = ur_op_by_code(opcode);
+    if (op == NULL) {
+        char code[8];
+        snprintf(code, sizeof(code), "0x%04x", opcode);
+        unknown(srv, r, "unknown opcode %s", code);
+        return;
+    }
+    exec_op(srv, sess, op, argc, argv, r);
+}
+
+bool arg_u64(struct exec_ctx *x, uint32_t i, const char *what, uint64_t *out)
+{
+    const struct ur_arg *a = &x->argv[i];
+    if (a->kind == UR_ARG_INT) {
+        *out = a->num;
+        return true;
+    }
+    if (ur_parse_u64(a->str, a->len, out))
+        return true;
+    reply_err(x->r, UR_E_BADARG,
+              "%s must be an unsigned 64-bit integer (0..18446744073709551615)",
+              what);
+    return false;
+}
+
+bool arg_u32(struct exec_ctx *x, uint32_t i, const char *what, uint32_t *out)
+{
+    uint64_t v;
+    if (!arg_u64(x, i, what, &v))
+        return false;
+    if (v > UINT32_MAX) {
+        reply_err(x->r, UR_E_BADARG, "%s must be at most 4294967295", what);
+        return false;
+    }
+    *out = (uint32_t)v;
+    return true;
+}
+
+bool arg_ctype(struct exec_ctx *x, uint32_t i, unsigned *out)
+{
+    const struct ur_arg *a = &x->argv[i];
+    uint64_t v;
+    bool num = a->kind == UR_ARG_INT ? (v = a->num, true)
+                                     : ur_parse_u64(a->str, a->len, &v);
+    if (num) {
+        if (v < 64) {
+            *out = (unsigned)v;
+            return true;
+        }
+    } else {
+        int t = config_type_by_name(&x->srv->cfg, a->str, a->len);
+        if (t >= 0) {
+            *out = (unsigned)t;
+            return true;
+        }
+    }
+    char text[65];
+    reply_err(x->r, UR_E_BADARG,
+              "unknown counter type '%s' (use 0..63 or a name from "
+              "counter-types)",
+              arg_text(x, i, text, sizeof(text)));
+    return false;
+}
+
+bool arg_is(const struct exec_ctx *x, uint32_t i, const char *word)
+{
+    const struct ur_arg *a = &x->argv[i];
+    return a->kind == UR_ARG_STR && a->len == strlen(word) &&
+           strncasecmp(a->str, word, a->len) == 0;
+}
+
+const char *arg_text(const struct exec_ctx *x, uint32_t i, char *buf,
+                     size_t cap)
+{
+    const struct ur_arg *a = &x->argv[i];
+    if (a->kind == UR_ARG_INT) {
+        char num[24];
+        size_t n = ur_fmt_u64(num, a->num);
+        printable(buf, cap, num, n);
+    } else {
+        printable(buf, cap, a->str, a->len);
+    }
+    return buf;
+}
+
+void reply_oom(struct exec_ctx *x)
+{
+    reply_err(x->r, UR_E_OOM, "out of memory");
+}

@@ -1,0 +1,68 @@
+/*
+ * exec.h - the executor: one request (an op from the table and its
+ * arguments) in, one reply out. Arity is checked here from the op table;
+ * arguments are validated by the handler through the accessors below, which
+ * answer the error themselves. The same path serves RESP, the binary
+ * protocol and (later) journal replay: nothing here knows about sockets.
+ */
+#ifndef UR_EXEC_H
+#define UR_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ops.h"
+#include "proto.h"
+#include "reply.h"
+#include "server.h"
+
+/* What a handler may know of the connection that asked: never the socket.
+ * Journal replay and tests use a session of their own. */
+struct session {
+    uint64_t id;   /* client id, unique for the process lifetime */
+    uint8_t proto; /* enum reply_proto */
+};
+
+struct exec_ctx {
+    struct server *srv;
+    struct session *sess;
+    const struct ur_op *op;
+    uint32_t argc; /* arguments after the command name */
+    const struct ur_arg *argv;
+    struct reply *r;
+};
+
+typedef void (*cmd_fn)(struct exec_ctx *x);
+
+/* Runs op with argv[0..argc) (name excluded) and writes its reply. */
+void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
+             uint32_t argc, const struct ur_arg *argv, struct reply *r);
+
+/* Text entry: argv[0] is the command name, looked up case-insensitively. */
+void exec_text(struct server *srv, struct session *sess, uint32_t argc,
+               const struct ur_arg *argv, struct reply *r);
+
+/* Binary entry: opcode from the frame header. */
+void exec_binary(struct server *srv, struct session *sess, uint16_t opcode,
+                 uint32_t argc, const struct ur_arg *argv, struct reply *r);
+
+/*
+ * Argument accessors: true with *out set, or false after replying the
+ * error (the handler then just returns). `what` names the argument in the
+ * message ("uid", "delta").
+ */
+bool arg_u64(struct exec_ctx *x, uint32_t i, const char *what, uint64_t *out);
+bool arg_u32(struct exec_ctx *x, uint32_t i, const char *what, uint32_t *out);
+/* A counter type: 0..63, or a name from counter-types. */
+bool arg_ctype(struct exec_ctx *x, uint32_t i, unsigned *out);
+/* Case-insensitive keyword compare of argument i (strings only). */
+bool arg_is(const struct exec_ctx *x, uint32_t i, const char *word);
+/* Argument i as text for messages: copies at most cap-1 bytes, printable
+ * only; an integer argument is formatted. */
+const char *arg_text(const struct exec_ctx *x, uint32_t i, char *buf,
+                     size_t cap);
+
+/* The one "out of memory" reply of every mutator. */
+void reply_oom(struct exec_ctx *x);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * log.c - see log.h. One fprintf per line so lines from the parent and a
+ * forked child do not interleave mid-line.
+ */
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static enum log_level min_level = LOG_INFO;
+
+static const char *const level_names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
+
+void log_set_level(enum log_level level)
+{
+    min_level = level;
+}
+
+int log_level_parse(const char *name)
+{
+    if (strcasecmp(name, "debug") == 0)
+        return LOG_DEBUG;
+    if (strcasecmp(name, "info") == 0)
+        return LOG_INFO;
+    if (strcasecmp(name, "warning") == 0 || strcasecmp(name, "warn") == 0)
+        return LOG_WARN;
+    if (strcasecmp(name, "error") == 0)
+        return LOG_ERROR;
+    return -1;
+}
+
+const char *log_level_name(enum log_level level)
+{
+    return level_names[level];
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+    if (level < min_level)
+        return;
+
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    char when[32];
+    strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+    fprintf(stderr, "%s.%03d [%d] %s %s\n", when, (int)(tv.tv_usec / 1000),
+            (int)getpid(), level_names[level], msg);
+}

@@ -1,0 +1,108 @@
+/*
+ * main.c - the process: configuration, then the data, then the event loop
+ * and the network, in that order; teardown in reverse.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "config.h"
+#include "log.h"
+#include "net.h"
+#include "server.h"
+#include "u64map.h"
+
+static struct server server;
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    struct event_base *base = arg;
+    log_info("received %s, shutting down",
+             sig == SIGINT ? "SIGINT" : "SIGTERM");
+    event_base_loopbreak(base);
+}
+
+/* The data directory exists (created if missing) and is a directory. */
+static int ensure_dir(const char *dir)
+{
+    struct stat st;
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        log_error("cannot create data dir %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        log_error("data dir %s is not a directory", dir);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    char err[512];
+    struct event_base *base = NULL;
+    struct event *sigint = NULL, *sigterm = NULL;
+    int status = 1;
+
+    config_init(&server.cfg);
+    if (config_from_args(&server.cfg, argc, argv, err, sizeof(err)) != 0) {
+        fprintf(stderr, "unreadd: %s\n", err);
+        return 1;
+    }
+    log_set_level((enum log_level)server.cfg.loglevel);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (ensure_dir(server.cfg.dir) != 0)
+        return 1;
+    /* A secret hash seed, so clients cannot choose ids that collide. */
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+        seed = server_now_ms() ^ ((uint64_t)getpid() << 32);
+    u64map_setup(seed);
+    if (db_init(&server.db) != 0) {
+        log_error("out of memory");
+        return 1;
+    }
+    server.start_ms = server_now_ms();
+
+    base = event_base_new();
+    if (base == NULL) {
+        log_error("cannot create the event loop");
+        goto out;
+    }
+    sigint = evsignal_new(base, SIGINT, on_signal, base);
+    sigterm = evsignal_new(base, SIGTERM, on_signal, base);
+    if (sigint == NULL || sigterm == NULL || evsignal_add(sigint, NULL) ||
+        evsignal_add(sigterm, NULL)) {
+        log_error("cannot install signal handlers");
+        goto out;
+    }
+    if (net_setup(&server, base, err, sizeof(err)) != 0) {
+        log_error("%s", err);
+        goto out;
+    }
+    log_info("unreadd %s ready on %s:%u (pid %d, dir %s)", UNREADD_VERSION,
+             server.cfg.bind, server.cfg.port, (int)getpid(), server.cfg.dir);
+
+    event_base_dispatch(base);
+    net_teardown();
+    log_info("bye");
+    status = 0;
+
+out:
+    if (sigint)
+        event_free(sigint);
+    if (sigterm)
+        event_free(sigterm);
+    if (base)
+        event_base_free(base);
+    db_deinit(&server.db);
+    return status;
+}

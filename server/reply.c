@@ -1,0 +1,165 @@
+/*
+ * reply.c - see reply.h. Each call appends straight into the connection's
+ * output buffer in the connection's protocol; nothing is built twice.
+ */
+#include "reply.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "frame.h"
+#include "proto.h"
+#include "resp.h"
+
+/* Binary array header: tag + u32 count. Patched in place when deferred. */
+#define BIN_ARR_HDR 5
+/* RESP deferred array header room: "*" + up to 10 digits + CRLF. */
+#define RESP_ARR_ROOM 13
+
+static void check(struct reply *r, int rc)
+{
+    if (rc != 0)
+        r->oom = true;
+}
+
+void reply_begin(struct reply *r, struct ur_buf *out, enum reply_proto proto,
+                 uint32_t id)
+{
+    r->out = out;
+    r->proto = (uint8_t)proto;
+    r->status = 0;
+    r->id = id;
+    r->start = out->len;
+    r->hdr_off = out->len;
+    r->oom = false;
+    r->close_after = false;
+    if (proto == REPLY_BIN)
+        check(r, ur_frame_reply_begin(out, id, &r->hdr_off));
+}
+
+void reply_end(struct reply *r)
+{
+    if (r->oom) {
+        /* Out of memory while building: drop the partial reply and try a
+         * short error instead; if even that fails the connection will be
+         * closed by the caller noticing close_after. */
+        r->out->len = r->start;
+        r->oom = false;
+        r->status = 0;
+        if (r->proto == REPLY_BIN)
+            check(r, ur_frame_reply_begin(r->out, r->id, &r->hdr_off));
+        reply_err(r, UR_E_OOM, "out of memory building the reply");
+        if (r->oom)
+            r->close_after = true;
+    }
+    if (r->proto == REPLY_BIN && !r->oom)
+        ur_frame_reply_end(r->out, r->hdr_off, r->status);
+}
+
+void reply_int(struct reply *r, uint64_t v)
+{
+    check(r, r->proto == REPLY_BIN ? ur_frame_put_int(r->out, v)
+                                   : ur_resp_put_int(r->out, v));
+}
+
+void reply_str(struct reply *r, const char *s, size_t n)
+{
+    check(r, r->proto == REPLY_BIN ? ur_frame_put_str(r->out, s, n)
+                                   : ur_resp_put_str(r->out, s, n));
+}
+
+void reply_cstr(struct reply *r, const char *s)
+{
+    reply_str(r, s, strlen(s));
+}
+
+void reply_arr(struct reply *r, uint32_t count)
+{
+    check(r, r->proto == REPLY_BIN ? ur_frame_put_arr(r->out, count)
+                                   : ur_resp_put_arr(r->out, count));
+}
+
+void reply_nil(struct reply *r)
+{
+    check(r, r->proto == REPLY_BIN ? ur_frame_put_nil(r->out)
+                                   : ur_resp_put_nil(r->out));
+}
+
+void reply_status(struct reply *r, const char *s)
+{
+    size_t n = strlen(s);
+    check(r, r->proto == REPLY_BIN ? ur_frame_put_status(r->out, s, n)
+                                   : ur_resp_put_status(r->out, s, n));
+}
+
+void reply_pair(struct reply *r, uint64_t a, uint64_t b)
+{
+    reply_arr(r, 2);
+    reply_int(r, a);
+    reply_int(r, b);
+}
+
+void reply_verr(struct reply *r, uint16_t code, const char *fmt, va_list ap)
+{
+    char msg[512];
+    int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n >= sizeof(msg))
+        n = sizeof(msg) - 1;
+    r->status = code;
+    if (r->proto == REPLY_BIN)
+        check(r, ur_frame_put_err(r->out, code, msg, (size_t)n));
+    else
+        check(r, ur_resp_put_err(r->out, ur_err_prefix(code), msg, (size_t)n));
+}
+
+void reply_err(struct reply *r, uint16_t code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    reply_verr(r, code, fmt, ap);
+    va_end(ap);
+}
+
+size_t reply_arr_defer(struct reply *r)
+{
+    size_t mark = r->out->len;
+    size_t room = r->proto == REPLY_BIN ? BIN_ARR_HDR : 0;
+    if (room != 0) {
+        if (ur_buf_reserve(r->out, room) != 0) {
+            r->oom = true;
+            return mark;
+        }
+        r->out->len += room;
+    }
+    return mark;
+}
+
+void reply_arr_finish(struct reply *r, size_t mark, uint32_t count)
+{
+    if (r->oom)
+        return;
+    if (r->proto == REPLY_BIN) {
+        /* Encode a header into the hole: put_arr appends, so encode at the
+         * end and move the 5 bytes back. */
+        size_t end = r->out->len;
+        if (ur_frame_put_arr(r->out, count) != 0) {
+            r->oom = true;
+            return;
+        }
+        memcpy(r->out->data + mark, r->out->data + end, BIN_ARR_HDR);
+        r->out->len = end;
+        return;
+    }
+    /* RESP: the header's width depends on count; shift the elements. */
+    char hdr[RESP_ARR_ROOM];
+    int n = snprintf(hdr, sizeof(hdr), "*%u\r\n", count);
+    if (ur_buf_reserve(r->out, (size_t)n) != 0) {
+        r->oom = true;
+        return;
+    }
+    memmove(r->out->data + mark + n, r->out->data + mark, r->out->len - mark);
+    memcpy(r->out->data + mark, hdr, (size_t)n);
+    r->out->len += (size_t)n;
+}

@@ -1,0 +1,52 @@
+/*
+ * server.h - the state of the one server process: configuration, the data
+ * (one store per family), counters. Handlers reach it through their
+ * exec_ctx; only main.c and net.c own the process-level parts.
+ */
+#ifndef UR_SERVER_H
+#define UR_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "ops.h"
+
+#define UNREADD_VERSION "0.1.0"
+
+/* The data: one store per family. Knows nothing of the network, so the
+ * executor can run on a scratch db in unit tests and fuzzers. */
+struct db {
+    struct cnt_store *cnt;
+};
+
+/* 0, or -1 on allocation failure (nothing allocated). */
+int db_init(struct db *db);
+void db_deinit(struct db *db);
+/* Bytes held by every store. */
+size_t db_bytes(const struct db *db);
+
+struct stats {
+    uint64_t connections;  /* accepted since start */
+    uint64_t commands;     /* executed (including those answered with errors) */
+    uint64_t errors;       /* error replies */
+    uint64_t proto_errors; /* framing lost: connection closed */
+    uint64_t calls[UR_OP_COUNT];
+    uint64_t op_errors[UR_OP_COUNT];
+};
+
+struct server {
+    struct config cfg;
+    struct db db;
+    struct stats stats;
+    uint64_t start_ms;     /* wall clock at start */
+    uint32_t clients;      /* connected now */
+    uint32_t text_clients; /* ... that chose RESP */
+    uint32_t bin_clients;  /* ... that chose the binary protocol */
+    uint64_t next_client_id;
+};
+
+/* Wall clock, milliseconds since the epoch. */
+uint64_t server_now_ms(void);
+
+#endif

@@ -1,0 +1,554 @@
+/*
+ * cnt.c - CNT: one u64map entry per user, its 8-byte value holding the
+ * user's counters inline when they fit, else pointing to an exact-size
+ * record.
+ *
+ * Inline word (low bit 1), two forms told apart by bit 63:
+ *
+ *   bit 63 = 0: two pairs of 31 bits (type: low 6 bits, value: high 25)
+ *     bit 0 tag, bits 1..31 pair A, bits 32..62 pair B
+ *   bit 63 = 1: three pairs of 20 bits (type: low 6, value: high 14)
+ *     bit 0 tag, bits 1..20, 21..40, 41..60 pairs A, B, C; 61..62 zero
+ *
+ * Record (low bit 0, a malloc'd pointer): struct cnt_rec, a 64-bit mask of
+ * the non-zero types and their values in ascending type order.
+ *
+ * The encoding is canonical, so cnt_audit can check it: one or two types
+ * with values below 2^25 use the two-pair form (pair B all zero when
+ * unused); exactly three types with values below 2^14 use the three-pair
+ * form; anything else is a record. Pairs ascend by type, no stored value is
+ * 0, a record's mask is never empty, and a user with no non-zero counter has
+ * no entry. So the common user (up to three types with ordinary counts)
+ * costs one map slot and nothing else; a record costs 8 + 4 bytes per type
+ * on top.
+ */
+#include "cnt.h"
+
+#include "u64map.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The two inline forms: pairs, value bits, where each pair starts. */
+struct inl_form {
+    unsigned n;
+    unsigned vbits;
+    unsigned shift[3];
+};
+
+static const struct inl_form inl_forms[2] = {
+    {2, 25, {1, 32, 0}},
+    {3, 14, {1, 21, 41}},
+};
+
+static inline const struct inl_form *inl_form_of(uint64_t w)
+{
+    return &inl_forms[w >> 63];
+}
+
+static inline uint64_t inl_pair_at(uint64_t w, const struct inl_form *f,
+                                   unsigned i)
+{
+    return (w >> f->shift[i]) & ((UINT64_C(1) << (6 + f->vbits)) - 1);
+}
+
+struct cnt_rec {
+    uint64_t mask;
+    uint32_t vals[]; /* popcount(mask) values, ascending type order */
+};
+
+struct cnt_store {
+    struct u64map *map;
+    size_t rec_bytes; /* requested sizes of all records */
+};
+
+/* A user's counters decoded from either form, sparse: n pairs ascending. */
+struct cnt_user {
+    unsigned n;
+    uint8_t types[CNT_TYPES];
+    uint32_t vals[CNT_TYPES];
+};
+
+static inline bool is_inline(uint64_t w)
+{
+    return w & 1;
+}
+
+static inline struct cnt_rec *rec_of(uint64_t w)
+{
+    return (struct cnt_rec *)(uintptr_t)w;
+}
+
+static inline size_t rec_size(unsigned n)
+{
+    return sizeof(struct cnt_rec) + (size_t)n * sizeof(uint32_t);
+}
+
+static inline uint64_t inl_pair(unsigned type, uint32_t v)
+{
+    return ((uint64_t)v << 6) | type;
+}
+
+static void user_decode(uint64_t w, struct cnt_user *u)
+{
+    u->n = 0;
+    if (is_inline(w)) {
+        const struct inl_form *f = inl_form_of(w);
+
+        for (unsigned i = 0; i < f->n; i++) {
+            uint64_t p = inl_pair_at(w, f, i);
+
+            if (p >> 6) {
+                u->types[u->n] = (uint8_t)(p & 63);
+                u->vals[u->n++] = (uint32_t)(p >> 6);
+            }
+        }
+    } else {
+        const struct cnt_rec *r = rec_of(w);
+
+        for (uint64_t m = r->mask; m; m &= m - 1) {
+            u->types[u->n] = (uint8_t)__builtin_ctzll(m);
+            u->vals[u->n] = r->vals[u->n];
+            u->n++;
+        }
+    }
+}
+
+/* The inline form u's canonical encoding uses, or NULL for a record. */
+static const struct inl_form *user_form(const struct cnt_user *u)
+{
+    const struct inl_form *f = &inl_forms[u->n == 3];
+
+    if (u->n == 0 || u->n > 3)
+        return NULL;
+    for (unsigned i = 0; i < u->n; i++)
+        if (u->vals[i] >> f->vbits)
+            return NULL;
+    return f;
+}
+
+/* The inline word for u in form f (from user_form). */
+static uint64_t user_inline(const struct cnt_user *u, const struct inl_form *f)
+{
+    uint64_t w = 1;
+
+    if (f->n == 3)
+        w |= UINT64_C(1) << 63;
+    for (unsigned i = 0; i < u->n; i++)
+        w |= inl_pair(u->types[i], u->vals[i]) << f->shift[i];
+    return w;
+}
+
+/* A new record for u (n >= 1), or NULL on allocation failure. */
+static struct cnt_rec *rec_new(struct cnt_store *s, const struct cnt_user *u)
+{
+    struct cnt_rec *r = malloc(rec_size(u->n));
+
+    if (r == NULL)
+        return NULL;
+    r->mask = 0;
+    for (unsigned i = 0; i < u->n; i++) {
+        r->mask |= UINT64_C(1) << u->types[i];
+        r->vals[i] = u->vals[i];
+    }
+    s->rec_bytes += rec_size(u->n);
+    return r;
+}
+
+static void rec_free(struct cnt_store *s, struct cnt_rec *r)
+{
+    s->rec_bytes -= rec_size((unsigned)__builtin_popcountll(r->mask));
+    free(r);
+}
+
+static uint64_t user_total(const struct cnt_user *u)
+{
+    uint64_t t = 0;
+
+    for (unsigned i = 0; i < u->n; i++)
+        t += u->vals[i];
+    return t;
+}
+
+/* Sets type to v in u, keeping it sparse and sorted. */
+static void user_set(struct cnt_user *u, unsigned type, uint32_t v)
+{
+    unsigned i = 0;
+
+    while (i < u->n && u->types[i] < type)
+        i++;
+    if (i < u->n && u->types[i] == type) {
+        if (v != 0) {
+            u->vals[i] = v;
+            return;
+        }
+        memmove(&u->types[i], &u->types[i + 1], u->n - i - 1);
+        memmove(&u->vals[i], &u->vals[i + 1],
+                (u->n - i - 1) * sizeof(uint32_t));
+        u->n--;
+    } else if (v != 0) {
+        memmove(&u->types[i + 1], &u->types[i], u->n - i);
+        memmove(&u->vals[i + 1], &u->vals[i], (u->n - i) * sizeof(uint32_t));
+        u->types[i] = (uint8_t)type;
+        u->vals[i] = v;
+        u->n++;
+    }
+}
+
+/*
+ * Stores u as uid's counters, replacing old (the current word, 0 when
+ * absent; ref its slot, NULL when absent). Chooses the canonical form,
+ * reusing old's record in place when its size does not change. 0, or -1 on
+ * allocation failure with nothing changed.
+ */
+static int user_store(struct cnt_store *s, uint64_t uid, uint64_t *ref,
+                      const struct cnt_user *u)
+{
+    uint64_t old = ref ? *ref : 0;
+    struct cnt_rec *oldrec = old && !is_inline(old) ? rec_of(old) : NULL;
+    struct cnt_rec *r;
+
+    if (u->n == 0) {
+        if (ref != NULL)
+            u64map_del(s->map, uid);
+        if (oldrec != NULL)
+            rec_free(s, oldrec);
+        return 0;
+    }
+    if (user_form(u) != NULL) {
+        uint64_t w = user_inline(u, user_form(u));
+
+        if (ref != NULL)
+            *ref = w;
+        else if (u64map_put(s->map, uid, w) != 0)
+            return -1;
+        if (oldrec != NULL)
+            rec_free(s, oldrec);
+        return 0;
+    }
+    if (oldrec != NULL) {
+        unsigned oldn = (unsigned)__builtin_popcountll(oldrec->mask);
+
+        if (oldn != u->n) {
+            /* realloc keeps the old record intact when it fails. */
+            r = realloc(oldrec, rec_size(u->n));
+            if (r == NULL) {
+                if (u->n > oldn)
+                    return -1;
+                r = oldrec; /* a shrink that failed: keep the larger block */
+            }
+            s->rec_bytes += rec_size(u->n);
+            s->rec_bytes -= rec_size(oldn);
+        } else {
+            r = oldrec;
+        }
+        r->mask = 0;
+        for (unsigned i = 0; i < u->n; i++) {
+            r->mask |= UINT64_C(1) << u->types[i];
+            r->vals[i] = u->vals[i];
+        }
+        *ref = (uint64_t)(uintptr_t)r;
+        return 0;
+    }
+    r = rec_new(s, u);
+    if (r == NULL)
+        return -1;
+    if (ref != NULL) {
+        *ref = (uint64_t)(uintptr_t)r;
+    } else if (u64map_put(s->map, uid, (uint64_t)(uintptr_t)r) != 0) {
+        rec_free(s, r);
+        return -1;
+    }
+    return 0;
+}
+
+struct cnt_store *cnt_create(void)
+{
+    struct cnt_store *s = calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return NULL;
+    s->map = u64map_create();
+    if (s->map == NULL) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void free_rec_visit(uint64_t uid, uint64_t w, void *ctx)
+{
+    (void)uid;
+    (void)ctx;
+    if (!is_inline(w))
+        free(rec_of(w));
+}
+
+void cnt_destroy(struct cnt_store *s)
+{
+    uint64_t cursor = 0;
+
+    if (s == NULL)
+        return;
+    do
+        u64map_scan(s->map, &cursor, SIZE_MAX, free_rec_visit, NULL);
+    while (cursor != 0);
+    u64map_destroy(s->map);
+    free(s);
+}
+
+/* uid's current value of type, decoded into u; ref set to its slot. */
+static uint32_t user_load(struct cnt_store *s, uint64_t uid, unsigned type,
+                          uint64_t **ref, struct cnt_user *u)
+{
+    *ref = u64map_ref(s->map, uid);
+    u->n = 0;
+    if (*ref == NULL)
+        return 0;
+    user_decode(**ref, u);
+    for (unsigned i = 0; i < u->n; i++)
+        if (u->types[i] == type)
+            return u->vals[i];
+    return 0;
+}
+
+static int cnt_assign(struct cnt_store *s, uint64_t uid, unsigned type,
+                      uint32_t v, uint64_t *ref, struct cnt_user *u,
+                      uint32_t *value, uint64_t *total)
+{
+    user_set(u, type, v);
+    if (user_store(s, uid, ref, u) != 0)
+        return -1;
+    *value = v;
+    *total = user_total(u);
+    return 0;
+}
+
+int cnt_incr(struct cnt_store *s, uint64_t uid, unsigned type, uint64_t delta,
+             uint32_t *value, uint64_t *total)
+{
+    struct cnt_user u;
+    uint64_t *ref;
+    uint32_t cur;
+
+    if (type >= CNT_TYPES)
+        return -1;
+    cur = user_load(s, uid, type, &ref, &u);
+    /* Saturate: a badge stuck at the maximum beats one that wraps to 0. */
+    if (delta > (uint64_t)(CNT_VALUE_MAX - cur))
+        delta = CNT_VALUE_MAX - cur;
+    return cnt_assign(s, uid, type, cur + (uint32_t)delta, ref, &u, value,
+                      total);
+}
+
+int cnt_decr(struct cnt_store *s, uint64_t uid, unsigned type, uint64_t delta,
+             uint32_t *value, uint64_t *total)
+{
+    struct cnt_user u;
+    uint64_t *ref;
+    uint32_t cur;
+
+    if (type >= CNT_TYPES)
+        return -1;
+    cur = user_load(s, uid, type, &ref, &u);
+    return cnt_assign(s, uid, type, delta >= cur ? 0 : cur - (uint32_t)delta,
+                      ref, &u, value, total);
+}
+
+int cnt_set(struct cnt_store *s, uint64_t uid, unsigned type, uint32_t v,
+            uint32_t *value, uint64_t *total)
+{
+    struct cnt_user u;
+    uint64_t *ref;
+
+    if (type >= CNT_TYPES)
+        return -1;
+    user_load(s, uid, type, &ref, &u);
+    return cnt_assign(s, uid, type, v, ref, &u, value, total);
+}
+
+/*
+ * Removing types never needs memory: the result is either inline, or a
+ * record no larger than the old one (user_store's failed-shrink path keeps
+ * the old block), so this cannot fail.
+ */
+uint64_t cnt_clear(struct cnt_store *s, uint64_t uid, uint64_t mask)
+{
+    uint64_t *ref = u64map_ref(s->map, uid);
+    struct cnt_user u;
+    unsigned j = 0;
+
+    if (ref == NULL)
+        return 0;
+    user_decode(*ref, &u);
+    for (unsigned i = 0; i < u.n; i++) {
+        if (mask >> u.types[i] & 1)
+            continue;
+        u.types[j] = u.types[i];
+        u.vals[j++] = u.vals[i];
+    }
+    if (j != u.n) {
+        u.n = j;
+        user_store(s, uid, ref, &u);
+    }
+    return user_total(&u);
+}
+
+uint32_t cnt_get(const struct cnt_store *s, uint64_t uid, unsigned type)
+{
+    uint64_t w = u64map_get(s->map, uid);
+
+    if (w == 0 || type >= CNT_TYPES)
+        return 0;
+    if (is_inline(w)) {
+        const struct inl_form *f = inl_form_of(w);
+
+        for (unsigned i = 0; i < f->n; i++) {
+            uint64_t p = inl_pair_at(w, f, i);
+
+            if ((p >> 6) != 0 && (p & 63) == type)
+                return (uint32_t)(p >> 6);
+        }
+        return 0;
+    } else {
+        const struct cnt_rec *r = rec_of(w);
+        uint64_t below = r->mask & ((UINT64_C(1) << type) - 1);
+
+        if (!(r->mask >> type & 1))
+            return 0;
+        return r->vals[__builtin_popcountll(below)];
+    }
+}
+
+uint64_t cnt_total(const struct cnt_store *s, uint64_t uid)
+{
+    uint64_t w = u64map_get(s->map, uid);
+    struct cnt_user u;
+
+    if (w == 0)
+        return 0;
+    user_decode(w, &u);
+    return user_total(&u);
+}
+
+unsigned cnt_getall(const struct cnt_store *s, uint64_t uid, uint8_t *types,
+                    uint32_t *vals)
+{
+    uint64_t w = u64map_get(s->map, uid);
+    struct cnt_user u;
+
+    if (w == 0)
+        return 0;
+    user_decode(w, &u);
+    memcpy(types, u.types, u.n);
+    memcpy(vals, u.vals, u.n * sizeof(uint32_t));
+    return u.n;
+}
+
+size_t cnt_users(const struct cnt_store *s)
+{
+    return u64map_count(s->map);
+}
+
+/*
+ * Requested sizes, as for the map: malloc's own per-block overhead (8-16
+ * bytes per record in glibc) is not counted. Records are rare: only users
+ * with four or more types, or values too wide for their inline form, have
+ * one.
+ */
+size_t cnt_bytes(const struct cnt_store *s)
+{
+    return sizeof(*s) + u64map_bytes(s->map) + s->rec_bytes;
+}
+
+struct scan_ctx {
+    cnt_visit_fn fn;
+    void *ctx;
+};
+
+static void scan_visit(uint64_t uid, uint64_t w, void *ctx)
+{
+    struct scan_ctx *sc = ctx;
+    struct cnt_user u;
+
+    user_decode(w, &u);
+    sc->fn(uid, u.n, u.types, u.vals, sc->ctx);
+}
+
+size_t cnt_scan(const struct cnt_store *s, uint64_t *cursor, size_t max,
+                cnt_visit_fn fn, void *ctx)
+{
+    struct scan_ctx sc = {fn, ctx};
+
+    return u64map_scan(s->map, cursor, max, scan_visit, &sc);
+}
+
+/* Whether w is the canonical encoding of a non-empty user. */
+static bool word_canonical(uint64_t w)
+{
+    struct cnt_user u;
+
+    if (is_inline(w)) {
+        const struct inl_form *f = inl_form_of(w);
+        uint64_t used = 1 | UINT64_C(1) << 63;
+        unsigned n = 0;
+
+        /* Pairs in use come first, then zero pairs; no stray bits. */
+        for (unsigned i = 0; i < f->n; i++) {
+            uint64_t p = inl_pair_at(w, f, i);
+
+            used |= ((UINT64_C(1) << (6 + f->vbits)) - 1) << f->shift[i];
+            if (p >> 6) {
+                if (n != i)
+                    return false;
+                n++;
+            } else if (p != 0) {
+                return false;
+            }
+        }
+        if (w & ~used)
+            return false;
+        user_decode(w, &u);
+        for (unsigned i = 1; i < u.n; i++)
+            if (u.types[i] <= u.types[i - 1])
+                return false;
+        return user_form(&u) == f;
+    }
+    if (rec_of(w)->mask == 0)
+        return false;
+    user_decode(w, &u);
+    for (unsigned i = 0; i < u.n; i++)
+        if (u.vals[i] == 0)
+            return false;
+    return user_form(&u) == NULL;
+}
+
+struct audit_ctx {
+    size_t bad;
+    size_t rec_bytes;
+};
+
+static void audit_visit(uint64_t uid, uint64_t w, void *ctx)
+{
+    struct audit_ctx *ac = ctx;
+
+    (void)uid;
+    ac->bad += !word_canonical(w);
+    if (!is_inline(w))
+        ac->rec_bytes +=
+            rec_size((unsigned)__builtin_popcountll(rec_of(w)->mask));
+}
+
+/* Also counts the map's own structural violations and a record byte count
+ * that disagrees with the records present. */
+size_t cnt_audit(const struct cnt_store *s)
+{
+    struct audit_ctx ac = {0, 0};
+    uint64_t cursor = 0;
+
+    do
+        u64map_scan(s->map, &cursor, SIZE_MAX, audit_visit, &ac);
+    while (cursor != 0);
+    return ac.bad + u64map_audit(s->map) + (ac.rec_bytes != s->rec_bytes);
+}

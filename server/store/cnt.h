@@ -1,0 +1,77 @@
+/*
+ * cnt.h - CNT, typed unread counters per user (SPEC 3.1).
+ *
+ * Per user, up to 64 counter types (0..63), each an unsigned 32-bit value
+ * that saturates at UINT32_MAX and floors at 0. The total is the sum of the
+ * parts, derived from the same record in the same call, so the badge and
+ * its parts can never disagree. A user whose counters are all zero holds no
+ * memory.
+ *
+ * Plain data structure: no requests, no sockets.
+ */
+#ifndef UR_CNT_H
+#define UR_CNT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CNT_TYPES 64
+#define CNT_VALUE_MAX UINT32_MAX
+
+struct cnt_store;
+
+struct cnt_store *cnt_create(void);
+void cnt_destroy(struct cnt_store *s);
+
+/*
+ * The mutators return 0 and set *value (the type's value after) and *total
+ * (the user's total after), or -1 on allocation failure with nothing changed.
+ * type must be < CNT_TYPES.
+ */
+int cnt_incr(struct cnt_store *s, uint64_t uid, unsigned type, uint64_t delta,
+             uint32_t *value, uint64_t *total);
+int cnt_decr(struct cnt_store *s, uint64_t uid, unsigned type, uint64_t delta,
+             uint32_t *value, uint64_t *total);
+int cnt_set(struct cnt_store *s, uint64_t uid, unsigned type, uint32_t v,
+            uint32_t *value, uint64_t *total);
+
+/* Zeroes every type whose bit is set in mask; returns the total after.
+ * Never allocates. */
+uint64_t cnt_clear(struct cnt_store *s, uint64_t uid, uint64_t mask);
+
+uint32_t cnt_get(const struct cnt_store *s, uint64_t uid, unsigned type);
+uint64_t cnt_total(const struct cnt_store *s, uint64_t uid);
+
+/* Fills types[]/vals[] (CNT_TYPES entries each) with the non-zero types in
+ * ascending order; returns how many. */
+unsigned cnt_getall(const struct cnt_store *s, uint64_t uid, uint8_t *types,
+                    uint32_t *vals);
+
+size_t cnt_users(const struct cnt_store *s);
+/* Bytes held: table plus out-of-line records. */
+size_t cnt_bytes(const struct cnt_store *s);
+
+/*
+ * Walk for snapshots, audits and expiry (see u64map_scan): calls fn once per
+ * user with its non-zero types.
+ */
+typedef void (*cnt_visit_fn)(uint64_t uid, unsigned n, const uint8_t *types,
+                             const uint32_t *vals, void *ctx);
+size_t cnt_scan(const struct cnt_store *s, uint64_t *cursor, size_t max,
+                cnt_visit_fn fn, void *ctx);
+
+/* Checks internal invariants (no zero stored values, canonical encoding).
+ * Returns the number of users that violate them (0 when healthy). */
+size_t cnt_audit(const struct cnt_store *s);
+
+/*
+ * Additions to the contract above: the mutators also return -1, storing
+ * nothing, for type >= CNT_TYPES (cnt_get then answers 0). cnt_bytes counts
+ * requested sizes (malloc's per-block overhead excluded). A user with one or
+ * two types (values < 2^25) or three (values < 2^14) costs one map slot
+ * (~20 bytes) and nothing else; others add a record of 8 + 4 bytes a type.
+ * cnt_audit also counts the map's structural violations (u64map_audit) and a
+ * record byte count that disagrees with the records.
+ */
+
+#endif

@@ -1,0 +1,101 @@
+/*
+ * u64map.h - a compact map from u64 keys to non-zero u64 values, the
+ * container under every per-user family.
+ *
+ * 16 bytes per slot (key, value), value 0 marks an empty slot, so "absent"
+ * and "zero" are the same thing: callers delete instead of storing 0.
+ * Open addressing with Robin Hood linear probing inside segments of bounded
+ * size; a directory (extendible hashing) picks the segment from the top hash
+ * bits. A full segment grows or splits on its own, so no insert ever moves
+ * more than one segment's worth of slots: the worst pause does not grow with
+ * the number of keys. Load stays between ~0.7 and ~0.9.
+ *
+ * Not thread-safe. Pointers returned by u64map_ref are invalidated by the
+ * next insert or delete on the same map.
+ */
+#ifndef UR_U64MAP_H
+#define UR_U64MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct u64map;
+
+/* An empty map, or NULL on allocation failure. */
+struct u64map *u64map_create(void);
+void u64map_destroy(struct u64map *m);
+
+/* The value for key, or 0 when absent. */
+uint64_t u64map_get(const struct u64map *m, uint64_t key);
+
+/* Pointer to key's value slot, or NULL when absent. The caller may change
+ * the value to any non-zero value through it (to 0: use u64map_del). */
+uint64_t *u64map_ref(struct u64map *m, uint64_t key);
+
+/* Sets key to val (val != 0), inserting when absent. 0, or -1 on allocation
+ * failure (map unchanged). */
+int u64map_put(struct u64map *m, uint64_t key, uint64_t val);
+
+/* Removes key. true if it was present. */
+bool u64map_del(struct u64map *m, uint64_t key);
+
+size_t u64map_count(const struct u64map *m);
+/* Bytes allocated by the map itself (segments and directory). */
+size_t u64map_bytes(const struct u64map *m);
+
+/*
+ * Cursor walk (like Redis SCAN): start with *cursor = 0; each call visits up
+ * to `max` entries and returns how many; *cursor becomes 0 when the walk is
+ * done. Entries present for the whole walk are visited at least once;
+ * the callback must not insert or delete.
+ */
+typedef void (*u64map_visit_fn)(uint64_t key, uint64_t val, void *ctx);
+size_t u64map_scan(const struct u64map *m, uint64_t *cursor, size_t max,
+                   u64map_visit_fn fn, void *ctx);
+
+/*
+ * Additions to the contract above.
+ *
+ * Scan, precisely: the map is kept in the order of a keyed 64-bit bijective
+ * hash and the cursor is the hash of the next entry to visit, so inserts,
+ * deletes, growth, splits and merges between calls never make a walk
+ * revisit or miss anything: an entry present for the whole walk is visited
+ * exactly once, one inserted or deleted during the walk at most once. Every
+ * call with max >= 1 either ends the walk or advances the cursor past at
+ * least one entry, so a walk ends. max == 0 visits nothing and leaves the
+ * cursor unchanged. A call may step over many empty segments but examines
+ * at most max entries plus the slots of the segments it passes through.
+ * Cursors are only meaningful for the map (and seed) that produced them.
+ *
+ * u64map_bytes counts the map struct, the directory, the segments (requested
+ * sizes for small ones; whole pages for large ones, which are mapped
+ * directly so that the process RSS follows the count) and at most one spare
+ * mapping kept for the next rebuild (<= 64 KiB, dropped when the map
+ * empties). Per entry: 18-21 bytes at any size.
+ */
+
+/* Sets the hash seed of maps created from now on (default: a constant).
+ * The server calls it once at start-up with a random value so that keys
+ * cannot be picked to collide. Not thread-safe. */
+void u64map_setup(uint64_t seed);
+
+/* Sets this map's hash seed; only while the map is empty: 0, or -1 when it
+ * holds entries. */
+int u64map_seed(struct u64map *m, uint64_t seed);
+
+struct u64map_stats {
+    size_t count;    /* entries */
+    size_t bytes;    /* as u64map_bytes */
+    size_t slots;    /* allocated slots: count / slots is the load */
+    size_t segments; /* segments in use */
+    unsigned depth;  /* directory depth: 1 << depth directory entries */
+};
+void u64map_stats(const struct u64map *m, struct u64map_stats *st);
+
+/* Checks every structural invariant (order, placement, counts, accounting).
+ * Returns the number of violations: 0 when healthy. O(n), for tests and
+ * DEBUG AUDIT. */
+size_t u64map_audit(const struct u64map *m);
+
+#endif

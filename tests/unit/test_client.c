@@ -1,0 +1,958 @@
+/*
+ * test_client.c - libunread against a fake server: a forked child on a
+ * loopback port that parses request frames with the real codec, logs each
+ * request it receives to a pipe ("0101 i42 s7:mention"), and answers with
+ * canned replies chosen by opcode and uid, or misbehaves on purpose
+ * (silence, a reply cut short, a wrong request id, garbage). The real
+ * server is not needed.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "frame.h"
+#include "ops.h"
+#include "proto.h"
+#include "t.h"
+#include "unread.h"
+
+/* Test-only opcodes, in the DEBUG range, unknown to the real server. */
+#define OP_ECHO 0x0FEE /* replies with its arguments as an array */
+#define OP_TREE 0x0FEF /* replies with a fixed nested value */
+
+/* uids that make the fake answer badly */
+#define UID_ARITY 666   /* error ARITY */
+#define UID_NOAUTH 667  /* error NOAUTH */
+#define UID_SHAPE 777   /* a reply of the wrong shape */
+#define UID_RANGE 778   /* a value out of range / not ascending */
+#define UID_BIGTYPE 779 /* CNT.GETALL with type 64 */
+
+enum fake_mode {
+    FAKE_NORMAL,      /* canned replies */
+    FAKE_SILENT,      /* reads, never answers */
+    FAKE_CLOSE_MID,   /* first connection: half a reply, then close */
+    FAKE_BAD_ID,      /* every reply carries id + 1 */
+    FAKE_GARBAGE,     /* answers 16 bytes that are not a frame */
+    FAKE_CLOSE_AFTER, /* first connection: `arg` replies, then close */
+    FAKE_CLOSE_IDLE   /* first connection: closed after 1 reply */
+};
+
+struct fake {
+    pid_t pid;
+    uint16_t port;
+    int log; /* read end of the request log, or -1 */
+};
+
+/* ---- The fake server (child process) ----------------------------------- */
+
+static uint64_t arg_num(const struct ur_arg *a)
+{
+    return a->kind == UR_ARG_INT ? a->num : 1000 + a->len;
+}
+
+static void put_error(struct ur_buf *b, uint32_t id, uint16_t code,
+                      const char *msg)
+{
+    size_t off;
+
+    ur_frame_reply_begin(b, id, &off);
+    ur_frame_put_err(b, code, msg, strlen(msg));
+    ur_frame_reply_end(b, off, code);
+}
+
+static void put_ints(struct ur_buf *b, size_t n, const uint64_t *v)
+{
+    size_t i;
+
+    ur_frame_put_arr(b, (uint32_t)n);
+    for (i = 0; i < n; i++)
+        ur_frame_put_int(b, v[i]);
+}
+
+/* The canned reply to one request. */
+static void fake_answer(struct ur_buf *b, const struct ur_frame_req *rq,
+                        uint32_t id)
+{
+    const struct ur_arg *a = rq->argv;
+    uint64_t uid = rq->argc > 0 ? arg_num(&a[0]) : 0;
+    uint64_t type = rq->argc > 1 ? arg_num(&a[1]) : 0;
+    size_t off;
+    uint32_t i;
+
+    if (uid == UID_ARITY && rq->op != OP_ECHO) {
+        put_error(b, id, UR_E_ARITY,
+                  "wrong number of arguments for 'CNT.INCR'");
+        return;
+    }
+    if (uid == UID_NOAUTH && rq->op != OP_ECHO) {
+        put_error(b, id, UR_E_NOAUTH, "Authentication required.");
+        return;
+    }
+    ur_frame_reply_begin(b, id, &off);
+    switch (rq->op) {
+    case UR_OP_PING:
+        ur_frame_put_status(b, "PONG", 4);
+        break;
+    case UR_OP_QUIT:
+        ur_frame_put_status(b, "OK", 2);
+        break;
+    case UR_OP_CNT_INCR:
+    case UR_OP_CNT_DECR:
+    case UR_OP_CNT_SET:
+        if (uid == UID_SHAPE) {
+            ur_frame_put_int(b, 5);
+        } else {
+            uint64_t v[2] = {rq->argc > 2 ? arg_num(&a[2]) : 1, uid * 2 + type};
+            put_ints(b, 2, v);
+        }
+        break;
+    case UR_OP_CNT_GET:
+        if (uid == UID_SHAPE)
+            ur_frame_put_str(b, "x", 1);
+        else
+            ur_frame_put_int(b, uid == UID_RANGE ? (1ull << 32) : uid + type);
+        break;
+    case UR_OP_CNT_GETALL: {
+        static const uint64_t ok[4] = {0, 3, 4, 1}, odd[3] = {0, 3, 4},
+                              desc[4] = {4, 1, 0, 3}, big[2] = {64, 1};
+        if (uid == 1)
+            put_ints(b, 4, ok);
+        else if (uid == UID_SHAPE)
+            put_ints(b, 3, odd);
+        else if (uid == UID_RANGE)
+            put_ints(b, 4, desc);
+        else if (uid == UID_BIGTYPE)
+            put_ints(b, 2, big);
+        else
+            put_ints(b, 0, NULL);
+        break;
+    }
+    case UR_OP_CNT_TOTAL:
+        ur_frame_put_int(b, uid * 3);
+        break;
+    case UR_OP_CNT_CLEAR:
+        ur_frame_put_int(b, rq->argc - 1);
+        break;
+    case OP_ECHO:
+        ur_frame_put_arr(b, rq->argc);
+        for (i = 0; i < rq->argc; i++) {
+            if (a[i].kind == UR_ARG_INT)
+                ur_frame_put_int(b, a[i].num);
+            else
+                ur_frame_put_str(b, a[i].str, a[i].len);
+        }
+        break;
+    case OP_TREE:
+        /* [1, "abc", nil, [OK, []], "x\0y", (error BADARG "bad")] */
+        ur_frame_put_arr(b, 6);
+        ur_frame_put_int(b, 1);
+        ur_frame_put_str(b, "abc", 3);
+        ur_frame_put_nil(b);
+        ur_frame_put_arr(b, 2);
+        ur_frame_put_status(b, "OK", 2);
+        ur_frame_put_arr(b, 0);
+        ur_frame_put_str(b, "x\0y", 3);
+        ur_frame_put_err(b, UR_E_BADARG, "bad", 3);
+        break;
+    default:
+        b->len = off;
+        put_error(b, id, UR_E_UNKNOWN, "unknown opcode");
+        return;
+    }
+    ur_frame_reply_end(b, off, 0);
+}
+
+/* One log line per request: opcode in hex, then i<num> or s<len>:<bytes>. */
+static void fake_log(int fd, const struct ur_frame_req *rq)
+{
+    char line[4096];
+    size_t n;
+    uint32_t i;
+
+    if (fd < 0)
+        return;
+    n = (size_t)snprintf(line, sizeof(line), "%04x", rq->op);
+    for (i = 0; i < rq->argc && n < sizeof(line) - 100; i++) {
+        if (rq->argv[i].kind == UR_ARG_INT)
+            n += (size_t)snprintf(line + n, sizeof(line) - n, " i%llu",
+                                  (unsigned long long)rq->argv[i].num);
+        else
+            n += (size_t)snprintf(line + n, sizeof(line) - n, " s%u:%.*s",
+                                  rq->argv[i].len, (int)rq->argv[i].len,
+                                  rq->argv[i].str);
+    }
+    line[n++] = '\n';
+    if (write(fd, line, n) < 0)
+        _exit(3);
+}
+
+static bool write_all(int fd, const char *p, size_t n)
+{
+    ssize_t w;
+
+    while (n > 0) {
+        w = write(fd, p, n);
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* Serves one connection; returns when it is closed by either side. */
+static void fake_conn(int fd, enum fake_mode mode, int arg, bool first,
+                      int logfd)
+{
+    static struct ur_arg args[UR_MAX_ARGS_DEFAULT];
+    struct ur_limits lim = {UR_MAX_FRAME_DEFAULT, UR_MAX_ARGS_DEFAULT,
+                            UR_MAX_INLINE_DEFAULT};
+    struct ur_buf in, out;
+    struct ur_frame_req rq;
+    size_t consumed, hint;
+    enum ur_parse st;
+    ssize_t n;
+    int answered = 0;
+
+    ur_buf_init(&in);
+    ur_buf_init(&out);
+    for (;;) {
+        if (ur_buf_reserve(&in, 65536) != 0)
+            break;
+        n = read(fd, in.data + in.len, in.cap - in.len);
+        if (n <= 0)
+            break;
+        in.len += (size_t)n;
+        for (;;) {
+            st = ur_frame_parse_request(in.data, in.len, &lim, args, &rq,
+                                        &consumed, &hint);
+            if (st == UR_PARSE_NEED_MORE)
+                break;
+            if (st != UR_PARSE_OK)
+                goto done;
+            fake_log(logfd, &rq);
+            if (mode == FAKE_GARBAGE) {
+                write_all(fd, "GARBAGE-GARBAGE!", 16);
+            } else if (mode != FAKE_SILENT) {
+                size_t start = out.len;
+
+                fake_answer(&out, &rq, mode == FAKE_BAD_ID ? rq.id + 1 : rq.id);
+                if (mode == FAKE_CLOSE_MID && first) {
+                    write_all(fd, out.data, start + (out.len - start) / 2);
+                    goto done;
+                }
+                answered++;
+            }
+            ur_buf_consume(&in, consumed);
+            if (first && ((mode == FAKE_CLOSE_AFTER && answered == arg) ||
+                          (mode == FAKE_CLOSE_IDLE && answered == 1))) {
+                write_all(fd, out.data, out.len);
+                goto done;
+            }
+            if (rq.op == UR_OP_QUIT) {
+                write_all(fd, out.data, out.len);
+                goto done;
+            }
+        }
+        if (!write_all(fd, out.data, out.len))
+            break;
+        out.len = 0;
+    }
+done:
+    close(fd);
+    ur_buf_deinit(&in);
+    ur_buf_deinit(&out);
+}
+
+static struct fake fake_start(enum fake_mode mode, int arg, bool log)
+{
+    struct fake f = {-1, 0, -1};
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    int lfd, pfd[2] = {-1, -1}, fd, one = 1;
+    bool first = true;
+
+    lfd = socket(AF_INET, SOCK_STREAM, 0);
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        listen(lfd, 16) != 0 ||
+        getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0) {
+        perror("fake_start");
+        exit(2);
+    }
+    f.port = ntohs(sa.sin_port);
+    if (log && pipe(pfd) != 0) {
+        perror("pipe");
+        exit(2);
+    }
+    fflush(NULL);
+    f.pid = fork();
+    if (f.pid < 0) {
+        perror("fork");
+        exit(2);
+    }
+    if (f.pid == 0) {
+        signal(SIGPIPE, SIG_IGN);
+        if (pfd[0] >= 0)
+            close(pfd[0]);
+        for (;;) {
+            fd = accept(lfd, NULL, NULL);
+            if (fd < 0)
+                _exit(0);
+            fake_conn(fd, mode, arg, first, pfd[1]);
+            first = false;
+        }
+    }
+    close(lfd);
+    if (pfd[1] >= 0)
+        close(pfd[1]);
+    f.log = pfd[0];
+    return f;
+}
+
+static void fake_stop(struct fake *f)
+{
+    kill(f->pid, SIGKILL);
+    waitpid(f->pid, NULL, 0);
+    if (f->log >= 0)
+        close(f->log);
+}
+
+/* The next logged request, "" when none arrives within 2 s. */
+static const char *fake_next(struct fake *f)
+{
+    static char line[4096];
+    struct pollfd p = {f->log, POLLIN, 0};
+    size_t n = 0;
+    char ch;
+
+    while (n < sizeof(line) - 1) {
+        if (poll(&p, 1, 2000) <= 0 || read(f->log, &ch, 1) != 1)
+            break;
+        if (ch == '\n')
+            break;
+        line[n++] = ch;
+    }
+    line[n] = '\0';
+    return line;
+}
+
+/* True when nothing more was logged within 100 ms. */
+static bool fake_quiet(struct fake *f)
+{
+    struct pollfd p = {f->log, POLLIN, 0};
+
+    return poll(&p, 1, 100) == 0;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct unread *conn(const struct fake *f, int timeout_ms)
+{
+    char err[256];
+    struct unread *c =
+        unread_connect("127.0.0.1", f->port, timeout_ms, err, sizeof(err));
+
+    if (c == NULL)
+        fprintf(stderr, "connect: %s\n", err);
+    return c;
+}
+
+/* ---- Tests -------------------------------------------------------------- */
+
+/* Each typed call sends its opcode and integer arguments and decodes the
+ * reply. */
+static void test_typed_calls(void)
+{
+    struct fake f = fake_start(FAKE_NORMAL, 0, true);
+    struct unread *c = conn(&f, 2000);
+    struct unread_cnt_pair pairs[UNREAD_CNT_TYPES];
+    const uint8_t types[2] = {1, 4};
+    uint32_t value = 0;
+    uint64_t total = 0;
+    unsigned n = 99;
+
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK(unread_fd(c) >= 0);
+    CHECK_EQ_U64(unread_ping(c), 0);
+    CHECK(strcmp(fake_next(&f), "0001") == 0);
+
+    CHECK_EQ_U64(unread_cnt_incr(c, 42, 3, 5, &value, &total), 0);
+    CHECK(strcmp(fake_next(&f), "0101 i42 i3 i5") == 0);
+    CHECK_EQ_U64(value, 5);
+    CHECK_EQ_U64(total, 87);
+
+    CHECK_EQ_U64(unread_cnt_decr(c, 43, 0, 2, &value, &total), 0);
+    CHECK(strcmp(fake_next(&f), "0102 i43 i0 i2") == 0);
+    CHECK_EQ_U64(value, 2);
+    CHECK_EQ_U64(total, 86);
+
+    CHECK_EQ_U64(unread_cnt_set(c, 44, 63, 4294967295u, &value, NULL), 0);
+    CHECK(strcmp(fake_next(&f), "0103 i44 i63 i4294967295") == 0);
+    CHECK_EQ_U64(value, 4294967295u);
+
+    CHECK_EQ_U64(unread_cnt_get(c, 50, 7, &value), 0);
+    CHECK(strcmp(fake_next(&f), "0104 i50 i7") == 0);
+    CHECK_EQ_U64(value, 57);
+
+    CHECK_EQ_U64(unread_cnt_total(c, UINT64_MAX / 4, &total), 0);
+    CHECK(strcmp(fake_next(&f), "0106 i4611686018427387903") == 0);
+    CHECK_EQ_U64(total, (UINT64_MAX / 4) * 3);
+
+    CHECK_EQ_U64(unread_cnt_getall(c, 1, pairs, &n), 0);
+    CHECK(strcmp(fake_next(&f), "0105 i1") == 0);
+    CHECK_EQ_U64(n, 2);
+    CHECK_EQ_U64(pairs[0].type, 0);
+    CHECK_EQ_U64(pairs[0].value, 3);
+    CHECK_EQ_U64(pairs[1].type, 4);
+    CHECK_EQ_U64(pairs[1].value, 1);
+    CHECK_EQ_U64(unread_cnt_getall(c, 2, pairs, &n), 0);
+    fake_next(&f);
+    CHECK_EQ_U64(n, 0);
+
+    CHECK_EQ_U64(unread_cnt_clear(c, 9, types, 2, &total), 0);
+    CHECK(strcmp(fake_next(&f), "0107 i9 i1 i4") == 0);
+    CHECK_EQ_U64(total, 2);
+    CHECK_EQ_U64(unread_cnt_clear(c, 9, NULL, 0, &total), 0);
+    CHECK(strcmp(fake_next(&f), "0107 i9") == 0);
+    CHECK_EQ_U64(total, 0);
+    /* More types than exist: refused before sending. */
+    CHECK_EQ_U64(unread_cnt_clear(c, 9, types, 65, &total), UNREAD_EUSAGE);
+    CHECK(fake_quiet(&f));
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/* The generic call: name lookup, string arguments, every reply kind, and
+ * unknown names refused locally. */
+static void test_command(void)
+{
+    struct fake f = fake_start(FAKE_NORMAL, 0, true);
+    struct unread *c = conn(&f, 2000);
+    struct unread_arg argv[3];
+    struct unread_reply *r = NULL, *e;
+
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    argv[0] = unread_arg_int(7);
+    argv[1] = unread_arg_str("mention", 7);
+    CHECK_EQ_U64(unread_command(c, "cnt.Incr", 0, 2, argv, &r), 0);
+    CHECK(strcmp(fake_next(&f), "0101 i7 s7:mention") == 0);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_ARRAY && r->n == 2);
+    if (r != NULL && r->n == 2) {
+        CHECK(r->elem[0].kind == UNREAD_REPLY_INT);
+        CHECK_EQ_U64(r->elem[0].integer, 1);
+        CHECK_EQ_U64(r->elem[1].integer, 14 + 1007);
+    }
+    unread_reply_free(r);
+
+    /* by opcode, binary-safe strings both ways */
+    argv[0] = unread_arg_str("a\0b", 3);
+    argv[1] = unread_arg_str("", 0);
+    argv[2] = unread_arg_int(UINT64_MAX);
+    CHECK_EQ_U64(unread_command(c, NULL, OP_ECHO, 3, argv, &r), 0);
+    fake_next(&f);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_ARRAY && r->n == 3);
+    if (r != NULL && r->n == 3) {
+        CHECK(r->elem[0].kind == UNREAD_REPLY_STR);
+        CHECK_EQ_U64(r->elem[0].len, 3);
+        CHECK(memcmp(r->elem[0].str, "a\0b", 4) == 0);
+        CHECK(r->elem[1].kind == UNREAD_REPLY_STR && r->elem[1].len == 0 &&
+              r->elem[1].str[0] == '\0');
+        CHECK_EQ_U64(r->elem[2].integer, UINT64_MAX);
+    }
+    unread_reply_free(r);
+
+    CHECK_EQ_U64(unread_command(c, NULL, OP_TREE, 0, NULL, &r), 0);
+    fake_next(&f);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_ARRAY && r->n == 6);
+    if (r != NULL && r->n == 6) {
+        CHECK(r->elem[0].kind == UNREAD_REPLY_INT && r->elem[0].integer == 1);
+        CHECK(r->elem[1].kind == UNREAD_REPLY_STR &&
+              strcmp(r->elem[1].str, "abc") == 0 && r->elem[1].len == 3);
+        CHECK(r->elem[2].kind == UNREAD_REPLY_NIL);
+        e = &r->elem[3];
+        CHECK(e->kind == UNREAD_REPLY_ARRAY && e->n == 2);
+        if (e->n == 2) {
+            CHECK(e->elem[0].kind == UNREAD_REPLY_STATUS &&
+                  strcmp(e->elem[0].str, "OK") == 0);
+            CHECK(e->elem[1].kind == UNREAD_REPLY_ARRAY && e->elem[1].n == 0 &&
+                  e->elem[1].elem == NULL);
+        }
+        CHECK(r->elem[4].len == 3 && memcmp(r->elem[4].str, "x\0y", 3) == 0);
+        CHECK(r->elem[5].kind == UNREAD_REPLY_ERROR &&
+              r->elem[5].code == UNREAD_ERR_BADARG &&
+              strcmp(r->elem[5].str, "ERR bad") == 0);
+    }
+    unread_reply_free(r);
+
+    /* unknown name: an error reply made locally, nothing sent */
+    CHECK_EQ_U64(unread_command(c, "NOPE.X", 0, 0, NULL, &r),
+                 UNREAD_ERR_UNKNOWN);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_ERROR &&
+          r->code == UNREAD_ERR_UNKNOWN &&
+          strcmp(r->str, "ERR unknown command 'NOPE.X'") == 0);
+    CHECK(strcmp(unread_errstr(c), "ERR unknown command 'NOPE.X'") == 0);
+    unread_reply_free(r);
+    CHECK(fake_quiet(&f));
+
+    /* unknown opcode: the server's error */
+    CHECK_EQ_U64(unread_command(c, NULL, 0x0F99, 0, NULL, &r),
+                 UNREAD_ERR_UNKNOWN);
+    CHECK(strcmp(fake_next(&f), "0f99") == 0);
+    CHECK(r != NULL && strcmp(r->str, "ERR unknown opcode") == 0);
+    unread_reply_free(r);
+
+    /* a bad argument kind is a usage error; nothing is sent */
+    argv[0].kind = 9;
+    CHECK_EQ_U64(unread_command(c, NULL, OP_ECHO, 1, argv, &r), UNREAD_EUSAGE);
+    CHECK(r == NULL);
+    CHECK(fake_quiet(&f));
+    CHECK_EQ_U64(unread_ping(c), 0);
+    CHECK(strcmp(fake_next(&f), "0001") == 0);
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/* Server errors come back as their wire code and text; the connection
+ * survives them. */
+static void test_server_errors(void)
+{
+    struct fake f = fake_start(FAKE_NORMAL, 0, false);
+    struct unread *c = conn(&f, 2000);
+    struct unread_reply *r = NULL;
+    struct unread_arg a = unread_arg_int(UID_ARITY);
+    uint32_t value = 123;
+    int fd;
+
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    fd = unread_fd(c);
+    CHECK_EQ_U64(unread_cnt_incr(c, UID_ARITY, 0, 1, &value, NULL),
+                 UNREAD_ERR_ARITY);
+    CHECK(strcmp(unread_errstr(c),
+                 "ERR wrong number of arguments for 'CNT.INCR'") == 0);
+    CHECK_EQ_U64(value, 123); /* untouched on failure */
+    CHECK_EQ_U64(unread_cnt_get(c, UID_NOAUTH, 0, &value), UNREAD_ERR_NOAUTH);
+    CHECK(strcmp(unread_errstr(c), "NOAUTH Authentication required.") == 0);
+    CHECK(strcmp(unread_strerror(UNREAD_ERR_NOAUTH), "NOAUTH") == 0);
+
+    CHECK_EQ_U64(unread_command(c, "CNT.GET", 0, 1, &a, &r), UNREAD_ERR_ARITY);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_ERROR &&
+          r->code == UNREAD_ERR_ARITY);
+    unread_reply_free(r);
+
+    CHECK_EQ_U64(unread_ping(c), 0);
+    CHECK(unread_fd(c) == fd); /* same connection */
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/* Replies of the wrong shape for a typed call are protocol errors; the
+ * next call reconnects. */
+static void test_bad_shapes(void)
+{
+    struct fake f = fake_start(FAKE_NORMAL, 0, false);
+    struct unread *c = conn(&f, 2000);
+    struct unread_cnt_pair pairs[UNREAD_CNT_TYPES];
+    uint32_t value;
+    unsigned n;
+
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_cnt_incr(c, UID_SHAPE, 0, 1, &value, NULL),
+                 UNREAD_EPROTO);
+    CHECK(strstr(unread_errstr(c), "CNT.INCR") != NULL);
+    CHECK(unread_fd(c) < 0);
+    CHECK_EQ_U64(unread_cnt_get(c, UID_SHAPE, 0, &value), UNREAD_EPROTO);
+    CHECK_EQ_U64(unread_cnt_get(c, UID_RANGE, 0, &value), UNREAD_EPROTO);
+    CHECK_EQ_U64(unread_cnt_getall(c, UID_SHAPE, pairs, &n), UNREAD_EPROTO);
+    CHECK_EQ_U64(unread_cnt_getall(c, UID_RANGE, pairs, &n), UNREAD_EPROTO);
+    CHECK_EQ_U64(unread_cnt_getall(c, UID_BIGTYPE, pairs, &n), UNREAD_EPROTO);
+    CHECK_EQ_U64(unread_cnt_get(c, 1, 1, &value), 0);
+    CHECK_EQ_U64(value, 2);
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/* 10,000 queued requests, one flush, replies read in order. */
+static void test_pipeline_10k(void)
+{
+    enum { N = 10000 };
+    struct fake f = fake_start(FAKE_NORMAL, 0, false);
+    struct unread *c = conn(&f, 5000);
+    struct unread_reply *r;
+    uint64_t i, bad = 0;
+    int rc;
+
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_pipe_begin(c), 0);
+    for (i = 0; i < N; i++)
+        if (unread_pipe_cnt_incr(c, 100000 + i, (unsigned)(i % 64),
+                                 (uint32_t)(i % 1000)) != 0)
+            bad++;
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(unread_pipe_queued(c), N);
+    CHECK_EQ_U64(unread_pipe_pending(c), 0);
+    /* synchronous calls wait for the pipeline */
+    CHECK_EQ_U64(unread_ping(c), UNREAD_EUSAGE);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    CHECK_EQ_U64(unread_pipe_queued(c), 0);
+    CHECK_EQ_U64(unread_pipe_pending(c), N);
+    for (i = 0; i < N; i++) {
+        rc = unread_pipe_read(c, &r);
+        if (rc != 0 || r->kind != UNREAD_REPLY_ARRAY || r->n != 2 ||
+            r->elem[0].integer != i % 1000 ||
+            r->elem[1].integer != (100000 + i) * 2 + i % 64)
+            bad++;
+        unread_reply_free(r);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(unread_pipe_pending(c), 0);
+    /* the pipeline is over: reads are misuse, sync calls work again */
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EUSAGE);
+    CHECK(r == NULL);
+    CHECK_EQ_U64(unread_ping(c), 0);
+
+    /* the same again, mixing typed, generic and error replies */
+    CHECK_EQ_U64(unread_pipe_begin(c), 0);
+    CHECK_EQ_U64(unread_pipe_cmd(c, "PING", 0, 0, NULL), 0);
+    CHECK_EQ_U64(unread_pipe_cnt_get(c, UID_NOAUTH, 0), 0);
+    CHECK_EQ_U64(unread_pipe_cnt_total(c, 5), 0);
+    CHECK_EQ_U64(unread_pipe_cmd(c, "NOPE", 0, 0, NULL), UNREAD_ERR_UNKNOWN);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    /* queue more while replies are pending: sent by the next flush */
+    CHECK_EQ_U64(unread_pipe_cnt_getall(c, 1), 0);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), 0);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_STATUS &&
+          strcmp(r->str, "PONG") == 0);
+    unread_reply_free(r);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_ERR_NOAUTH);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_ERROR);
+    unread_reply_free(r);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), 0);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_INT && r->integer == 15);
+    unread_reply_free(r);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EUSAGE); /* not flushed */
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), 0);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_ARRAY && r->n == 4);
+    unread_reply_free(r);
+    CHECK_EQ_U64(unread_ping(c), 0);
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/* Misuse is refused without harming the connection; reset drops queued
+ * requests unsent. */
+static void test_pipeline_usage(void)
+{
+    struct fake f = fake_start(FAKE_NORMAL, 0, true);
+    struct unread *c = conn(&f, 2000);
+    struct unread_reply *r;
+
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_pipe_cnt_incr(c, 1, 0, 1), UNREAD_EUSAGE);
+    CHECK_EQ_U64(unread_pipe_flush(c), UNREAD_EUSAGE);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EUSAGE);
+    CHECK_EQ_U64(unread_pipe_begin(c), 0);
+    CHECK_EQ_U64(unread_pipe_begin(c), UNREAD_EUSAGE);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0); /* nothing queued: no-op */
+    CHECK_EQ_U64(unread_pipe_cnt_incr(c, 1, 0, 1), 0);
+    CHECK_EQ_U64(unread_pipe_cnt_incr(c, 2, 0, 1), 0);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EUSAGE);
+    unread_pipe_reset(c);
+    CHECK_EQ_U64(unread_pipe_queued(c), 0);
+    CHECK_EQ_U64(unread_ping(c), 0);
+    CHECK(strcmp(fake_next(&f), "0001") == 0); /* the incrs never left */
+
+    /* reset with replies pending: the connection is replaced */
+    CHECK_EQ_U64(unread_pipe_begin(c), 0);
+    CHECK_EQ_U64(unread_pipe_cnt_total(c, 1), 0);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    CHECK(strcmp(fake_next(&f), "0106 i1") == 0);
+    unread_pipe_reset(c);
+    CHECK(unread_fd(c) < 0);
+    CHECK_EQ_U64(unread_cnt_total(c, 2, NULL), 0);
+    CHECK(strcmp(fake_next(&f), "0106 i2") == 0);
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/* A connection lost mid-pipeline fails the rest; nothing is replayed. */
+static void test_pipeline_failure(void)
+{
+    struct fake f = fake_start(FAKE_CLOSE_AFTER, 5, true);
+    struct unread *c = conn(&f, 2000);
+    struct unread_reply *r;
+    int i, rc, ok = 0, closed = 0;
+
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_pipe_begin(c), 0);
+    for (i = 0; i < 10; i++)
+        unread_pipe_cnt_total(c, (uint64_t)i);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    for (i = 0; i < 10; i++) {
+        rc = unread_pipe_read(c, &r);
+
+        if (rc == 0 && i < 5 && r->integer == (uint64_t)i * 3)
+            ok++;
+        /* FIN, or RST had the fake not read every request */
+        if ((rc == UNREAD_ECLOSED || rc == UNREAD_EIO) && r == NULL && i >= 5)
+            closed++;
+        unread_reply_free(r);
+    }
+    CHECK_EQ_U64(ok, 5);
+    CHECK_EQ_U64(closed, 5);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EUSAGE); /* over */
+    for (i = 0; i < 5; i++)
+        fake_next(&f);                         /* the 5 answered */
+    CHECK_EQ_U64(unread_ping(c), 0);           /* reconnected */
+    CHECK(strcmp(fake_next(&f), "0001") == 0); /* no replay */
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/* A reply with another request's id is a protocol error. */
+static void test_bad_id(void)
+{
+    struct fake f = fake_start(FAKE_BAD_ID, 0, false);
+    struct unread *c = conn(&f, 2000);
+    struct unread_reply *r;
+
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_ping(c), UNREAD_EPROTO);
+    CHECK(strstr(unread_errstr(c), "expected 1") != NULL);
+    CHECK(unread_fd(c) < 0);
+    CHECK_EQ_U64(unread_pipe_begin(c), 0);
+    unread_pipe_cnt_total(c, 1);
+    unread_pipe_cnt_total(c, 2);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EPROTO);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EPROTO);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EUSAGE);
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/* Bytes that are not a frame are a protocol error. */
+static void test_garbage(void)
+{
+    struct fake f = fake_start(FAKE_GARBAGE, 0, false);
+    struct unread *c = conn(&f, 2000);
+
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_ping(c), UNREAD_EPROTO);
+    CHECK(strstr(unread_errstr(c), "malformed") != NULL);
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/* A server that never answers: the call gives up at its timeout. */
+static void test_timeout(void)
+{
+    struct fake f = fake_start(FAKE_SILENT, 0, false);
+    struct unread *c = conn(&f, 2000);
+    struct unread_reply *r;
+    int64_t t0, dt;
+
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    unread_set_timeout(c, 200);
+    t0 = mono_ms();
+    CHECK_EQ_U64(unread_ping(c), UNREAD_ETIMEOUT);
+    dt = mono_ms() - t0;
+    CHECK(dt >= 150 && dt < 2000);
+    CHECK(strstr(unread_errstr(c), "timeout") != NULL);
+    CHECK(unread_fd(c) < 0);
+    /* the pipeline read is bounded the same way */
+    CHECK_EQ_U64(unread_pipe_begin(c), 0);
+    unread_pipe_cnt_total(c, 1);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    t0 = mono_ms();
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_ETIMEOUT);
+    dt = mono_ms() - t0;
+    CHECK(dt >= 150 && dt < 2000);
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/* A reply cut short by a close is an error; the next call reconnects. */
+static void test_close_mid_reply(void)
+{
+    struct fake f = fake_start(FAKE_CLOSE_MID, 0, false);
+    struct unread *c = conn(&f, 2000);
+    uint32_t value;
+
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_cnt_incr(c, 1, 2, 3, &value, NULL), UNREAD_ECLOSED);
+    CHECK(strstr(unread_errstr(c), "closed") != NULL);
+    CHECK(unread_fd(c) < 0);
+    CHECK_EQ_U64(unread_cnt_incr(c, 1, 2, 3, &value, NULL), 0);
+    CHECK_EQ_U64(value, 3);
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/* A server that closed an idle connection (restart, QUIT): the next call
+ * notices before sending and goes out on a new connection. */
+static void test_reconnect_idle(void)
+{
+    struct fake f = fake_start(FAKE_CLOSE_IDLE, 0, true);
+    struct unread *c = conn(&f, 2000);
+    struct unread_reply *r = NULL;
+
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_ping(c), 0);
+    fake_next(&f);
+    usleep(50 * 1000); /* let the close arrive */
+    CHECK_EQ_U64(unread_cnt_total(c, 3, NULL), 0);
+    CHECK(strcmp(fake_next(&f), "0106 i3") == 0);
+    CHECK_EQ_U64(unread_command(c, "QUIT", 0, 0, NULL, &r), 0);
+    CHECK(r != NULL && strcmp(r->str, "OK") == 0);
+    unread_reply_free(r);
+    fake_next(&f);
+    usleep(50 * 1000);
+    CHECK_EQ_U64(unread_ping(c), 0);
+    CHECK(strcmp(fake_next(&f), "0001") == 0);
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/* Nothing listens: the connect fails at once, not at the timeout. A name
+ * resolves. */
+static void test_connect(void)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    struct unread *c;
+    struct fake f;
+    char err[256] = "";
+    int fd, port;
+    int64_t t0;
+
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    port = ntohs(sa.sin_port);
+    close(fd); /* bound, never listened: the port is closed */
+
+    t0 = mono_ms();
+    c = unread_connect("127.0.0.1", (uint16_t)port, 5000, err, sizeof(err));
+    CHECK(c == NULL);
+    CHECK(mono_ms() - t0 < 1000);
+    CHECK(strstr(err, "refused") != NULL);
+    c = unread_connect("no-such-host.invalid", 7460, 1000, err, sizeof(err));
+    CHECK(c == NULL);
+    CHECK(strstr(err, "no-such-host.invalid") != NULL);
+    CHECK(unread_connect("127.0.0.1", (uint16_t)port, 100, NULL, 0) == NULL);
+
+    f = fake_start(FAKE_NORMAL, 0, false);
+    c = unread_connect("localhost", f.port, 2000, err, sizeof(err));
+    CHECK(c != NULL);
+    if (c != NULL)
+        CHECK_EQ_U64(unread_ping(c), 0);
+    unread_close(c);
+    fake_stop(&f);
+
+    /* a server that went away for good: each call tries once, fails fast */
+    f = fake_start(FAKE_NORMAL, 0, false);
+    c = conn(&f, 2000);
+    fake_stop(&f);
+    if (c != NULL) {
+        usleep(50 * 1000);
+        t0 = mono_ms();
+        CHECK(unread_ping(c) < 0);
+        CHECK_EQ_U64(unread_ping(c), UNREAD_ECONNECT);
+        CHECK(mono_ms() - t0 < 1000);
+        CHECK(strstr(unread_errstr(c), "refused") != NULL);
+    }
+    unread_close(c);
+    unread_close(NULL);
+    unread_reply_free(NULL);
+}
+
+static void test_strerror(void)
+{
+    CHECK(strcmp(unread_strerror(UNREAD_OK), "OK") == 0);
+    CHECK(strcmp(unread_strerror(UNREAD_ETIMEOUT), "ETIMEOUT") == 0);
+    CHECK(strcmp(unread_strerror(UNREAD_ERR_ARITY), "ARITY") == 0);
+    CHECK(strcmp(unread_strerror(-100), "EUNKNOWN") == 0);
+    CHECK(unread_strerror(1000) != NULL);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    T_RUN(test_typed_calls);
+    T_RUN(test_command);
+    T_RUN(test_server_errors);
+    T_RUN(test_bad_shapes);
+    T_RUN(test_pipeline_10k);
+    T_RUN(test_pipeline_usage);
+    T_RUN(test_pipeline_failure);
+    T_RUN(test_bad_id);
+    T_RUN(test_garbage);
+    T_RUN(test_timeout);
+    T_RUN(test_close_mid_reply);
+    T_RUN(test_reconnect_idle);
+    T_RUN(test_connect);
+    T_RUN(test_strerror);
+    T_END();
+}

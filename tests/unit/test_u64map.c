@@ -1,0 +1,356 @@
+/*
+ * test_u64map.c - the map against a naive reference, its growth and merge
+ * paths, the scan cursor under mutation, and its byte accounting.
+ */
+#include "t.h"
+#include "u64map.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng_state = 0x853c49e6748fea9bULL;
+
+static uint64_t rng(void)
+{
+    uint64_t x = rng_state;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+static void test_basic(void)
+{
+    struct u64map *m = u64map_create();
+    size_t empty_bytes;
+    uint64_t *ref;
+
+    CHECK(m != NULL);
+    empty_bytes = u64map_bytes(m);
+    CHECK(empty_bytes > 0);
+    CHECK_EQ_U64(u64map_count(m), 0);
+    CHECK_EQ_U64(u64map_get(m, 0), 0);
+    CHECK(u64map_ref(m, 7) == NULL);
+    CHECK(!u64map_del(m, 7));
+
+    /* The extremes are ordinary keys. */
+    CHECK_EQ_U64(u64map_put(m, 0, 10), 0);
+    CHECK_EQ_U64(u64map_put(m, UINT64_MAX, 20), 0);
+    CHECK_EQ_U64(u64map_put(m, 1, UINT64_MAX), 0);
+    CHECK_EQ_U64(u64map_count(m), 3);
+    CHECK_EQ_U64(u64map_get(m, 0), 10);
+    CHECK_EQ_U64(u64map_get(m, UINT64_MAX), 20);
+    CHECK_EQ_U64(u64map_get(m, 1), UINT64_MAX);
+    CHECK_EQ_U64(u64map_get(m, 2), 0);
+    CHECK(u64map_bytes(m) > empty_bytes);
+
+    /* Overwrite keeps the count. */
+    CHECK_EQ_U64(u64map_put(m, 0, 11), 0);
+    CHECK_EQ_U64(u64map_count(m), 3);
+    CHECK_EQ_U64(u64map_get(m, 0), 11);
+
+    ref = u64map_ref(m, UINT64_MAX);
+    CHECK(ref != NULL);
+    if (ref != NULL) {
+        CHECK_EQ_U64(*ref, 20);
+        *ref = 21;
+    }
+    CHECK_EQ_U64(u64map_get(m, UINT64_MAX), 21);
+
+    CHECK(u64map_del(m, 0));
+    CHECK(!u64map_del(m, 0));
+    CHECK_EQ_U64(u64map_get(m, 0), 0);
+    CHECK_EQ_U64(u64map_count(m), 2);
+    CHECK(u64map_del(m, 1));
+    CHECK(u64map_del(m, UINT64_MAX));
+    CHECK_EQ_U64(u64map_count(m), 0);
+    CHECK_EQ_U64(u64map_bytes(m), empty_bytes);
+    CHECK_EQ_U64(u64map_audit(m), 0);
+    u64map_destroy(m);
+    u64map_destroy(NULL);
+}
+
+static void first_key(uint64_t key, uint64_t val, void *ctx)
+{
+    (void)val;
+    *(uint64_t *)ctx = key;
+}
+
+static void test_seed(void)
+{
+    struct u64map *a = u64map_create(), *b = u64map_create();
+    uint64_t ca = 0, cb = 0, ka = 0, kb = 0;
+
+    CHECK_EQ_U64(u64map_seed(b, 12345), 0);
+    for (uint64_t k = 1; k <= 1000; k++) {
+        u64map_put(a, k, k);
+        u64map_put(b, k, k);
+    }
+    CHECK_EQ_U64(u64map_seed(b, 1), -1);
+    CHECK_EQ_U64(u64map_get(b, 500), 500);
+    CHECK_EQ_U64(u64map_audit(b), 0);
+    /* Another seed, another order: the first key visited differs. */
+    CHECK_EQ_U64(u64map_scan(a, &ca, 1, first_key, &ka), 1);
+    CHECK_EQ_U64(u64map_scan(b, &cb, 1, first_key, &kb), 1);
+    CHECK(ka != kb);
+    CHECK(ca != 0 && cb != 0);
+    u64map_destroy(a);
+
+    /* The start-up seed applies to maps created afterwards. */
+    u64map_setup(12345);
+    a = u64map_create();
+    for (uint64_t k = 1; k <= 1000; k++)
+        u64map_put(a, k, k);
+    ca = 0;
+    CHECK_EQ_U64(u64map_scan(a, &ca, 1, first_key, &ka), 1);
+    CHECK_EQ_U64(ka, kb);
+    CHECK_EQ_U64(ca, cb);
+    u64map_destroy(a);
+    u64map_destroy(b);
+}
+
+/* 1M keys through many growths and splits, then all deleted again. */
+static void test_many(void)
+{
+    const uint64_t n = 1000000;
+    struct u64map *m = u64map_create();
+    size_t empty_bytes = u64map_bytes(m);
+    struct u64map_stats st;
+    size_t bad = 0;
+
+    for (uint64_t i = 0; i < n; i++)
+        bad += u64map_put(m, i * 0x9e3779b97f4a7c15ULL, i + 1) != 0;
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u64map_count(m), n);
+    for (uint64_t i = 0; i < n; i++)
+        bad += u64map_get(m, i * 0x9e3779b97f4a7c15ULL) != i + 1;
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u64map_get(m, 3), 0);
+    CHECK_EQ_U64(u64map_audit(m), 0);
+
+    u64map_stats(m, &st);
+    CHECK(st.segments > 100);
+    CHECK(st.depth >= 7);
+    CHECK(st.slots > st.count);
+    /* Load between the rebuild level and the limit: 16..24 B per entry. */
+    CHECK(st.count * 100 >= st.slots * 65);
+    CHECK(st.count * 100 <= st.slots * 91);
+    CHECK(u64map_bytes(m) >= 16 * n);
+    CHECK(u64map_bytes(m) <= 24 * n);
+
+    /* Delete half (odd), check, delete the rest: segments merge back. */
+    for (uint64_t i = 1; i < n; i += 2)
+        bad += !u64map_del(m, i * 0x9e3779b97f4a7c15ULL);
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u64map_count(m), n / 2);
+    for (uint64_t i = 0; i < n; i++)
+        bad += u64map_get(m, i * 0x9e3779b97f4a7c15ULL) != (i & 1 ? 0 : i + 1);
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u64map_audit(m), 0);
+    u64map_stats(m, &st);
+    CHECK(st.count * 100 >= st.slots * 40);
+    for (uint64_t i = 0; i < n; i += 2)
+        bad += !u64map_del(m, i * 0x9e3779b97f4a7c15ULL);
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u64map_count(m), 0);
+    CHECK_EQ_U64(u64map_audit(m), 0);
+    CHECK_EQ_U64(u64map_bytes(m), empty_bytes);
+    u64map_stats(m, &st);
+    CHECK_EQ_U64(st.segments, 0);
+    CHECK_EQ_U64(st.depth, 0);
+    u64map_destroy(m);
+}
+
+/*
+ * ~200k random operations over a pool of keys (extremes included) against a
+ * plain array, in waves that fill and drain the map so that segments split
+ * and merge over and over.
+ */
+static void test_random_vs_reference(void)
+{
+    enum { POOL = 40000, OPS = 200000 };
+    uint64_t *keys = malloc(POOL * sizeof(*keys));
+    uint64_t *vals = calloc(POOL, sizeof(*vals));
+    struct u64map *m = u64map_create();
+    size_t live = 0, bad = 0, audits = 0;
+
+    keys[0] = 0;
+    keys[1] = UINT64_MAX;
+    keys[2] = 1;
+    for (size_t i = 3; i < POOL; i++)
+        keys[i] = i % 3 ? rng() : i; /* random and small dense ids */
+
+    for (size_t op = 0; op < OPS; op++) {
+        size_t i = rng() % POOL;
+        unsigned r = (unsigned)(rng() % 100);
+        /* Waves: mostly inserting for 25k ops, then mostly deleting. */
+        bool filling = (op / 25000) % 2 == 0;
+
+        if (r < (filling ? 60u : 20u)) {
+            uint64_t v = rng() | 1;
+
+            bad += u64map_put(m, keys[i], v) != 0;
+            live += vals[i] == 0;
+            vals[i] = v;
+        } else if (r < 90) {
+            bool had = vals[i] != 0;
+
+            bad += u64map_del(m, keys[i]) != had;
+            live -= had;
+            vals[i] = 0;
+        } else if (r < 95) {
+            uint64_t *p = u64map_ref(m, keys[i]);
+
+            bad += (p != NULL) != (vals[i] != 0);
+            if (p != NULL)
+                *p = vals[i] = rng() | 2;
+        } else {
+            bad += u64map_get(m, keys[i]) != vals[i];
+        }
+        bad += u64map_count(m) != live;
+        if (op % 20000 == 0) {
+            for (size_t k = 0; k < POOL; k++)
+                bad += u64map_get(m, keys[k]) != vals[k];
+            audits += u64map_audit(m);
+        }
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(audits, 0);
+    for (size_t k = 0; k < POOL; k++)
+        bad += u64map_get(m, keys[k]) != vals[k];
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u64map_audit(m), 0);
+    CHECK_EQ_U64(u64map_count(m), live);
+    u64map_destroy(m);
+    free(keys);
+    free(vals);
+}
+
+struct visits {
+    uint32_t *seen; /* per value-1 (values are key indexes + 1) */
+    size_t n;
+    size_t limit;
+    size_t foreign; /* visited values outside the tracked range */
+};
+
+static void count_visit(uint64_t key, uint64_t val, void *ctx)
+{
+    struct visits *v = ctx;
+
+    (void)key;
+    if (val >= 1 && val <= v->limit)
+        v->seen[val - 1]++;
+    else
+        v->foreign++;
+    v->n++;
+}
+
+static void test_scan_stable(void)
+{
+    enum { N = 100000 };
+    struct u64map *m = u64map_create();
+    struct visits v = {calloc(N, sizeof(uint32_t)), 0, N, 0};
+    uint64_t cursor = 0;
+    size_t calls = 0, once = 0, got, maxgot = 0;
+
+    /* Empty map: one call, done. */
+    CHECK_EQ_U64(u64map_scan(m, &cursor, 10, count_visit, &v), 0);
+    CHECK_EQ_U64(cursor, 0);
+
+    for (uint64_t i = 0; i < N; i++)
+        u64map_put(m, rng(), i + 1);
+    do {
+        got = u64map_scan(m, &cursor, 97, count_visit, &v);
+        maxgot = got > maxgot ? got : maxgot;
+        calls++;
+    } while (cursor != 0 && calls < 10 * N);
+    CHECK_EQ_U64(cursor, 0);
+    CHECK_EQ_U64(maxgot, 97);
+    CHECK(calls >= N / 97);
+    CHECK(calls <= N / 97 + 2 + 2000);
+    for (size_t i = 0; i < N; i++)
+        once += v.seen[i] == 1;
+    CHECK_EQ_U64(once, N);
+    CHECK_EQ_U64(v.n, N);
+    CHECK_EQ_U64(v.foreign, 0);
+
+    /* max == 0 makes no progress and visits nothing. */
+    cursor = 0;
+    CHECK_EQ_U64(u64map_scan(m, &cursor, 0, count_visit, &v), 0);
+    CHECK_EQ_U64(cursor, 0);
+    CHECK_EQ_U64(v.n, N);
+    free(v.seen);
+    u64map_destroy(m);
+}
+
+/*
+ * A walk while the map grows from 50k to ~300k entries and then shrinks
+ * back (splits and merges under the cursor): the stable entries are each
+ * visited exactly once and the walk ends.
+ */
+static void test_scan_mutating(void)
+{
+    enum { STABLE = 50000, CHURN = 250000 };
+    struct u64map *m = u64map_create();
+    struct visits v = {calloc(STABLE, sizeof(uint32_t)), 0, STABLE, 0};
+    uint64_t *churn = malloc(CHURN * sizeof(*churn));
+    uint64_t cursor = 0;
+    size_t calls = 0, added = 0, removed = 0, once = 0;
+
+    for (uint64_t i = 0; i < STABLE; i++)
+        u64map_put(m, rng(), i + 1);
+    do {
+        u64map_scan(m, &cursor, 50, count_visit, &v);
+        calls++;
+        /* Between calls: add 500 churn keys, or later take 500 away. */
+        for (int j = 0; j < 500; j++) {
+            if (added < CHURN) {
+                churn[added] = rng();
+                u64map_put(m, churn[added], STABLE + 1 + added);
+                added++;
+            } else if (removed < CHURN) {
+                u64map_del(m, churn[removed++]);
+            }
+        }
+    } while (cursor != 0 && calls < 100000);
+    CHECK_EQ_U64(cursor, 0);
+    CHECK(added > CHURN / 2); /* the walk really overlapped the churn */
+    for (size_t i = 0; i < STABLE; i++)
+        once += v.seen[i] == 1;
+    CHECK_EQ_U64(once, STABLE);
+    CHECK_EQ_U64(u64map_audit(m), 0);
+
+    /* Drain the churn and walk the shrinking map too. */
+    memset(v.seen, 0, STABLE * sizeof(uint32_t));
+    cursor = 0;
+    calls = 0;
+    do {
+        u64map_scan(m, &cursor, 50, count_visit, &v);
+        for (int j = 0; j < 2000 && removed < added; j++)
+            u64map_del(m, churn[removed++]);
+    } while (cursor != 0 && ++calls < 100000);
+    CHECK_EQ_U64(cursor, 0);
+    CHECK_EQ_U64(removed, added);
+    once = 0;
+    for (size_t i = 0; i < STABLE; i++)
+        once += v.seen[i] == 1;
+    CHECK_EQ_U64(once, STABLE);
+    CHECK_EQ_U64(u64map_count(m), STABLE);
+    CHECK_EQ_U64(u64map_audit(m), 0);
+    free(churn);
+    free(v.seen);
+    u64map_destroy(m);
+}
+
+int main(void)
+{
+    T_RUN(test_basic);
+    T_RUN(test_seed);
+    T_RUN(test_many);
+    T_RUN(test_random_vs_reference);
+    T_RUN(test_scan_stable);
+    T_RUN(test_scan_mutating);
+    T_END();
+}

@@ -1,0 +1,59 @@
+#!/bin/sh
+# deps.sh [build] [test] [bench] [fuzz] - make sure the Debian packages a
+# make target needs are present. As root, missing ones are installed with
+# apt-get; otherwise the script names them and fails.
+set -u
+
+need=""
+want() { # want PACKAGE CHECK-COMMAND...
+    pkg=$1
+    shift
+    if ! "$@" >/dev/null 2>&1; then
+        need="$need $pkg"
+    fi
+}
+
+for what in "$@"; do
+    case $what in
+    build)
+        want gcc command -v cc
+        want make command -v make
+        want pkg-config command -v pkg-config
+        want libevent-dev pkg-config --exists libevent
+        want libxxhash-dev pkg-config --exists libxxhash
+        want liblz4-dev pkg-config --exists liblz4
+        ;;
+    test)
+        want python3 command -v python3
+        want redis-tools command -v redis-cli
+        want netcat-openbsd command -v nc
+        ;;
+    bench)
+        want redis-server command -v redis-server
+        ;;
+    fuzz)
+        want clang command -v clang
+        want libclang-rt-14-dev sh -c 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
+        ;;
+    fmt)
+        want clang-format command -v clang-format
+        ;;
+    esac
+done
+
+[ -z "$need" ] && exit 0
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "deps: installing:$need" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null 2>&1 || true
+    # shellcheck disable=SC2086
+    if apt-get install -y -qq --no-install-recommends $need >/dev/null; then
+        exit 0
+    fi
+    echo "deps: apt-get install failed for:$need" >&2
+    exit 1
+fi
+echo "deps: missing Debian packages:$need" >&2
+echo "deps: install them with: sudo apt-get install$need" >&2
+exit 1
