@@ -20,7 +20,7 @@ PROTO_SRC  := $(wildcard protocol/*.c)
 STORE_SRC  := $(wildcard server/store/*.c)
 SERVER_SRC := $(wildcard server/*.c)
 PERSIST_SRC:= $(wildcard persistence/*.c)
-CLIENT_SRC := client-lib/unread.c
+CLIENT_SRC := $(filter-out client-lib/unread-cli.c,$(wildcard client-lib/unread*.c))
 CLI_SRC    := client-lib/unread-cli.c
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
@@ -43,7 +43,7 @@ BINS := $(BUILD)/unreadd $(BUILD)/unread-cli $(BUILD)/libunread.a \
 .PHONY: all deps run test unit asan ubsan fuzz fuzz-run fmt check-fmt docs \
         check-docs clean
 
-all: deps-quiet $(BINS) $(UNIT_BIN) $(BUILD)/gencmds $(BUILD)/store_memory
+all: deps-quiet $(BINS) $(UNIT_BIN) $(BUILD)/gencmds $(STORE_BENCH)
 
 # Missing Debian packages: installed when root, else named and fatal.
 deps:
@@ -76,8 +76,10 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-# Store-level memory figure: bytes per user of CNT, no server involved.
-$(BUILD)/store_memory: $(BUILD)/obj/bench/store_memory.o $(STORE_OBJ)
+# Store-level figures (bench/store_*.c): memory and speed of the stores
+# alone, no server involved.
+STORE_BENCH := $(patsubst bench/%.c,$(BUILD)/%,$(wildcard bench/store_*.c))
+$(BUILD)/store_%: $(BUILD)/obj/bench/store_%.o $(STORE_OBJ)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/gencmds: $(BUILD)/obj/tools/gencmds.o $(PROTO_OBJ)

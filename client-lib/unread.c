@@ -10,6 +10,7 @@
  * being a pipeline of one.
  */
 #include "unread.h"
+#include "unread_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -536,9 +537,9 @@ static int call_fail(struct unread *c, int rc)
  * describe the reply (valid until the next call); < 0: failed, and the
  * connection is closed unless the failure was a usage error.
  */
-static int roundtrip(struct unread *c, uint16_t op, unsigned argc,
-                     const struct unread_arg *argv, struct ur_frame_hdr *h,
-                     const char **body)
+int uc_roundtrip(struct unread *c, uint16_t op, unsigned argc,
+                 const struct unread_arg *argv, struct ur_frame_hdr *h,
+                 const char **body)
 {
     int64_t deadline;
     int rc;
@@ -803,7 +804,7 @@ const char *unread_strerror(int code)
 
 /* ---- Public: typed calls ----------------------------------------------- */
 
-static bool rd_int(struct ur_val_reader *rd, uint64_t *v)
+bool uc_rd_int(struct ur_val_reader *rd, uint64_t *v)
 {
     struct ur_val x;
 
@@ -813,7 +814,7 @@ static bool rd_int(struct ur_val_reader *rd, uint64_t *v)
     return true;
 }
 
-static bool rd_arr(struct ur_val_reader *rd, uint32_t *count)
+bool uc_rd_arr(struct ur_val_reader *rd, uint32_t *count)
 {
     struct ur_val x;
 
@@ -825,7 +826,7 @@ static bool rd_arr(struct ur_val_reader *rd, uint32_t *count)
 
 /* A typed call got a reply of the wrong shape: the server and the library
  * disagree on the command, and nothing later on this stream is trusted. */
-static int shape_err(struct unread *c, uint16_t op)
+int uc_shape_err(struct unread *c, uint16_t op)
 {
     const struct ur_op *o = ur_op_by_code(op);
 
@@ -836,8 +837,8 @@ static int shape_err(struct unread *c, uint16_t op)
 
 /* Synchronous call of an op whose arguments are all integers; on 0 *rd
  * reads the reply body. */
-static int call_ints(struct unread *c, uint16_t op, unsigned argc,
-                     const uint64_t *v, struct ur_val_reader *rd)
+int uc_call_ints(struct unread *c, uint16_t op, unsigned argc,
+                 const uint64_t *v, struct ur_val_reader *rd)
 {
     struct unread_arg argv[UNREAD_CNT_TYPES + 1];
     struct ur_frame_hdr h;
@@ -847,7 +848,7 @@ static int call_ints(struct unread *c, uint16_t op, unsigned argc,
 
     for (i = 0; i < argc; i++)
         argv[i] = unread_arg_int(v[i]);
-    rc = roundtrip(c, op, argc, argv, &h, &body);
+    rc = uc_roundtrip(c, op, argc, argv, &h, &body);
     if (rc == 0)
         ur_val_reader_init(rd, body, h.len);
     return rc;
@@ -863,12 +864,12 @@ static int call_cnt_pair(struct unread *c, uint16_t op, uint64_t uid,
     uint32_t count;
     int rc;
 
-    rc = call_ints(c, op, 3, args, &rd);
+    rc = uc_call_ints(c, op, 3, args, &rd);
     if (rc != 0)
         return rc;
-    if (!rd_arr(&rd, &count) || count != 2 || !rd_int(&rd, &v) ||
-        !rd_int(&rd, &t) || v > UINT32_MAX)
-        return shape_err(c, op);
+    if (!uc_rd_arr(&rd, &count) || count != 2 || !uc_rd_int(&rd, &v) ||
+        !uc_rd_int(&rd, &t) || v > UINT32_MAX)
+        return uc_shape_err(c, op);
     if (value != NULL)
         *value = (uint32_t)v;
     if (total != NULL)
@@ -877,18 +878,18 @@ static int call_cnt_pair(struct unread *c, uint16_t op, uint64_t uid,
 }
 
 /* Calls whose reply is one integer. */
-static int call_int(struct unread *c, uint16_t op, unsigned argc,
-                    const uint64_t *args, uint64_t *out)
+int uc_call_int(struct unread *c, uint16_t op, unsigned argc,
+                const uint64_t *args, uint64_t *out)
 {
     struct ur_val_reader rd;
     uint64_t v;
     int rc;
 
-    rc = call_ints(c, op, argc, args, &rd);
+    rc = uc_call_ints(c, op, argc, args, &rd);
     if (rc != 0)
         return rc;
-    if (!rd_int(&rd, &v))
-        return shape_err(c, op);
+    if (!uc_rd_int(&rd, &v))
+        return uc_shape_err(c, op);
     if (out != NULL)
         *out = v;
     return 0;
@@ -900,12 +901,12 @@ int unread_ping(struct unread *c)
     struct ur_val v;
     int rc;
 
-    rc = call_ints(c, UR_OP_PING, 0, NULL, &rd);
+    rc = uc_call_ints(c, UR_OP_PING, 0, NULL, &rd);
     if (rc != 0)
         return rc;
     if (!ur_val_next(&rd, &v) || v.kind != UR_VAL_STATUS || v.len != 4 ||
         memcmp(v.str, "PONG", 4) != 0)
-        return shape_err(c, UR_OP_PING);
+        return uc_shape_err(c, UR_OP_PING);
     return 0;
 }
 
@@ -933,11 +934,11 @@ int unread_cnt_get(struct unread *c, uint64_t uid, unsigned type,
     uint64_t args[2] = {uid, type}, v;
     int rc;
 
-    rc = call_int(c, UR_OP_CNT_GET, 2, args, &v);
+    rc = uc_call_int(c, UR_OP_CNT_GET, 2, args, &v);
     if (rc != 0)
         return rc;
     if (v > UINT32_MAX)
-        return shape_err(c, UR_OP_CNT_GET);
+        return uc_shape_err(c, UR_OP_CNT_GET);
     if (value != NULL)
         *value = (uint32_t)v;
     return 0;
@@ -951,15 +952,16 @@ int unread_cnt_getall(struct unread *c, uint64_t uid,
     uint32_t count, i;
     int rc, last = -1;
 
-    rc = call_ints(c, UR_OP_CNT_GETALL, 1, &uid, &rd);
+    rc = uc_call_ints(c, UR_OP_CNT_GETALL, 1, &uid, &rd);
     if (rc != 0)
         return rc;
-    if (!rd_arr(&rd, &count) || count % 2 != 0 || count / 2 > UNREAD_CNT_TYPES)
-        return shape_err(c, UR_OP_CNT_GETALL);
+    if (!uc_rd_arr(&rd, &count) || count % 2 != 0 ||
+        count / 2 > UNREAD_CNT_TYPES)
+        return uc_shape_err(c, UR_OP_CNT_GETALL);
     for (i = 0; i < count / 2; i++) {
-        if (!rd_int(&rd, &type) || !rd_int(&rd, &value) ||
+        if (!uc_rd_int(&rd, &type) || !uc_rd_int(&rd, &value) ||
             type >= UNREAD_CNT_TYPES || (int)type <= last || value > UINT32_MAX)
-            return shape_err(c, UR_OP_CNT_GETALL);
+            return uc_shape_err(c, UR_OP_CNT_GETALL);
         last = (int)type;
         if (out != NULL) {
             out[i].type = (uint8_t)type;
@@ -973,7 +975,7 @@ int unread_cnt_getall(struct unread *c, uint64_t uid,
 
 int unread_cnt_total(struct unread *c, uint64_t uid, uint64_t *total)
 {
-    return call_int(c, UR_OP_CNT_TOTAL, 1, &uid, total);
+    return uc_call_int(c, UR_OP_CNT_TOTAL, 1, &uid, total);
 }
 
 int unread_cnt_clear(struct unread *c, uint64_t uid, const uint8_t *types,
@@ -988,7 +990,7 @@ int unread_cnt_clear(struct unread *c, uint64_t uid, const uint8_t *types,
     args[0] = uid;
     for (i = 0; i < ntypes; i++)
         args[i + 1] = types[i];
-    return call_int(c, UR_OP_CNT_CLEAR, ntypes + 1, args, total);
+    return uc_call_int(c, UR_OP_CNT_CLEAR, ntypes + 1, args, total);
 }
 
 /* ---- Public: generic command ------------------------------------------- */
@@ -1021,7 +1023,7 @@ int unread_command(struct unread *c, const char *name, uint16_t opcode,
         *out = reply_local_error(rc, c->err);
         return *out != NULL ? rc : set_err(c, UNREAD_ENOMEM, "out of memory");
     }
-    rc = roundtrip(c, op, argc, argv, &h, &body);
+    rc = uc_roundtrip(c, op, argc, argv, &h, &body);
     if (rc < 0)
         return rc;
     rc = reply_tree(c, rc, body, h.len, out);

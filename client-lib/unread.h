@@ -323,6 +323,24 @@ int unread_pipe_read(struct unread *c, struct unread_reply **out);
  */
 void unread_pipe_reset(struct unread *c);
 
+/*
+ * Typed calls of the other families, one section each, in SPEC order
+ * (implemented in client-lib/unread_<family>.c). Each family also gets
+ * unread_pipe_<family>_<cmd> queue helpers where a pipeline of it is useful.
+ */
+
+/* ---- CONV: conversation unread ----------------------------------------- */
+
+/* ---- GRP: group unread ------------------------------------------------- */
+
+/* ---- BC: broadcast channels -------------------------------------------- */
+
+/* ---- DOT: red dots ----------------------------------------------------- */
+
+/* ---- FEED: followee snapshots ------------------------------------------ */
+
+/* ---- RCPT: read receipts ----------------------------------------------- */
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "cmds.h"
-#include "cnt.h"
 #include "frame.h"
 
 /* Argument i back as a bulk string, whichever form it came in. */
@@ -184,14 +183,20 @@ void cmd_INFO(struct exec_ctx *x)
                  srv->clients, srv->text_clients, srv->bin_clients);
     }
     if (want(section, "memory")) {
-        size_t users = cnt_users(srv->db.cnt);
-        size_t bytes = cnt_bytes(srv->db.cnt);
-        info_add(&in,
-                 "# Memory\r\nused_memory:%zu\r\nused_memory_rss:%llu\r\n"
-                 "cnt_users:%zu\r\ncnt_bytes:%zu\r\n"
-                 "cnt_bytes_per_user:%.2f\r\n\r\n",
-                 db_bytes(&srv->db), (unsigned long long)rss_bytes(), users,
-                 bytes, users ? (double)bytes / (double)users : 0.0);
+        struct db_usage u[DB_FAMILIES_MAX];
+        unsigned n = db_usage(&srv->db, u);
+        info_add(&in, "# Memory\r\nused_memory:%zu\r\nused_memory_rss:%llu\r\n",
+                 db_bytes(&srv->db), (unsigned long long)rss_bytes());
+        for (unsigned i = 0; i < n; i++) {
+            info_add(&in,
+                     "%s_%ss:%zu\r\n%s_bytes:%zu\r\n"
+                     "%s_bytes_per_%s:%.2f\r\n",
+                     u[i].family, u[i].unit, u[i].entries, u[i].family,
+                     u[i].bytes, u[i].family, u[i].unit,
+                     u[i].entries ? (double)u[i].bytes / (double)u[i].entries
+                                  : 0.0);
+        }
+        info_add(&in, "\r\n");
     }
     if (want(section, "stats")) {
         info_add(&in,

@@ -36,6 +36,8 @@ static const struct key keys[] = {
     {"max-inline", K_U32, F(max_inline), "65536", 64, 16u << 20},
     {"counter-types", K_TYPES, F(counter_types),
      "mention comment like dm system", 0, 0},
+    {"unread-cap", K_U32, F(unread_cap), "99", 1, 1000000},
+    /* family keys, in SPEC order */
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

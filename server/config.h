@@ -25,6 +25,9 @@ struct config {
     char counter_types[CONFIG_STR_MAX];
     unsigned ntypes;
     char type_names[CONFIG_MAX_TYPES][32];
+    uint32_t unread_cap; /* unread-cap: capped results show cap+1 */
+
+    /* family keys, in SPEC order */
 
     char config_file[CONFIG_STR_MAX]; /* "" when none */
 };

@@ -19,7 +19,7 @@ static const cmd_fn handlers[UR_OP_COUNT] = {
 void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
              uint32_t argc, const struct ur_arg *argv, struct reply *r)
 {
-    struct exec_ctx x = {srv, sess, op, argc, argv, r};
+    struct exec_ctx x = {srv, sess, op, argc, argv, r, false, 0};
 
     srv->stats.commands++;
     srv->stats.calls[op->index]++;
@@ -135,6 +135,15 @@ bool arg_ctype(struct exec_ctx *x, uint32_t i, unsigned *out)
               "counter-types)",
               arg_text(x, i, text, sizeof(text)));
     return false;
+}
+
+bool arg_ts_opt(struct exec_ctx *x, uint32_t i, uint64_t *out)
+{
+    if (i < x->argc)
+        return arg_u64(x, i, "ts", out);
+    *out = x->ts = server_clock_ms(x->srv);
+    x->ts_resolved = true;
+    return true;
 }
 
 bool arg_is(const struct exec_ctx *x, uint32_t i, const char *word)

@@ -30,6 +30,8 @@ struct exec_ctx {
     uint32_t argc; /* arguments after the command name */
     const struct ur_arg *argv;
     struct reply *r;
+    bool ts_resolved; /* an omitted ts was filled from the clock: */
+    uint64_t ts;      /* ... this value, which the journal records */
 };
 
 typedef void (*cmd_fn)(struct exec_ctx *x);
@@ -55,6 +57,10 @@ bool arg_u64(struct exec_ctx *x, uint32_t i, const char *what, uint64_t *out);
 bool arg_u32(struct exec_ctx *x, uint32_t i, const char *what, uint32_t *out);
 /* A counter type: 0..63, or a name from counter-types. */
 bool arg_ctype(struct exec_ctx *x, uint32_t i, unsigned *out);
+/* Optional timestamp argument i (ms since the epoch): when the command has
+ * no argument i, the server clock (server_clock_ms). The resolved value is
+ * kept in x->ts so the journal can record it and replay is exact. */
+bool arg_ts_opt(struct exec_ctx *x, uint32_t i, uint64_t *out);
 /* Case-insensitive keyword compare of argument i (strings only). */
 bool arg_is(const struct exec_ctx *x, uint32_t i, const char *word);
 /* Argument i as text for messages: copies at most cap-1 bytes, printable

@@ -18,6 +18,7 @@
  * executor can run on a scratch db in unit tests and fuzzers. */
 struct db {
     struct cnt_store *cnt;
+    /* one field per family, in SPEC order: conv, grp, bc, dot, feed, rcpt */
 };
 
 /* 0, or -1 on allocation failure (nothing allocated). */
@@ -25,6 +26,18 @@ int db_init(struct db *db);
 void db_deinit(struct db *db);
 /* Bytes held by every store. */
 size_t db_bytes(const struct db *db);
+
+/* Memory use of one family, for INFO and the memory benchmarks. */
+struct db_usage {
+    const char *family; /* "cnt", "conv", ... */
+    const char *unit;   /* what an entry is: "user", "membership", ... */
+    size_t entries;
+    size_t bytes;
+};
+
+#define DB_FAMILIES_MAX 16
+/* Fills out[] (DB_FAMILIES_MAX rows) in SPEC order; returns the count. */
+unsigned db_usage(const struct db *db, struct db_usage *out);
 
 struct stats {
     uint64_t connections;  /* accepted since start */
@@ -44,9 +57,14 @@ struct server {
     uint32_t text_clients; /* ... that chose RESP */
     uint32_t bin_clients;  /* ... that chose the binary protocol */
     uint64_t next_client_id;
+    int64_t clock_offset_ms; /* added to the wall clock (DEBUG clock hooks) */
 };
 
 /* Wall clock, milliseconds since the epoch. */
 uint64_t server_now_ms(void);
+
+/* The server's clock: the wall clock plus srv->clock_offset_ms. Every
+ * default timestamp (an omitted ts) comes from here. */
+uint64_t server_clock_ms(const struct server *srv);
 
 #endif

@@ -1,0 +1,42 @@
+/*
+ * unread_int.h - libunread's internal seam between the connection core
+ * (unread.c) and the typed calls of each family (unread_<family>.c). Not
+ * installed; not part of the API.
+ */
+#ifndef UNREAD_INT_H
+#define UNREAD_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "frame.h"
+#include "ops.h"
+#include "unread.h"
+
+/*
+ * One synchronous round trip. On 0 or a server error (> 0), *h and *body
+ * describe the reply (valid until the next call); < 0: failed, and the
+ * connection is closed unless the failure was a usage error.
+ */
+int uc_roundtrip(struct unread *c, uint16_t op, unsigned argc,
+                 const struct unread_arg *argv, struct ur_frame_hdr *h,
+                 const char **body);
+
+/* Synchronous call of an op whose arguments are all integers (at most 65);
+ * on 0, *rd reads the reply body. */
+int uc_call_ints(struct unread *c, uint16_t op, unsigned argc,
+                 const uint64_t *v, struct ur_val_reader *rd);
+
+/* Synchronous call whose reply is one integer. */
+int uc_call_int(struct unread *c, uint16_t op, unsigned argc,
+                const uint64_t *args, uint64_t *out);
+
+/* Reply readers: the next value is an integer / an array header. */
+bool uc_rd_int(struct ur_val_reader *rd, uint64_t *v);
+bool uc_rd_arr(struct ur_val_reader *rd, uint32_t *count);
+
+/* A typed call got a reply of the wrong shape: records the error, drops
+ * the connection, returns UNREAD_EPROTO. */
+int uc_shape_err(struct unread *c, uint16_t op);
+
+#endif
