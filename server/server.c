@@ -39,6 +39,14 @@ unsigned db_usage(const struct db *db, struct db_usage *out)
     return n;
 }
 
+size_t db_audit(const struct db *db)
+{
+    size_t bad = 0;
+    bad += cnt_audit(db->cnt);
+    /* one line per family, in SPEC order */
+    return bad;
+}
+
 size_t db_bytes(const struct db *db)
 {
     struct db_usage u[DB_FAMILIES_MAX];

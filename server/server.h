@@ -35,6 +35,10 @@ struct db_usage {
     size_t bytes;
 };
 
+/* Recomputes every maintained total from its parts and checks every
+ * store's invariants; returns the number of mismatches (0 when healthy). */
+size_t db_audit(const struct db *db);
+
 #define DB_FAMILIES_MAX 16
 /* Fills out[] (DB_FAMILIES_MAX rows) in SPEC order; returns the count. */
 unsigned db_usage(const struct db *db, struct db_usage *out);

@@ -190,6 +190,16 @@ static void test_deferred_array(void)
     CHECK(ur_val_next(&vr, &v) && v.kind == UR_VAL_ARR && v.count == want);
 }
 
+static void test_debug(void)
+{
+    text("CNT.INCR 1 0 5");
+    CHECK(strcmp(text("DEBUG AUDIT"), ":0\r\n") == 0);
+    CHECK(strcmp(text("debug audit"), ":0\r\n") == 0);
+    CHECK(starts(text("DEBUG NOPE"), "-ERR unknown DEBUG subcommand 'NOPE'"));
+    CHECK(starts(text("DEBUG AUDIT 1"), "-ERR unknown DEBUG subcommand"));
+    CHECK(starts(text("DEBUG"), "-ERR wrong number of arguments"));
+}
+
 static void test_stats(void)
 {
     uint64_t before = srv.stats.errors;
@@ -210,6 +220,7 @@ int main(void)
     T_RUN(test_admin);
     T_RUN(test_binary);
     T_RUN(test_deferred_array);
+    T_RUN(test_debug);
     T_RUN(test_stats);
     ur_buf_deinit(&out);
     db_deinit(&srv.db);
