@@ -19,7 +19,7 @@ static const cmd_fn handlers[UR_OP_COUNT] = {
 void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
              uint32_t argc, const struct ur_arg *argv, struct reply *r)
 {
-    struct exec_ctx x = {srv, sess, op, argc, argv, r, false, 0};
+    struct exec_ctx x = {srv, sess, op, argc, argv, r, false, 0, false};
 
     srv->stats.commands++;
     srv->stats.calls[op->index]++;

@@ -32,6 +32,9 @@ struct exec_ctx {
     struct reply *r;
     bool ts_resolved; /* an omitted ts was filled from the clock: */
     uint64_t ts;      /* ... this value, which the journal records */
+    bool dirty;       /* a command not flagged OPF_WRITE changed state
+                         (e.g. a read that registers a new user): the
+                         journal must record it too */
 };
 
 typedef void (*cmd_fn)(struct exec_ctx *x);
