@@ -16,7 +16,11 @@ enum ur_op_flags {
     OPF_ADMIN = 1u << 2,  /* server/connection administration */
     OPF_USER = 1u << 3,   /* first argument is the reading user's uid */
     OPF_NOAUTH = 1u << 4, /* allowed before AUTH */
-    OPF_FAST = 1u << 5    /* O(1) or O(small bounded) */
+    OPF_FAST = 1u << 5,   /* O(1) or O(small bounded) */
+    OPF_GLOBAL = 1u << 6, /* a write every shard must see (GRP.POST, ...):
+                             a sharding client sends it to all servers */
+    OPF_GID = 1u << 7     /* keyed by the group id in the first argument
+                             (RCPT): a sharding client routes by it */
 };
 
 enum ur_opcode {
