@@ -11,7 +11,7 @@ PKGS     := libevent libxxhash liblz4
 WARN     := -Wall -Wextra -Wshadow -Wmissing-prototypes -Werror
 CFLAGS   ?= $(OPT) -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) $(SAN) \
-             -Iprotocol -Iserver -Iserver/store -Iclient-lib \
+             -Iprotocol -Iserver -Iserver/store -Ipersistence -Iclient-lib \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
 LIBS      = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 LDFLAGS  ?=
@@ -34,6 +34,7 @@ CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
 CORE_OBJ   := $(filter-out $(BUILD)/obj/server/main.o,$(SERVER_OBJ)) \
               $(STORE_OBJ) $(PERSIST_OBJ) $(PROTO_OBJ)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+STORE_BENCH:= $(patsubst bench/%.c,$(BUILD)/%,$(wildcard bench/store_*.c))
 
 BINS := $(BUILD)/unreadd $(BUILD)/unread-cli $(BUILD)/libunread.a \
         $(BUILD)/libunread.so
@@ -68,6 +69,12 @@ $(BUILD)/libunread.so: $(CLIENT_OBJ) $(PROTO_OBJ)
 $(BUILD)/unread-cli: $(call obj,$(CLI_SRC)) $(BUILD)/libunread.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 
+# The example service of docs/CLIENT.md, built so it cannot rot.
+all: $(BUILD)/badge_service
+$(BUILD)/badge_service: $(call obj,client-lib/examples/badge_service.c) \
+                        $(BUILD)/libunread.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+
 # Unit tests link the module under test with everything below the network.
 $(BUILD)/tests/test_client: $(BUILD)/obj/tests/unit/test_client.o $(BUILD)/libunread.a
 	@mkdir -p $(dir $@)
@@ -78,12 +85,39 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(CORE_OBJ)
 
 # Store-level figures (bench/store_*.c): memory and speed of the stores
 # alone, no server involved.
-STORE_BENCH := $(patsubst bench/%.c,$(BUILD)/%,$(wildcard bench/store_*.c))
 $(BUILD)/store_%: $(BUILD)/obj/bench/store_%.o $(STORE_OBJ)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+# The snapshot figures need the persistence container and struct db too.
+$(BUILD)/store_snapshot: $(BUILD)/obj/bench/store_snapshot.o $(CORE_OBJ)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/gencmds: $(BUILD)/obj/tools/gencmds.o $(PROTO_OBJ)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+# unread-bench: the load generator (bench/unread-bench.c, bench/bench_*.c)
+# over the protocol codecs and libunread. `make bench` runs it against
+# unreadd and Redis side by side; `make bench-memory` compares memory for the
+# same data (bench/compare.py; docs/PERFORMANCE.md).
+BENCH_SRC := bench/unread-bench.c $(wildcard bench/bench_*.c)
+BENCH_OBJ := $(call obj,$(filter-out bench/unread-bench.c,$(BENCH_SRC)))
+all: $(BUILD)/unread-bench
+$(BUILD)/unread-bench: $(call obj,$(BENCH_SRC)) $(BUILD)/libunread.a
+	$(CC) $(SAN) $(LDFLAGS) -pthread -o $@ $^ $(LIBS)
+$(BUILD)/obj/tests/unit/test_bench.o: ALL_CFLAGS += -Ibench
+$(BUILD)/tests/test_bench: $(BUILD)/obj/tests/unit/test_bench.o $(BENCH_OBJ) \
+                           $(BUILD)/libunread.a
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -pthread -o $@ $^ $(LIBS)
+
+# BENCH_ARGS: more compare.py options, e.g. "--seconds 10 --reps 5".
+BENCH_ARGS ?=
+.PHONY: bench bench-memory
+bench: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
+	@sh tools/deps.sh bench
+	@python3 bench/compare.py --build $(BUILD) $(BENCH_ARGS)
+bench-memory: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
+	@sh tools/deps.sh bench
+	@python3 bench/compare.py --build $(BUILD) --memory $(BENCH_ARGS)
 
 run: deps-quiet $(BUILD)/unreadd
 	$(BUILD)/unreadd --dir ./data
@@ -116,6 +150,16 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(STORE_SRC)
 	@sh tools/deps.sh fuzz
 	@mkdir -p build-fuzz
 	clang $(FUZZ_FLAGS) -o $@ $< $(PROTO_SRC) $(STORE_SRC)
+# The snapshot and journal loaders load into a db and replay through the
+# executor: they link persistence/ and the server, less the network.
+FUZZ_SERVER_SRC := $(PERSIST_SRC) \
+                   $(filter-out server/main.c server/net.c,$(SERVER_SRC))
+build-fuzz/fuzz_snapshot build-fuzz/fuzz_journal: build-fuzz/fuzz_%: \
+        tests/fuzz/fuzz_%.c $(PROTO_SRC) $(STORE_SRC) $(FUZZ_SERVER_SRC)
+	@sh tools/deps.sh fuzz
+	@mkdir -p build-fuzz
+	clang $(FUZZ_FLAGS) -Ipersistence -o $@ $< $(PROTO_SRC) $(STORE_SRC) \
+	    $(FUZZ_SERVER_SRC) $(LIBS)
 fuzz-run: fuzz
 	@for n in $(FUZZ_NAMES); do \
 	    tmp=$$(mktemp -d); \

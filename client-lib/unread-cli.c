@@ -2,12 +2,16 @@
  * unread-cli.c - the console of unreadd, over the binary protocol through
  * libunread.
  *
- *   unread-cli [-h host] [-p port] [-t ms] [--raw|--no-raw] [CMD [ARG ...]]
+ *   unread-cli [-h host] [-p port | --cluster host:port,...] [-t ms]
+ *              [--default N] [--raw|--no-raw] [CMD [ARG ...]]
  *
- * With a command: runs it once; exit status 0, or 1 on an error reply or a
- * connection failure. Without: a prompt reading one command per line from
- * stdin. Arguments that are canonical decimals go as integers, the rest as
- * byte strings, which the server resolves (counter type names such as
+ * With a command: runs it once; exit status 0, 1 on an error reply or a
+ * connection failure, or 2 when --default answered a read with the default
+ * because its server could not be reached (degraded). Without: a prompt
+ * reading one command per line from stdin. --cluster routes each command
+ * to its shard as libunread does (docs/CLIENT.md); --default turns on
+ * degraded mode. Arguments that are canonical decimals go as integers, the rest
+ * as byte strings, which the server resolves (counter type names such as
  * "mention"). Replies print as redis-cli prints them: the human form on a
  * terminal (or --no-raw), the raw form otherwise (or --raw), so scripts
  * that parse redis-cli output can parse this one.
@@ -28,6 +32,9 @@
 struct cli {
     const char *host;
     uint16_t port;
+    const char *cluster; /* --cluster list, or NULL */
+    bool degraded;       /* --default given */
+    uint64_t dflt;       /* its value */
     int timeout_ms;      /* per command; 0: none */
     bool tty;            /* human form, else raw */
     struct unread *conn; /* NULL until connected */
@@ -175,14 +182,37 @@ static void print_reply(const struct cli *cli, const struct unread_reply *r,
 
 /* ---- Commands ---------------------------------------------------------- */
 
+/* A cluster, or one server in degraded mode: the options handle. */
+static struct unread *cli_open(const struct cli *cli, char *err, size_t errlen)
+{
+    struct unread_opts o;
+    char one[300];
+
+    unread_opts_init(&o);
+    o.connect_timeout_ms = CLI_CONNECT_TIMEOUT_MS;
+    o.read_timeout_ms = cli->timeout_ms;
+    o.write_timeout_ms = cli->timeout_ms;
+    o.degraded = cli->degraded;
+    o.default_value = cli->dflt;
+    if (cli->cluster != NULL)
+        return unread_connect_cluster(cli->cluster, &o, err, errlen);
+    snprintf(one, sizeof(one),
+             strchr(cli->host, ':') != NULL ? "[%.255s]:%u" : "%.255s:%u",
+             cli->host, (unsigned)cli->port);
+    return unread_connect_cluster(one, &o, err, errlen);
+}
+
 static bool cli_connect(struct cli *cli)
 {
     char err[512];
 
     if (cli->conn != NULL)
         return true;
-    cli->conn = unread_connect(cli->host, cli->port, CLI_CONNECT_TIMEOUT_MS,
-                               err, sizeof(err));
+    if (cli->cluster != NULL || cli->degraded)
+        cli->conn = cli_open(cli, err, sizeof(err));
+    else
+        cli->conn = unread_connect(cli->host, cli->port, CLI_CONNECT_TIMEOUT_MS,
+                                   err, sizeof(err));
     if (cli->conn == NULL) {
         fprintf(stderr, "Could not connect to unreadd: %s\n", err);
         return false;
@@ -191,10 +221,24 @@ static bool cli_connect(struct cli *cli)
     return true;
 }
 
+/* The default a degraded read got, marked as such: inline on a terminal,
+ * on stderr in the raw form so scripts still read one value. */
+static void print_degraded(const struct cli *cli, const struct unread_reply *r)
+{
+    if (cli->tty) {
+        printf("(integer) %llu (degraded: %s)\n",
+               (unsigned long long)r->integer, unread_errstr(cli->conn));
+    } else {
+        printf("%llu\n", (unsigned long long)r->integer);
+        fprintf(stderr, "degraded: %s\n", unread_errstr(cli->conn));
+    }
+    fflush(stdout);
+}
+
 /*
  * Runs one command given as argc words (word 0 the name; words may hold
- * any bytes). Returns 0, or 1 on an error reply, an unknown command or a
- * connection failure.
+ * any bytes). Returns 0; 1 on an error reply, an unknown command or a
+ * connection failure; 2 when degraded mode answered with the default.
  */
 static int cli_run(struct cli *cli, size_t argc, char *const *argv,
                    const size_t *lens)
@@ -242,6 +286,11 @@ static int cli_run(struct cli *cli, size_t argc, char *const *argv,
                         &r);
     if (rc < 0) {
         fprintf(stderr, "Error: %s\n", unread_errstr(cli->conn));
+        goto done;
+    }
+    if (rc == UNREAD_DEGRADED) {
+        print_degraded(cli, r);
+        status = 2;
         goto done;
     }
     print_reply(cli, r, op->code == UR_OP_INFO || op->code == UR_OP_HELP);
@@ -415,7 +464,9 @@ static int cli_repl(struct cli *cli)
     (void)cli_connect(cli);
     for (;;) {
         if (prompt) {
-            if (cli->conn != NULL && unread_fd(cli->conn) >= 0)
+            if (cli->cluster != NULL)
+                printf("%s> ", cli->cluster);
+            else if (cli->conn != NULL && unread_fd(cli->conn) >= 0)
                 printf("%s:%u> ", cli->host, (unsigned)cli->port);
             else
                 printf("not connected> ");
@@ -464,14 +515,22 @@ static int cli_repl(struct cli *cli)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: unread-cli [-h host] [-p port] [-t ms] [--raw|--no-raw] "
-            "[command [arg ...]]\n"
+            "usage: unread-cli [-h host] [-p port | --cluster list] [-t ms] "
+            "[--default N]\n"
+            "                  [--raw|--no-raw] [command [arg ...]]\n"
             "  -h host    server address or name (default 127.0.0.1)\n"
             "  -p port    server port (default %u)\n"
+            "  --cluster host:port,host:port,...\n"
+            "             shards: each command goes where libunread routes "
+            "it\n"
             "  -t ms      timeout per command, 0 for none (default 0)\n"
+            "  --default N  degraded mode: a read whose server is down "
+            "answers N,\n"
+            "             marked degraded (exit status 2)\n"
             "  --raw      print replies raw even on a terminal\n"
             "  --no-raw   print replies in the human form even when piped\n"
-            "Without a command, reads commands from stdin, one per line.\n",
+            "Without a command, reads commands from stdin, one per line.\n"
+            "Exit status: 0, 1 on an error, 2 on a degraded answer.\n",
             (unsigned)UNREAD_DEFAULT_PORT);
 }
 
@@ -509,6 +568,14 @@ int main(int argc, char **argv)
                 return 1;
             }
             cli.port = (uint16_t)v;
+        } else if (strcmp(argv[i], "--cluster") == 0 && i + 1 < argc) {
+            cli.cluster = argv[++i];
+        } else if (strcmp(argv[i], "--default") == 0 && i + 1 < argc) {
+            if (!parse_num(argv[++i], UINT64_MAX, &cli.dflt)) {
+                fprintf(stderr, "unread-cli: bad default '%s'\n", argv[i]);
+                return 1;
+            }
+            cli.degraded = true;
         } else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc) {
             if (!parse_num(argv[++i], INT32_MAX, &v)) {
                 fprintf(stderr, "unread-cli: bad timeout '%s'\n", argv[i]);

@@ -1,40 +1,46 @@
 /*
- * unread.c - libunread over the binary protocol (protocol/frame.h).
+ * unread.c - the libunread handle: routing over one or many servers,
+ * circuit breakers and degraded replies, and the one request engine behind
+ * synchronous calls and pipelines.
  *
- * One handle = one non-blocking socket, one output buffer of encoded
- * request frames and one input buffer of reply bytes. Every wait is a
- * poll() bounded by the call's deadline. Requests carry ids counting up
- * from 1 on each connection, and the server answers in request order, so
- * the id the next reply must carry is always known without a queue:
- * synchronous calls and pipelines share this machinery, a synchronous call
- * being a pipeline of one.
+ * A handle holds one connection per server (unread_conn.h). Every request
+ * goes through the same three steps, a synchronous call being a pipeline
+ * of one:
+ *   queue  route it (the op table's flags and its first argument), check
+ *          the server's circuit, connect if needed, encode it into that
+ *          server's output buffer, and record a slot in the round's order
+ *          list (a global write takes one slot per server);
+ *   flush  send every server's queued frames;
+ *   read   take the next request's slots in queue order, read each reply
+ *          from its server (each server answers in its own request order,
+ *          so reading in the caller's order needs no reordering), combine
+ *          a global write's replies, and turn unreachable reads into the
+ *          default when degraded mode is on.
+ * A request whose server could not be used is decided at queue time: its
+ * slot carries the outcome and no frame, so every queued request has
+ * exactly one reply to read, in order.
+ *
+ * A "round" is a synchronous call, or a pipeline from begin to its last
+ * read or reset. A server that fails during a round is not tried again in
+ * that round (a pipeline of 10,000 requests to a dead server costs one
+ * connect attempt, not 10,000).
  */
 #include "unread.h"
 #include "unread_int.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "buf.h"
 #include "frame.h"
 #include "ops.h"
 #include "proto.h"
-
-#ifndef MSG_NOSIGNAL
-#define MSG_NOSIGNAL 0 /* platforms without it: SO_NOSIGPIPE instead */
-#endif
+#include "unread_conn.h"
+#include "unread_shard.h"
 
 /* The public codes are the wire codes: keep them in step with proto.h. */
 #define UNREAD_SAME(a, b) _Static_assert((int)(a) == (int)(b), #a " != " #b)
@@ -58,37 +64,70 @@ UNREAD_SAME(UNREAD_REPLY_ARRAY, UR_VAL_ARR);
 UNREAD_SAME(UNREAD_REPLY_NIL, UR_VAL_NIL);
 UNREAD_SAME(UNREAD_REPLY_STATUS, UR_VAL_STATUS);
 UNREAD_SAME(UNREAD_REPLY_ERROR, UR_VAL_ERR);
+/* Circuit states are the breaker's. */
+UNREAD_SAME(UNREAD_CIRCUIT_CLOSED, UC_CLOSED);
+UNREAD_SAME(UNREAD_CIRCUIT_OPEN, UC_OPEN);
+UNREAD_SAME(UNREAD_CIRCUIT_HALF_OPEN, UC_HALF_OPEN);
 #undef UNREAD_SAME
+_Static_assert(UNREAD_DEGRADED > UINT16_MAX, "a wire code could collide");
 
-/* Largest reply frame accepted: the protocol's ceiling for max-frame. A
- * reply is a server's answer, so it may legitimately exceed the request
- * limit (INFO, HELP, long arrays). */
-#define UNREAD_MAX_REPLY UR_MAX_FRAME_CEILING
-/* Bytes asked of recv() at least, and kept by idle buffers. */
-#define UNREAD_READ_CHUNK (64u << 10)
-#define UNREAD_IDLE_KEEP (64u << 10)
 #define UNREAD_ERRLEN 512
+#define UC_PENDING INT_MIN  /* slot outcome: the reply is still to be read */
+#define UC_ALL UINT32_MAX   /* route: every server (a global write) */
+#define UC_FIRST_SERVER 0   /* route of admin and unkeyed commands */
+#define UC_RCPT_FAMILY 0x07 /* opcode high byte of RCPT (ops.def ranges) */
+#define UC_SLOTS_KEEP 4096  /* slots an idle handle keeps */
+
+/*
+ * Writes every server must see, recognised by name as well as by
+ * OPF_GLOBAL until their ops.def rows carry the flag (SPEC 8). GRP.POST
+ * comes first: the seqs it answers are checked to agree (UC_GRP_POST).
+ */
+static const char *const global_names[] = {"GRP.POST", "BC.PUBLISH", "DOT.PUSH",
+                                           "FEED.POST", "FEED.UNPOST"};
+#define UC_NGLOBAL (sizeof(global_names) / sizeof(global_names[0]))
+#define UC_GRP_POST 0 /* its index in global_names */
+
+struct uc_server {
+    struct uc_conn conn;
+    struct uc_breaker brk; /* used while degraded mode is on */
+    int round_rc;          /* its failure in the current round, or 0 */
+};
+
+/* One request's part on one server, in queue order. */
+struct uc_slot {
+    uint32_t server;
+    uint16_t op;
+    uint16_t span; /* on a request's first slot: its slot count */
+    int rc;        /* UC_PENDING, or the outcome decided without a reply */
+};
+
+/* One server's answer to one slot. */
+struct uc_res {
+    int rc;
+    uint32_t server;
+    struct ur_frame_hdr h;
+    const char *body; /* when rc >= 0 */
+};
 
 struct unread {
-    int fd; /* -1 while not connected */
-    char *host;
-    uint16_t port;
-    int connect_timeout_ms;
-    int timeout_ms;
+    struct uc_addr *addr; /* nsrv, as listed */
+    struct uc_server *srv;
+    size_t nsrv;
+    struct uc_ring ring; /* when nsrv > 1 */
+    struct unread_opts opt;
+    struct uc_breaker_cfg brk_cfg;
+    uint16_t global_op[UC_NGLOBAL]; /* their opcodes, 0 when not in ops.def */
+    uint16_t grp_post;              /* GRP.POST's opcode, or 0 */
 
-    uint32_t next_id;   /* id of the next request encoded */
-    uint32_t expect_id; /* id the next reply must carry */
-    size_t queued;      /* requests encoded, not yet flushed */
-    size_t inflight;    /* requests flushed, reply not yet read */
-
-    bool piping;      /* a pipeline is open */
-    int fail_rc;      /* failed pipeline: code of the remaining reads */
-    size_t fail_left; /* failed pipeline: reads still to answer fail_rc */
-
-    struct ur_buf out; /* encoded requests; out_pos bytes already sent */
-    size_t out_pos;
-    struct ur_buf in; /* received bytes; in_pos bytes already parsed */
-    size_t in_pos;
+    struct uc_slot *slot; /* the round's slots; [head, tail) to read */
+    size_t head, tail, cap;
+    size_t unflushed;   /* requests queued, not yet flushed */
+    size_t pending;     /* requests flushed, reply not yet read */
+    bool piping;        /* a pipeline is open */
+    uint32_t last_srv;  /* server of the last synchronous reply */
+    struct uc_res *res; /* nsrv: one request's replies */
+    struct ur_buf dflt; /* reply body of a degraded read: INT default */
 
     char err[UNREAD_ERRLEN];
 };
@@ -107,341 +146,451 @@ static int set_err(struct unread *c, int rc, const char *fmt, ...)
     return rc;
 }
 
-static int64_t now_ms(void)
+/* Failures that say a server could not be reached or could not be
+ * trusted: they count against its circuit and degrade reads. */
+static bool is_unreachable(int rc)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return rc == UNREAD_ECONNECT || rc == UNREAD_ETIMEOUT || rc == UNREAD_EIO ||
+           rc == UNREAD_ECLOSED || rc == UNREAD_EPROTO || rc == UNREAD_EUNAVAIL;
 }
 
-/* -1 means no deadline. */
-static int64_t deadline_in(int timeout_ms)
+/* ---- Routing ----------------------------------------------------------- */
+
+static bool op_is_global(const struct unread *c, const struct ur_op *o)
 {
-    return timeout_ms > 0 ? now_ms() + timeout_ms : -1;
+    size_t i;
+
+    if (o->flags & OPF_GLOBAL)
+        return true;
+    for (i = 0; i < UC_NGLOBAL; i++)
+        if (c->global_op[i] == o->code)
+            return true;
+    return false;
 }
 
-/* poll() timeout left until deadline: -1 forever, 0 when passed. */
-static int ms_left(int64_t deadline)
+/* Keyed by the first argument: a uid (OPF_USER) or an RCPT gid (OPF_GID;
+ * the RCPT range until its rows carry the flag). */
+static bool op_is_keyed(const struct ur_op *o)
 {
-    int64_t left;
+    return (o->flags & (OPF_USER | OPF_GID)) ||
+           (o->code >> 8) == UC_RCPT_FAMILY;
+}
 
-    if (deadline < 0)
-        return -1;
-    left = deadline - now_ms();
-    if (left <= 0)
+/* A key argument: an integer, or a string holding a canonical decimal
+ * (unread-cli and generic callers may send either). */
+static bool arg_key(const struct unread_arg *a, uint64_t *key)
+{
+    if (a->kind == UNREAD_ARG_INT) {
+        *key = a->num;
+        return true;
+    }
+    return a->kind == UNREAD_ARG_STR && a->str != NULL &&
+           ur_parse_u64(a->str, a->len, key);
+}
+
+/*
+ * The server of a request, or UC_ALL. A keyed request without a usable
+ * key goes to the first server, whose error reply (arity, bad uid) is the
+ * answer.
+ */
+static uint32_t route(const struct unread *c, uint16_t op, unsigned argc,
+                      const struct unread_arg *argv)
+{
+    const struct ur_op *o;
+    uint64_t key;
+
+    if (c->nsrv == 1)
+        return UC_FIRST_SERVER;
+    o = ur_op_by_code(op);
+    if (o == NULL)
+        return UC_FIRST_SERVER;
+    if (op_is_global(c, o))
+        return UC_ALL;
+    if (!op_is_keyed(o) || argc == 0 || !arg_key(&argv[0], &key))
+        return UC_FIRST_SERVER;
+    return uc_ring_find(&c->ring, key);
+}
+
+static bool op_is_read(uint16_t op)
+{
+    const struct ur_op *o = ur_op_by_code(op);
+
+    return o != NULL && (o->flags & OPF_READ);
+}
+
+/* ---- Servers: breaker and failures --------------------------------------- */
+
+/* Drops a server's connection after a failure; a failure of reachability
+ * counts against its circuit. */
+static void server_down(struct unread *c, uint32_t s, int rc)
+{
+    struct uc_server *sv = &c->srv[s];
+
+    uc_conn_drop(&sv->conn);
+    if (c->opt.degraded && is_unreachable(rc))
+        uc_breaker_done(&sv->brk, &c->brk_cfg, false, uc_now_ms());
+}
+
+/* A server failed during the round: the requests it still owes fail with
+ * rc, and the round does not use it again. */
+static void server_failed(struct unread *c, uint32_t s, int rc)
+{
+    size_t i;
+
+    for (i = c->head; i < c->tail; i++)
+        if (c->slot[i].server == s && c->slot[i].rc == UC_PENDING)
+            c->slot[i].rc = rc;
+    c->srv[s].round_rc = rc;
+    server_down(c, s, rc);
+}
+
+static void server_answered(struct unread *c, uint32_t s)
+{
+    if (c->opt.degraded)
+        uc_breaker_done(&c->srv[s].brk, &c->brk_cfg, true, uc_now_ms());
+}
+
+/*
+ * Readies server s for a request of this round: 0, or why it cannot take
+ * one. An open circuit refuses without touching the network. A server
+ * that already failed this round is not tried again: in degraded mode the
+ * request is UNREAD_EUNAVAIL (never sent), not the earlier failure, which
+ * would say it might have been applied.
+ */
+static int server_ready(struct unread *c, uint32_t s)
+{
+    struct uc_server *sv = &c->srv[s];
+    int64_t now;
+    int rc;
+
+    if (sv->round_rc != 0)
+        return c->opt.degraded ? UNREAD_EUNAVAIL : sv->round_rc;
+    if (c->opt.degraded) {
+        now = uc_now_ms();
+        if (!uc_breaker_admit(&sv->brk, &c->brk_cfg, now)) {
+            snprintf(sv->conn.err, sizeof(sv->conn.err),
+                     "%s: circuit open after %u failures (probe in %lld ms)",
+                     c->addr[s].name, (unsigned)sv->brk.failures,
+                     (long long)uc_breaker_wait(&sv->brk, &c->brk_cfg, now));
+            return UNREAD_EUNAVAIL;
+        }
+    }
+    rc = uc_conn_ensure(&sv->conn, c->opt.connect_timeout_ms);
+    if (rc != 0)
+        server_failed(c, s, rc);
+    return rc;
+}
+
+/* ---- Rounds: queue, flush, read ------------------------------------------ */
+
+static int slots_reserve(struct unread *c, size_t n)
+{
+    struct uc_slot *p;
+    size_t cap;
+
+    if (c->tail + n <= c->cap)
         return 0;
-    return left > INT32_MAX ? INT32_MAX : (int)left;
-}
-
-/* ---- Connecting ------------------------------------------------------- */
-
-/* One address: non-blocking connect bounded by the deadline. Returns the
- * fd, or -1 with *err_no set. */
-static int dial_one(const struct addrinfo *ai, int64_t deadline, int *err_no)
-{
-    struct pollfd p;
-    socklen_t sl;
-    int fd, flags, soerr, n, one = 1;
-
-    fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-    if (fd < 0)
-        goto error;
-    flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
-        fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
-        goto error;
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        if (errno != EINPROGRESS)
-            goto error;
-        p.fd = fd;
-        p.events = POLLOUT;
-        do {
-            n = poll(&p, 1, ms_left(deadline));
-        } while (n < 0 && errno == EINTR);
-        if (n < 0)
-            goto error;
-        if (n == 0) {
-            errno = ETIMEDOUT;
-            goto error;
-        }
-        sl = sizeof(soerr);
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
-            goto error;
-        if (soerr != 0) {
-            errno = soerr;
-            goto error;
-        }
-    }
-    /* Requests are small and latency-bound: never wait for Nagle. */
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    return fd;
-
-error:
-    *err_no = errno;
-    if (fd >= 0)
-        close(fd);
-    return -1;
-}
-
-/* Resolves host and tries each address in turn, the whole within
- * timeout_ms. Returns a connected non-blocking fd, or -1 with a message. */
-static int dial(const char *host, uint16_t port, int timeout_ms, char *err,
-                size_t errlen)
-{
-    struct addrinfo hints, *res = NULL, *ai;
-    char portstr[8];
-    int fd = -1, gai, err_no = ECONNREFUSED;
-    int64_t deadline;
-
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    snprintf(portstr, sizeof(portstr), "%u", (unsigned)port);
-    gai = getaddrinfo(host, portstr, &hints, &res);
-    if (gai != 0) {
-        snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(gai));
+    cap = c->cap > 0 ? c->cap * 2 : 64;
+    while (cap < c->tail + n)
+        cap *= 2;
+    p = realloc(c->slot, cap * sizeof(*p));
+    if (p == NULL)
         return -1;
+    c->slot = p;
+    c->cap = cap;
+    return 0;
+}
+
+static void slot_push(struct unread *c, uint32_t s, uint16_t op, size_t span,
+                      int rc)
+{
+    struct uc_slot *sl = &c->slot[c->tail++];
+
+    sl->server = s;
+    sl->op = op;
+    sl->span = (uint16_t)span;
+    sl->rc = rc;
+}
+
+/* The round is over: every server may be tried again, and what a long
+ * pipeline made the order list hold is given back. */
+static void round_end(struct unread *c)
+{
+    size_t s;
+
+    if (c->cap > UC_SLOTS_KEEP) {
+        free(c->slot);
+        c->slot = NULL;
+        c->cap = 0;
     }
-    deadline = deadline_in(timeout_ms);
-    for (ai = res; ai != NULL && fd < 0; ai = ai->ai_next)
-        fd = dial_one(ai, deadline, &err_no);
-    freeaddrinfo(res);
-    if (fd < 0) {
-        if (err_no == ETIMEDOUT)
-            snprintf(err, errlen, "connect to %s:%u: timeout after %d ms", host,
-                     (unsigned)port, timeout_ms);
+    c->head = 0;
+    c->tail = 0;
+    c->unflushed = 0;
+    c->pending = 0;
+    for (s = 0; s < c->nsrv; s++)
+        c->srv[s].round_rc = 0;
+}
+
+/* Arguments are checked once, before routing, so a usage error is the
+ * answer whatever state the servers are in. */
+static int args_check(struct unread *c, unsigned argc,
+                      const struct unread_arg *argv)
+{
+    unsigned i;
+
+    if (argc > UINT16_MAX)
+        return set_err(c, UNREAD_EUSAGE, "%u arguments: at most %u", argc,
+                       (unsigned)UINT16_MAX);
+    for (i = 0; i < argc; i++) {
+        if (argv[i].kind == UNREAD_ARG_INT)
+            continue;
+        if (argv[i].kind != UNREAD_ARG_STR || argv[i].len > UINT32_MAX ||
+            (argv[i].str == NULL && argv[i].len > 0))
+            return set_err(c, UNREAD_EUSAGE,
+                           "argument %u: bad kind, length or pointer", i);
+    }
+    return 0;
+}
+
+/*
+ * Queues one request for server `to` (or UC_ALL). 0: it has its slots and
+ * one reply to read. Else nothing was queued (usage error, out of memory).
+ * A global write is sent to no server unless every server can take it.
+ */
+static int req_queue(struct unread *c, uint32_t to, uint16_t op, unsigned argc,
+                     const struct unread_arg *argv)
+{
+    uint32_t s, first = to == UC_ALL ? 0 : to;
+    size_t n = to == UC_ALL ? c->nsrv : 1;
+    int rc;
+
+    rc = args_check(c, argc, argv);
+    if (rc != 0)
+        return rc;
+    if (slots_reserve(c, n) != 0)
+        return set_err(c, UNREAD_ENOMEM, "out of memory queuing a request");
+    for (s = first; s < first + n; s++) {
+        rc = server_ready(c, s);
+        if (rc != 0) {
+            slot_push(c, s, op, 1, rc);
+            c->unflushed++;
+            return 0;
+        }
+    }
+    for (s = first; s < first + n; s++) {
+        if (uc_conn_encode(&c->srv[s].conn, op, argc, argv) != 0) {
+            while (s-- > first)
+                uc_conn_unencode(&c->srv[s].conn);
+            return set_err(c, UNREAD_ENOMEM,
+                           "out of memory encoding a request");
+        }
+    }
+    for (s = first; s < first + n; s++)
+        slot_push(c, s, op, s == first ? n : 0, UC_PENDING);
+    c->unflushed++;
+    return 0;
+}
+
+/* Sends every server's queued frames, all within one write timeout. 0, or
+ * the first failure (with its message). */
+static int flush_all(struct unread *c)
+{
+    struct uc_deadline d = uc_deadline(c->opt.write_timeout_ms, "write");
+    uint32_t s;
+    int rc, first = 0;
+
+    for (s = 0; s < c->nsrv; s++) {
+        if (c->srv[s].conn.queued == 0)
+            continue;
+        rc = uc_conn_flush(&c->srv[s].conn, &d);
+        if (rc == 0)
+            continue;
+        if (first == 0)
+            first = set_err(c, rc, "%s", c->srv[s].conn.err);
+        server_failed(c, s, rc);
+    }
+    c->pending += c->unflushed;
+    c->unflushed = 0;
+    return first;
+}
+
+/*
+ * The status of a reply: 0, or the server's error code. A non-zero status
+ * must carry one error value with the same code, and a zero status must
+ * not carry an error value (frame.h); else UNREAD_EPROTO.
+ */
+static int reply_status(struct uc_conn *k, const struct ur_frame_hdr *h,
+                        const char *body)
+{
+    struct ur_val_reader rd;
+    struct ur_val v;
+
+    ur_val_reader_init(&rd, body, h->len);
+    if (ur_val_next(&rd, &v) &&
+        ((h->op == 0 && v.kind != UR_VAL_ERR) ||
+         (h->op != 0 && v.kind == UR_VAL_ERR && v.code == h->op)))
+        return h->op;
+    snprintf(k->err, sizeof(k->err),
+             "%s: protocol error: reply status %u does not match its value",
+             k->a->name, (unsigned)h->op);
+    return UNREAD_EPROTO;
+}
+
+/* Reads one slot's reply (or takes its decided outcome). */
+static void slot_read(struct unread *c, const struct uc_slot *sl,
+                      const struct uc_deadline *d, struct uc_res *r)
+{
+    struct uc_conn *k = &c->srv[sl->server].conn;
+
+    r->server = sl->server;
+    r->rc = sl->rc;
+    if (r->rc != UC_PENDING)
+        return;
+    r->rc = uc_conn_reply(k, d, &r->h, &r->body);
+    if (r->rc == 0)
+        r->rc = reply_status(k, &r->h, r->body);
+    if (r->rc < 0)
+        server_failed(c, sl->server, r->rc);
+    else
+        server_answered(c, sl->server);
+}
+
+/* The seq of a GRP.POST reply, or false when it is not one integer. */
+static bool res_int(const struct uc_res *r, uint64_t *v)
+{
+    struct ur_val_reader rd;
+
+    ur_val_reader_init(&rd, r->body, r->h.len);
+    return uc_rd_int(&rd, v);
+}
+
+/*
+ * One answer from a global write's n replies: the first client-side
+ * failure, else the first server error, else the first server's reply -
+ * after checking that GRP.POST's seqs agree (UNREAD_EMISMATCH, with every
+ * server's answer in errstr).
+ */
+static void combine(struct unread *c, uint16_t op, size_t n, struct uc_res *out)
+{
+    size_t i, pick = n, len;
+    uint64_t v0 = 0, v = 0;
+    bool same;
+
+    for (i = 0; i < n && pick == n; i++)
+        if (c->res[i].rc < 0)
+            pick = i;
+    for (i = 0; i < n && pick == n; i++)
+        if (c->res[i].rc > 0)
+            pick = i;
+    *out = c->res[pick == n ? 0 : pick];
+    if (out->rc != 0 || op != c->grp_post)
+        return;
+    same = res_int(&c->res[0], &v0);
+    for (i = 1; i < n && same; i++)
+        same = res_int(&c->res[i], &v) && v == v0;
+    if (same)
+        return;
+    len = (size_t)snprintf(c->err, sizeof(c->err),
+                           "GRP.POST: servers disagree on the seq:");
+    for (i = 0; i < n && len < sizeof(c->err); i++) {
+        if (res_int(&c->res[i], &v))
+            len += (size_t)snprintf(c->err + len, sizeof(c->err) - len,
+                                    " %s=%llu", c->addr[c->res[i].server].name,
+                                    (unsigned long long)v);
         else
-            snprintf(err, errlen, "connect to %s:%u: %s", host, (unsigned)port,
-                     strerror(err_no));
+            len += (size_t)snprintf(c->err + len, sizeof(c->err) - len,
+                                    " %s=(not an integer)",
+                                    c->addr[c->res[i].server].name);
     }
-    return fd;
+    out->rc = UNREAD_EMISMATCH;
 }
 
-/* Forgets the connection and everything in flight on it. */
-static void conn_drop(struct unread *c)
+/* The message of a server's error reply, as the text protocol shows it. */
+static void set_reply_err(struct unread *c, const struct uc_res *r)
 {
-    if (c->fd >= 0)
-        close(c->fd);
-    c->fd = -1;
-    c->out.len = 0;
-    c->out_pos = 0;
-    c->in.len = 0;
-    c->in_pos = 0;
-    c->queued = 0;
-    c->inflight = 0;
-    c->next_id = 1;
-    c->expect_id = 1;
-    if (c->out.cap > UNREAD_IDLE_KEEP)
-        ur_buf_shrink(&c->out, UNREAD_IDLE_KEEP);
-    if (c->in.cap > UNREAD_IDLE_KEEP)
-        ur_buf_shrink(&c->in, UNREAD_IDLE_KEEP);
+    struct ur_val_reader rd;
+    struct ur_val v;
+
+    ur_val_reader_init(&rd, r->body, r->h.len);
+    if (ur_val_next(&rd, &v))
+        set_err(c, r->rc, "%s %.*s", ur_err_prefix(v.code), (int)v.len, v.str);
 }
 
 /*
- * Between calls, nothing points into the input buffer any more: give back
- * what a burst of replies made it hold. (Not earlier: a reply body handed
- * to the decoder lives in it.)
+ * What the caller sees: errstr for a failure, and degraded mode's
+ * mapping - a read that could not reach its server is the default
+ * (errstr keeps the reason), a write that never left is UNREAD_EUNAVAIL.
  */
-static void conn_idle(struct unread *c)
+static void surface(struct unread *c, uint16_t op, struct uc_res *r)
 {
-    c->in.len = 0;
-    c->in_pos = 0;
-    if (c->in.cap > UNREAD_IDLE_KEEP)
-        ur_buf_shrink(&c->in, UNREAD_IDLE_KEEP);
-}
-
-static int conn_open(struct unread *c)
-{
-    c->fd =
-        dial(c->host, c->port, c->connect_timeout_ms, c->err, sizeof(c->err));
-    return c->fd < 0 ? UNREAD_ECONNECT : 0;
-}
-
-/*
- * Makes sure an idle handle has a usable connection before a new request:
- * reconnects after a failure, and also when the server closed the idle
- * connection (restart, QUIT, idle timeout), which a non-blocking peek sees
- * for the price of one syscall. Without the peek, the first call after a
- * server restart would be sent into a dead socket and fail.
- */
-static int conn_ensure(struct unread *c)
-{
-    char b;
-    ssize_t n;
-
-    if (c->inflight == 0 && c->in_pos == c->in.len)
-        conn_idle(c);
-    if (c->fd >= 0 && c->inflight == 0 && c->in_pos == c->in.len) {
-        n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-        /* EOF, an error, or bytes nobody asked for: start afresh. */
-        if (n >= 0 ||
-            (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            conn_drop(c);
+    if (r->rc > 0) {
+        set_reply_err(c, r);
+        return;
     }
-    if (c->fd < 0)
-        return conn_open(c);
-    return 0;
-}
-
-/* ---- Socket I/O ------------------------------------------------------- */
-
-static int wait_fd(struct unread *c, short events, int64_t deadline,
-                   short *revents)
-{
-    struct pollfd p;
-    int n;
-
-    p.fd = c->fd;
-    p.events = events;
-    for (;;) {
-        p.revents = 0;
-        n = poll(&p, 1, ms_left(deadline));
-        if (n > 0) {
-            *revents = p.revents;
-            return 0;
-        }
-        if (n == 0)
-            return set_err(c, UNREAD_ETIMEOUT, "timeout after %d ms",
-                           c->timeout_ms);
-        if (errno != EINTR)
-            return set_err(c, UNREAD_EIO, "poll: %s", strerror(errno));
+    if (r->rc == 0 || r->rc == UNREAD_EMISMATCH)
+        return;
+    set_err(c, r->rc, "%s", c->srv[r->server].conn.err);
+    if (!c->opt.degraded || !is_unreachable(r->rc))
+        return;
+    if (op_is_read(op)) {
+        r->rc = UNREAD_DEGRADED;
+        memset(&r->h, 0, sizeof(r->h));
+        r->h.len = (uint32_t)c->dflt.len;
+        r->body = c->dflt.data;
+    } else if (r->rc == UNREAD_ECONNECT) {
+        r->rc = UNREAD_EUNAVAIL;
     }
 }
 
-/* One recv() into the input buffer, at least `want` bytes of room.
- * 0 when bytes arrived, 1 when none were waiting, else an error code. */
-static int in_recv(struct unread *c, size_t want)
+/* Reads the next request's reply (all its slots), within one read
+ * timeout. The request must have been flushed. */
+static void req_read(struct unread *c, struct uc_res *out)
 {
-    ssize_t n;
+    const struct uc_slot *first = &c->slot[c->head];
+    struct uc_deadline d = uc_deadline(c->opt.read_timeout_ms, "read");
+    size_t i, span = first->span;
+    uint16_t op = first->op;
 
-    /* Parsed bytes are dropped only here, so a long pipeline's replies are
-     * not moved once per reply. */
-    if (c->in_pos == c->in.len) {
-        c->in.len = 0;
-        c->in_pos = 0;
-    } else if (c->in_pos > 0 && c->in_pos >= c->in.len / 2) {
-        ur_buf_consume(&c->in, c->in_pos);
-        c->in_pos = 0;
-    }
-    if (want < UNREAD_READ_CHUNK)
-        want = UNREAD_READ_CHUNK;
-    if (ur_buf_reserve(&c->in, want) != 0)
-        return set_err(c, UNREAD_ENOMEM, "out of memory reading a reply");
-    for (;;) {
-        n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
-        if (n > 0) {
-            c->in.len += (size_t)n;
-            return 0;
-        }
-        if (n == 0)
-            return set_err(c, UNREAD_ECLOSED, "connection closed by server");
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return 1;
-        if (errno != EINTR)
-            return set_err(c, UNREAD_EIO, "read: %s", strerror(errno));
-    }
+    for (i = 0; i < span; i++)
+        slot_read(c, &c->slot[c->head + i], &d, &c->res[i]);
+    c->head += span;
+    c->pending--;
+    if (span == 1)
+        *out = c->res[0];
+    else
+        combine(c, op, span, out);
+    surface(c, op, out);
 }
 
-/* Waits for and reads more reply bytes. */
-static int in_read(struct unread *c, size_t want, int64_t deadline)
+/* One synchronous request to `to` (a server or UC_ALL), as uc_roundtrip. */
+static int call(struct unread *c, uint32_t to, uint16_t op, unsigned argc,
+                const struct unread_arg *argv, struct ur_frame_hdr *h,
+                const char **body)
 {
-    short ev;
+    struct uc_res r;
     int rc;
 
-    for (;;) {
-        rc = wait_fd(c, POLLIN, deadline, &ev);
-        if (rc != 0)
-            return rc;
-        rc = in_recv(c, want);
-        if (rc != 1)
-            return rc;
-    }
+    if (c->piping)
+        return set_err(c, UNREAD_EUSAGE,
+                       "a pipeline is open: read its replies or reset it");
+    rc = req_queue(c, to, op, argc, argv);
+    if (rc != 0)
+        return rc;
+    (void)flush_all(c); /* a failure is the request's outcome */
+    req_read(c, &r);
+    round_end(c);
+    c->last_srv = r.server;
+    *h = r.h;
+    *body = r.body;
+    return r.rc;
 }
 
-/*
- * Writes out[out_pos..len). While the socket is full it also reads
- * whatever replies arrive: a server that answers as it reads may stop
- * reading while its replies are not consumed, and both sides would wait
- * for each other.
- */
-static int out_flush(struct unread *c, int64_t deadline)
+int uc_roundtrip(struct unread *c, uint16_t op, unsigned argc,
+                 const struct unread_arg *argv, struct ur_frame_hdr *h,
+                 const char **body)
 {
-    ssize_t n;
-    short ev;
-    int rc;
-
-    while (c->out_pos < c->out.len) {
-        n = send(c->fd, c->out.data + c->out_pos, c->out.len - c->out_pos,
-                 MSG_NOSIGNAL);
-        if (n > 0) {
-            c->out_pos += (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-            return set_err(c, UNREAD_EIO, "write: %s", strerror(errno));
-        rc = wait_fd(c, POLLOUT | POLLIN, deadline, &ev);
-        if (rc != 0)
-            return rc;
-        if (ev & (POLLIN | POLLHUP | POLLERR)) {
-            rc = in_recv(c, 0);
-            if (rc < 0)
-                return rc;
-        }
-    }
-    c->out.len = 0;
-    c->out_pos = 0;
-    if (c->out.cap > UNREAD_IDLE_KEEP)
-        ur_buf_shrink(&c->out, UNREAD_IDLE_KEEP);
-    return 0;
+    return call(c, route(c, op, argc, argv), op, argc, argv, h, body);
 }
-
-/*
- * Reads the next reply frame and checks its request id. On success the
- * frame is consumed and *body points at its body in the input buffer,
- * valid until the next read on the handle. Any failure leaves the stream
- * unusable: the caller closes the connection.
- */
-static int reply_next(struct unread *c, int64_t deadline,
-                      struct ur_frame_hdr *h, const char **body)
-{
-    enum ur_parse st;
-    size_t avail, consumed = 0, hint = UR_FRAME_HDR;
-    int rc;
-
-    for (;;) {
-        avail = c->in.len - c->in_pos;
-        st = UR_PARSE_NEED_MORE;
-        if (avail > 0)
-            st = ur_frame_parse_reply(c->in.data + c->in_pos, avail,
-                                      UNREAD_MAX_REPLY, h, &consumed, &hint);
-        if (st == UR_PARSE_OK)
-            break;
-        if (st == UR_PARSE_INVALID)
-            return set_err(c, UNREAD_EPROTO,
-                           "protocol error: malformed reply frame");
-        if (st == UR_PARSE_TOO_BIG)
-            return set_err(c, UNREAD_EPROTO,
-                           "protocol error: reply larger than %u bytes",
-                           (unsigned)UNREAD_MAX_REPLY);
-        rc = in_read(c, hint > avail ? hint - avail : 1, deadline);
-        if (rc != 0)
-            return rc;
-    }
-    *body = c->in.data + c->in_pos + UR_FRAME_HDR;
-    c->in_pos += consumed;
-    if (h->id != c->expect_id)
-        return set_err(c, UNREAD_EPROTO,
-                       "protocol error: reply to request %u, expected %u",
-                       (unsigned)h->id, (unsigned)c->expect_id);
-    c->expect_id++;
-    return 0;
-}
-
-/* ---- Requests ---------------------------------------------------------- */
 
 /* Name or opcode, as unread_command() documents. */
 static int resolve_op(struct unread *c, const char *name, uint16_t opcode,
@@ -460,260 +609,119 @@ static int resolve_op(struct unread *c, const char *name, uint16_t opcode,
     return 0;
 }
 
-/* Appends one request frame to the output buffer, or nothing. */
-static int enc_cmd(struct unread *c, uint16_t op, unsigned argc,
-                   const struct unread_arg *argv)
+/* ---- Public: connection ------------------------------------------------ */
+
+#define UC_DEFAULT_TIMEOUT_MS 1000
+#define UC_DEFAULT_BREAKER_FAILURES 3
+#define UC_DEFAULT_BREAKER_OPEN_MS 1000
+#define UC_DEFAULT_RING_POINTS 160
+
+void unread_opts_init(struct unread_opts *o)
 {
-    size_t mark = c->out.len, off;
-    unsigned i = 0;
-    int rc = UNREAD_ENOMEM;
-
-    if (argc > UINT16_MAX)
-        return set_err(c, UNREAD_EUSAGE, "%u arguments: at most %u", argc,
-                       (unsigned)UINT16_MAX);
-    if (ur_frame_req_begin(&c->out, op, c->next_id, &off) != 0)
-        goto error;
-    for (i = 0; i < argc; i++) {
-        if (argv[i].kind == UNREAD_ARG_INT) {
-            if (ur_frame_put_arg_int(&c->out, argv[i].num) != 0)
-                goto error;
-        } else if (argv[i].kind == UNREAD_ARG_STR &&
-                   argv[i].len <= UINT32_MAX &&
-                   (argv[i].str != NULL || argv[i].len == 0)) {
-            if (ur_frame_put_arg_str(&c->out, argv[i].str, argv[i].len) != 0)
-                goto error;
-        } else {
-            rc = UNREAD_EUSAGE;
-            goto error;
-        }
-    }
-    ur_frame_req_end(&c->out, off, (uint16_t)argc);
-    c->next_id++;
-    c->queued++;
-    return 0;
-
-error:
-    c->out.len = mark;
-    if (rc == UNREAD_EUSAGE)
-        return set_err(c, rc, "argument %u: bad kind, length or pointer", i);
-    return set_err(c, rc, "out of memory encoding a request");
+    memset(o, 0, sizeof(*o));
+    o->connect_timeout_ms = UC_DEFAULT_TIMEOUT_MS;
+    o->read_timeout_ms = UC_DEFAULT_TIMEOUT_MS;
+    o->write_timeout_ms = UC_DEFAULT_TIMEOUT_MS;
+    o->breaker_failures = UC_DEFAULT_BREAKER_FAILURES;
+    o->breaker_open_ms = UC_DEFAULT_BREAKER_OPEN_MS;
+    o->ring_points = UC_DEFAULT_RING_POINTS;
 }
 
-/*
- * The status of a reply: 0, or the server's error code with errstr set.
- * A non-zero status must carry one error value with the same code, and a
- * zero status must not carry an error value (frame.h).
- */
-static int reply_status(struct unread *c, const struct ur_frame_hdr *h,
-                        const char *body)
+static void handle_free(struct unread *c)
 {
-    struct ur_val_reader rd;
-    struct ur_val v;
+    size_t s;
 
-    ur_val_reader_init(&rd, body, h->len);
-    if (!ur_val_next(&rd, &v))
-        return set_err(c, UNREAD_EPROTO, "protocol error: empty reply");
-    if (h->op == 0 && v.kind != UR_VAL_ERR)
-        return 0;
-    if (h->op == 0 || v.kind != UR_VAL_ERR || v.code != h->op)
-        return set_err(c, UNREAD_EPROTO,
-                       "protocol error: reply status %u does not match its "
-                       "value",
-                       (unsigned)h->op);
-    set_err(c, h->op, "%s %.*s", ur_err_prefix(v.code), (int)v.len, v.str);
-    return h->op;
+    if (c->srv != NULL)
+        for (s = 0; s < c->nsrv; s++)
+            uc_conn_deinit(&c->srv[s].conn);
+    uc_ring_deinit(&c->ring);
+    ur_buf_deinit(&c->dflt);
+    free(c->srv);
+    free(c->res);
+    free(c->slot);
+    uc_addrs_free(c->addr, c->nsrv);
+    free(c);
 }
 
-/* A client-side failure of a synchronous call: the connection goes. */
-static int call_fail(struct unread *c, int rc)
+static bool opts_valid(const struct unread_opts *o, size_t n, char *err,
+                       size_t errlen)
 {
-    if (rc != UNREAD_EUSAGE)
-        conn_drop(c);
-    return rc;
-}
-
-/*
- * One synchronous round trip. On 0 or a server error (> 0), *h and *body
- * describe the reply (valid until the next call); < 0: failed, and the
- * connection is closed unless the failure was a usage error.
- */
-int uc_roundtrip(struct unread *c, uint16_t op, unsigned argc,
-                 const struct unread_arg *argv, struct ur_frame_hdr *h,
-                 const char **body)
-{
-    int64_t deadline;
-    int rc;
-
-    if (c->piping)
-        return set_err(c, UNREAD_EUSAGE,
-                       "a pipeline is open: read its replies or reset it");
-    rc = conn_ensure(c);
-    if (rc != 0)
-        return rc;
-    rc = enc_cmd(c, op, argc, argv);
-    if (rc != 0)
-        return rc;
-    deadline = deadline_in(c->timeout_ms);
-    rc = out_flush(c, deadline);
-    if (rc != 0)
-        return call_fail(c, rc);
-    c->queued = 0;
-    c->inflight = 1;
-    rc = reply_next(c, deadline, h, body);
-    if (rc != 0)
-        return call_fail(c, rc);
-    c->inflight = 0;
-    rc = reply_status(c, h, *body);
-    if (rc < 0)
-        return call_fail(c, rc);
-    return rc;
-}
-
-/* ---- Reply trees ------------------------------------------------------- */
-
-struct tree {
-    struct ur_val_reader rd;
-    struct unread_reply *pool; /* every node; arrays take runs of it */
-    size_t next;               /* first free node */
-    char *strs;                /* string bytes, after the nodes */
-};
-
-/* Bytes an error value's text takes: "PREFIX message". */
-static size_t err_text_len(const struct ur_val *v)
-{
-    return strlen(ur_err_prefix(v->code)) + 1 + v->len;
-}
-
-static char *tree_str(struct tree *t, const char *s, size_t n)
-{
-    char *d = t->strs;
-
-    if (n > 0)
-        memcpy(d, s, n);
-    d[n] = '\0';
-    t->strs += n + 1;
-    return d;
-}
-
-/* Fills node from the next value in pre-order; depth is bounded by the
- * frame parser (UR_MAX_DEPTH). */
-static bool tree_fill(struct tree *t, struct unread_reply *node)
-{
-    struct ur_val v;
-    const char *prefix;
-    size_t i, plen;
-
-    if (!ur_val_next(&t->rd, &v))
+    if (o->breaker_failures < 1 || o->breaker_open_ms < 0) {
+        snprintf(err, errlen,
+                 "breaker_failures must be at least 1 and "
+                 "breaker_open_ms at least 0");
         return false;
-    memset(node, 0, sizeof(*node));
-    node->kind = v.kind;
-    switch (v.kind) {
-    case UR_VAL_INT:
-        node->integer = v.num;
-        break;
-    case UR_VAL_STR:
-    case UR_VAL_STATUS:
-        node->str = tree_str(t, v.str, v.len);
-        node->len = v.len;
-        break;
-    case UR_VAL_ERR:
-        prefix = ur_err_prefix(v.code);
-        plen = strlen(prefix);
-        node->code = v.code;
-        node->len = err_text_len(&v);
-        node->str = t->strs;
-        memcpy(t->strs, prefix, plen);
-        t->strs[plen] = ' ';
-        t->strs += plen + 1;
-        tree_str(t, v.str, v.len);
-        break;
-    case UR_VAL_NIL:
-        break;
-    case UR_VAL_ARR:
-        node->n = v.count;
-        if (v.count == 0)
-            break;
-        node->elem = t->pool + t->next;
-        t->next += v.count;
-        for (i = 0; i < node->n; i++)
-            if (!tree_fill(t, &node->elem[i]))
-                return false;
-        break;
-    default:
+    }
+    if (o->ring_points < 1 || n > UC_MAX_RING / o->ring_points) {
+        snprintf(err, errlen, "ring_points must be 1 to %zu for %zu servers",
+                 (size_t)UC_MAX_RING / n, n);
         return false;
     }
     return true;
 }
 
 /*
- * Copies a validated reply body into one allocation: the nodes first
- * (each array's elements contiguous), then the strings. Two passes over
- * the body: count, then fill.
+ * A handle over the n servers in a (which it takes over, even on failure),
+ * connected to each: without degraded mode a server that cannot be
+ * reached fails it; with it, that server's circuit counts the failure.
  */
-static int tree_build(struct unread *c, const char *body, size_t len,
-                      struct unread_reply **out)
+static struct unread *handle_create(struct uc_addr *a, size_t n,
+                                    const struct unread_opts *o, char *err,
+                                    size_t errlen)
 {
-    struct tree t;
-    struct ur_val v;
-    struct unread_reply *root = NULL;
-    size_t nodes = 0, bytes = 0;
+    struct unread *c = calloc(1, sizeof(*c));
+    const struct ur_op *op;
+    size_t i;
 
-    ur_val_reader_init(&t.rd, body, len);
-    while (ur_val_next(&t.rd, &v)) {
-        nodes++;
-        if (v.kind == UR_VAL_STR || v.kind == UR_VAL_STATUS)
-            bytes += (size_t)v.len + 1;
-        else if (v.kind == UR_VAL_ERR)
-            bytes += err_text_len(&v) + 1;
-    }
-    /* A body of at most 64 MiB cannot overflow this on 64-bit hosts. */
-    if (nodes == 0 || nodes > (SIZE_MAX - bytes) / sizeof(*root))
-        return set_err(c, UNREAD_EPROTO, "protocol error: bad reply body");
-    root = malloc(nodes * sizeof(*root) + bytes);
-    if (root == NULL)
-        return set_err(c, UNREAD_ENOMEM, "out of memory for a reply");
-    ur_val_reader_init(&t.rd, body, len);
-    t.pool = root;
-    t.next = 1;
-    t.strs = (char *)(root + nodes);
-    if (!tree_fill(&t, root)) {
-        free(root);
-        return set_err(c, UNREAD_EPROTO, "protocol error: bad reply body");
-    }
-    *out = root;
-    return 0;
-}
-
-void unread_reply_free(struct unread_reply *r)
-{
-    free(r);
-}
-
-/* A reply made on the client side, for errors found before a round trip. */
-static struct unread_reply *reply_local_error(int code, const char *text)
-{
-    size_t n = strlen(text);
-    struct unread_reply *r = malloc(sizeof(*r) + n + 1);
-
-    if (r == NULL)
+    if (c == NULL) {
+        uc_addrs_free(a, n);
+        snprintf(err, errlen, "out of memory");
         return NULL;
-    memset(r, 0, sizeof(*r));
-    r->kind = UNREAD_REPLY_ERROR;
-    r->code = code;
-    r->str = (char *)(r + 1);
-    memcpy(r->str, text, n + 1);
-    r->len = n;
-    return r;
-}
+    }
+    c->addr = a;
+    c->nsrv = n;
+    ur_buf_init(&c->dflt);
+    if (!opts_valid(o, n, err, errlen))
+        goto error;
+    c->opt = *o;
+    c->brk_cfg.failures = o->breaker_failures;
+    c->brk_cfg.open_ms = o->breaker_open_ms;
+    c->srv = calloc(n, sizeof(*c->srv));
+    c->res = calloc(n, sizeof(*c->res));
+    if (c->srv == NULL || c->res == NULL ||
+        (n > 1 && uc_ring_build(&c->ring, a, n, o->ring_points) != 0) ||
+        ur_frame_put_int(&c->dflt, o->default_value) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto error;
+    }
+    for (i = 0; i < n; i++)
+        uc_conn_init(&c->srv[i].conn, &a[i]);
+    for (i = 0; i < UC_NGLOBAL; i++) {
+        op = ur_op_by_name(global_names[i], strlen(global_names[i]));
+        c->global_op[i] = op != NULL ? op->code : 0;
+    }
+    c->grp_post = c->global_op[UC_GRP_POST];
+    for (i = 0; i < n; i++) {
+        if (server_ready(c, (uint32_t)i) != 0 && !o->degraded) {
+            snprintf(err, errlen, "%s", c->srv[i].conn.err);
+            goto error;
+        }
+    }
+    round_end(c);
+    return c;
 
-/* ---- Public: connection ------------------------------------------------ */
+error:
+    handle_free(c);
+    return NULL;
+}
 
 struct unread *unread_connect(const char *host, uint16_t port, int timeout_ms,
                               char *err, size_t errlen)
 {
-    struct unread *c = NULL;
-    char local[UNREAD_ERRLEN];
-    size_t n;
+    struct unread_opts o;
+    struct uc_addr *a;
+    char local[UNREAD_ERRLEN], *list;
+    size_t n, len;
 
     if (err == NULL || errlen == 0) {
         err = local;
@@ -721,56 +729,88 @@ struct unread *unread_connect(const char *host, uint16_t port, int timeout_ms,
     }
     if (host == NULL)
         host = "127.0.0.1";
-    c = calloc(1, sizeof(*c));
-    if (c == NULL)
-        goto nomem;
-    n = strlen(host);
-    c->host = malloc(n + 1);
-    if (c->host == NULL)
-        goto nomem;
-    memcpy(c->host, host, n + 1);
-    c->port = port;
-    c->connect_timeout_ms = timeout_ms;
-    c->timeout_ms = timeout_ms;
-    c->next_id = 1;
-    c->expect_id = 1;
-    ur_buf_init(&c->out);
-    ur_buf_init(&c->in);
-    c->fd = dial(host, port, timeout_ms, err, errlen);
-    if (c->fd < 0)
-        goto error;
-    return c;
-
-nomem:
-    snprintf(err, errlen, "out of memory");
-error:
-    if (c != NULL) {
-        free(c->host);
-        free(c);
+    /* One server is a list of one; an IPv6 address takes brackets. */
+    len = strlen(host) + 16;
+    list = malloc(len);
+    if (list == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
     }
-    return NULL;
+    snprintf(list, len, strchr(host, ':') != NULL ? "[%s]:%u" : "%s:%u", host,
+             (unsigned)port);
+    if (uc_addrs_parse(list, port, &a, &n, err, errlen) != 0) {
+        free(list);
+        return NULL;
+    }
+    free(list);
+    unread_opts_init(&o);
+    o.connect_timeout_ms = timeout_ms;
+    o.read_timeout_ms = timeout_ms;
+    o.write_timeout_ms = timeout_ms;
+    return handle_create(a, n, &o, err, errlen);
+}
+
+struct unread *unread_connect_cluster(const char *servers,
+                                      const struct unread_opts *opts, char *err,
+                                      size_t errlen)
+{
+    struct unread_opts o;
+    struct uc_addr *a;
+    char local[UNREAD_ERRLEN];
+    size_t n;
+
+    if (err == NULL || errlen == 0) {
+        err = local;
+        errlen = sizeof(local);
+    }
+    if (servers == NULL) {
+        snprintf(err, errlen, "no servers");
+        return NULL;
+    }
+    if (opts == NULL)
+        unread_opts_init(&o);
+    else
+        o = *opts;
+    if (uc_addrs_parse(servers, UNREAD_DEFAULT_PORT, &a, &n, err, errlen) != 0)
+        return NULL;
+    return handle_create(a, n, &o, err, errlen);
 }
 
 void unread_close(struct unread *c)
 {
-    if (c == NULL)
-        return;
-    if (c->fd >= 0)
-        close(c->fd);
-    ur_buf_deinit(&c->out);
-    ur_buf_deinit(&c->in);
-    free(c->host);
-    free(c);
+    if (c != NULL)
+        handle_free(c);
 }
 
 void unread_set_timeout(struct unread *c, int timeout_ms)
 {
-    c->timeout_ms = timeout_ms;
+    c->opt.read_timeout_ms = timeout_ms;
+    c->opt.write_timeout_ms = timeout_ms;
 }
 
 int unread_fd(const struct unread *c)
 {
-    return c->fd;
+    return c->srv[0].conn.fd;
+}
+
+size_t unread_shards(const struct unread *c)
+{
+    return c->nsrv;
+}
+
+size_t unread_shard_of(const struct unread *c, uint64_t key)
+{
+    return c->nsrv == 1 ? 0 : uc_ring_find(&c->ring, key);
+}
+
+const char *unread_shard_name(const struct unread *c, size_t i)
+{
+    return i < c->nsrv ? c->addr[i].name : NULL;
+}
+
+int unread_shard_circuit(const struct unread *c, size_t i)
+{
+    return i < c->nsrv ? c->srv[i].brk.state : -1;
 }
 
 const char *unread_errstr(const struct unread *c)
@@ -797,8 +837,15 @@ const char *unread_strerror(int code)
         return "ENOMEM";
     case UNREAD_EUSAGE:
         return "EUSAGE";
+    case UNREAD_EUNAVAIL:
+        return "EUNAVAIL";
+    case UNREAD_EMISMATCH:
+        return "EMISMATCH";
+    case UNREAD_DEGRADED:
+        return "DEGRADED";
     default:
-        return code > 0 ? ur_err_name((uint32_t)code) : "EUNKNOWN";
+        return code > 0 && code <= UINT16_MAX ? ur_err_name((uint32_t)code)
+                                              : "EUNKNOWN";
     }
 }
 
@@ -824,19 +871,22 @@ bool uc_rd_arr(struct ur_val_reader *rd, uint32_t *count)
     return true;
 }
 
-/* A typed call got a reply of the wrong shape: the server and the library
- * disagree on the command, and nothing later on this stream is trusted. */
+/*
+ * A typed call got a reply of the wrong shape: the server and the library
+ * disagree on the command, and nothing later on that stream is trusted.
+ * It does not count against the circuit: the server is reachable, and one
+ * command's disagreement must not degrade every other.
+ */
 int uc_shape_err(struct unread *c, uint16_t op)
 {
     const struct ur_op *o = ur_op_by_code(op);
 
-    set_err(c, UNREAD_EPROTO, "protocol error: unexpected reply to %s",
-            o != NULL ? o->name : "command");
-    return call_fail(c, UNREAD_EPROTO);
+    set_err(c, UNREAD_EPROTO, "%s: protocol error: unexpected reply to %s",
+            c->addr[c->last_srv].name, o != NULL ? o->name : "command");
+    uc_conn_drop(&c->srv[c->last_srv].conn);
+    return UNREAD_EPROTO;
 }
 
-/* Synchronous call of an op whose arguments are all integers; on 0 *rd
- * reads the reply body. */
 int uc_call_ints(struct unread *c, uint16_t op, unsigned argc,
                  const uint64_t *v, struct ur_val_reader *rd)
 {
@@ -846,15 +896,19 @@ int uc_call_ints(struct unread *c, uint16_t op, unsigned argc,
     unsigned i;
     int rc;
 
+    if (argc > UNREAD_CNT_TYPES + 1)
+        return set_err(c, UNREAD_EUSAGE, "%u integer arguments: at most %u",
+                       argc, (unsigned)UNREAD_CNT_TYPES + 1);
     for (i = 0; i < argc; i++)
         argv[i] = unread_arg_int(v[i]);
     rc = uc_roundtrip(c, op, argc, argv, &h, &body);
-    if (rc == 0)
+    if (rc == 0 || rc == UNREAD_DEGRADED)
         ur_val_reader_init(rd, body, h.len);
     return rc;
 }
 
-/* The [value, total] reply of CNT.INCR, DECR and SET. */
+/* The [value, total] reply of CNT.INCR, DECR and SET (writes: never
+ * degraded). */
 static int call_cnt_pair(struct unread *c, uint16_t op, uint64_t uid,
                          unsigned type, uint32_t n, uint32_t *value,
                          uint64_t *total)
@@ -877,7 +931,6 @@ static int call_cnt_pair(struct unread *c, uint16_t op, uint64_t uid,
     return 0;
 }
 
-/* Calls whose reply is one integer. */
 int uc_call_int(struct unread *c, uint16_t op, unsigned argc,
                 const uint64_t *args, uint64_t *out)
 {
@@ -886,13 +939,13 @@ int uc_call_int(struct unread *c, uint16_t op, unsigned argc,
     int rc;
 
     rc = uc_call_ints(c, op, argc, args, &rd);
-    if (rc != 0)
+    if (rc != 0 && rc != UNREAD_DEGRADED)
         return rc;
     if (!uc_rd_int(&rd, &v))
         return uc_shape_err(c, op);
     if (out != NULL)
         *out = v;
-    return 0;
+    return rc;
 }
 
 int unread_ping(struct unread *c)
@@ -935,13 +988,13 @@ int unread_cnt_get(struct unread *c, uint64_t uid, unsigned type,
     int rc;
 
     rc = uc_call_int(c, UR_OP_CNT_GET, 2, args, &v);
-    if (rc != 0)
+    if (rc != 0 && rc != UNREAD_DEGRADED)
         return rc;
-    if (v > UINT32_MAX)
+    if (rc == 0 && v > UINT32_MAX)
         return uc_shape_err(c, UR_OP_CNT_GET);
     if (value != NULL)
-        *value = (uint32_t)v;
-    return 0;
+        *value = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+    return rc;
 }
 
 int unread_cnt_getall(struct unread *c, uint64_t uid,
@@ -953,6 +1006,8 @@ int unread_cnt_getall(struct unread *c, uint64_t uid,
     int rc, last = -1;
 
     rc = uc_call_ints(c, UR_OP_CNT_GETALL, 1, &uid, &rd);
+    if (rc == UNREAD_DEGRADED && n != NULL)
+        *n = 0;
     if (rc != 0)
         return rc;
     if (!uc_rd_arr(&rd, &count) || count % 2 != 0 ||
@@ -995,22 +1050,27 @@ int unread_cnt_clear(struct unread *c, uint64_t uid, const uint8_t *types,
 
 /* ---- Public: generic command ------------------------------------------- */
 
-/* Turns a reply (0 or a server error) into a tree for the caller. */
-static int reply_tree(struct unread *c, int status, const char *body,
-                      size_t len, struct unread_reply **out)
+/* A reply (status >= 0) as a tree for the caller, from server s. */
+static int reply_tree(struct unread *c, int status, uint32_t s,
+                      const struct ur_frame_hdr *h, const char *body,
+                      struct unread_reply **out)
 {
-    int rc = tree_build(c, body, len, out);
+    int rc = uc_tree_build(body, h->len, out);
 
-    if (rc != 0)
-        return rc;
-    if (status > 0)
-        set_err(c, status, "%s", (*out)->str);
+    if (rc == UNREAD_ENOMEM)
+        return set_err(c, rc, "out of memory for a reply");
+    if (rc != 0) {
+        uc_conn_drop(&c->srv[s].conn);
+        return set_err(c, rc, "%s: protocol error: bad reply body",
+                       c->addr[s].name);
+    }
     return status;
 }
 
-int unread_command(struct unread *c, const char *name, uint16_t opcode,
-                   unsigned argc, const struct unread_arg *argv,
-                   struct unread_reply **out)
+/* unread_command to `to` (a server, or UC_ALL), or routed when route_it. */
+static int command(struct unread *c, bool route_it, uint32_t to,
+                   const char *name, uint16_t opcode, unsigned argc,
+                   const struct unread_arg *argv, struct unread_reply **out)
 {
     struct ur_frame_hdr h;
     const char *body;
@@ -1020,39 +1080,43 @@ int unread_command(struct unread *c, const char *name, uint16_t opcode,
     *out = NULL;
     rc = resolve_op(c, name, opcode, &op);
     if (rc != 0) {
-        *out = reply_local_error(rc, c->err);
+        *out = uc_reply_error(rc, c->err);
         return *out != NULL ? rc : set_err(c, UNREAD_ENOMEM, "out of memory");
     }
-    rc = uc_roundtrip(c, op, argc, argv, &h, &body);
+    if (route_it)
+        to = route(c, op, argc, argv);
+    rc = call(c, to, op, argc, argv, &h, &body);
     if (rc < 0)
         return rc;
-    rc = reply_tree(c, rc, body, h.len, out);
-    return rc == UNREAD_EPROTO ? call_fail(c, rc) : rc;
+    return reply_tree(c, rc, c->last_srv, &h, body, out);
+}
+
+int unread_command(struct unread *c, const char *name, uint16_t opcode,
+                   unsigned argc, const struct unread_arg *argv,
+                   struct unread_reply **out)
+{
+    return command(c, true, 0, name, opcode, argc, argv, out);
+}
+
+int unread_command_shard(struct unread *c, size_t shard, const char *name,
+                         uint16_t opcode, unsigned argc,
+                         const struct unread_arg *argv,
+                         struct unread_reply **out)
+{
+    if (shard >= c->nsrv) {
+        *out = NULL;
+        return set_err(c, UNREAD_EUSAGE, "shard %zu: the handle has %zu", shard,
+                       c->nsrv);
+    }
+    return command(c, false, (uint32_t)shard, name, opcode, argc, argv, out);
 }
 
 /* ---- Public: pipeline -------------------------------------------------- */
 
-/* The pipeline's connection failed: the replies the caller still expects
- * (the one failing now included) all report rc. */
-static int pipe_fail(struct unread *c, int rc, bool reading)
-{
-    c->fail_rc = rc;
-    c->fail_left = c->inflight + c->queued - (reading ? 1 : 0);
-    conn_drop(c);
-    if (c->fail_left == 0)
-        c->piping = false;
-    return rc;
-}
-
 int unread_pipe_begin(struct unread *c)
 {
-    int rc;
-
     if (c->piping)
         return set_err(c, UNREAD_EUSAGE, "a pipeline is already open");
-    rc = conn_ensure(c);
-    if (rc != 0)
-        return rc;
     c->piping = true;
     return 0;
 }
@@ -1066,12 +1130,10 @@ int unread_pipe_cmd(struct unread *c, const char *name, uint16_t opcode,
     if (!c->piping)
         return set_err(c, UNREAD_EUSAGE,
                        "no pipeline open (unread_pipe_begin)");
-    if (c->fail_left > 0)
-        return c->fail_rc;
     rc = resolve_op(c, name, opcode, &op);
     if (rc != 0)
         return rc;
-    return enc_cmd(c, op, argc, argv);
+    return req_queue(c, route(c, op, argc, argv), op, argc, argv);
 }
 
 static int pipe_ints(struct unread *c, uint16_t op, unsigned argc,
@@ -1143,76 +1205,51 @@ int unread_pipe_cnt_clear(struct unread *c, uint64_t uid, const uint8_t *types,
 
 size_t unread_pipe_queued(const struct unread *c)
 {
-    return c->queued;
+    return c->unflushed;
 }
 
 size_t unread_pipe_pending(const struct unread *c)
 {
-    return c->inflight;
+    return c->pending;
 }
 
 int unread_pipe_flush(struct unread *c)
 {
-    int rc;
-
     if (!c->piping)
         return set_err(c, UNREAD_EUSAGE,
                        "no pipeline open (unread_pipe_begin)");
-    if (c->fail_left > 0)
-        return c->fail_rc;
-    if (c->queued == 0)
-        return 0;
-    rc = out_flush(c, deadline_in(c->timeout_ms));
-    if (rc != 0)
-        return pipe_fail(c, rc, false);
-    c->inflight += c->queued;
-    c->queued = 0;
-    return 0;
+    return flush_all(c);
 }
 
 int unread_pipe_read(struct unread *c, struct unread_reply **out)
 {
-    struct ur_frame_hdr h;
-    const char *body;
-    int rc;
+    struct uc_res r;
 
     *out = NULL;
     if (!c->piping)
         return set_err(c, UNREAD_EUSAGE, "no pipeline open");
-    if (c->fail_left > 0) {
-        if (--c->fail_left == 0)
-            c->piping = false;
-        return c->fail_rc;
-    }
-    if (c->inflight == 0)
+    if (c->pending == 0)
         return set_err(c, UNREAD_EUSAGE,
-                       "no reply pending (%zu queued: flush first)", c->queued);
-    rc = reply_next(c, deadline_in(c->timeout_ms), &h, &body);
-    if (rc != 0)
-        return pipe_fail(c, rc, true);
-    c->inflight--;
-    if (c->inflight == 0 && c->queued == 0)
+                       "no reply pending (%zu queued: flush first)",
+                       c->unflushed);
+    req_read(c, &r);
+    if (c->pending == 0 && c->unflushed == 0) {
         c->piping = false;
-    rc = reply_status(c, &h, body);
-    if (rc >= 0)
-        rc = reply_tree(c, rc, body, h.len, out);
-    if (rc == UNREAD_EPROTO)
-        return pipe_fail(c, rc, false);
-    return rc;
+        round_end(c);
+    }
+    if (r.rc < 0)
+        return r.rc;
+    return reply_tree(c, r.rc, r.server, &r.h, r.body, out);
 }
 
 void unread_pipe_reset(struct unread *c)
 {
+    size_t s;
+
     if (!c->piping)
         return;
-    if (c->inflight > 0 || c->out_pos > 0) {
-        conn_drop(c);
-    } else {
-        /* Nothing was sent: the queued frames and their ids vanish. */
-        c->out.len = 0;
-        c->queued = 0;
-        c->next_id = c->expect_id;
-    }
-    c->fail_left = 0;
+    for (s = 0; s < c->nsrv; s++)
+        uc_conn_abandon(&c->srv[s].conn);
+    round_end(c);
     c->piping = false;
 }

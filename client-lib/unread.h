@@ -1,9 +1,15 @@
 /*
  * unread.h - libunread, the C client of unreadd over the binary protocol.
  *
- * One `struct unread` is one TCP connection. Calls are synchronous (one
- * request, one reply, within the handle's timeout) or pipelined (queue many
- * requests, send them in one write, read the replies in order).
+ * One `struct unread` is a client of one server (unread_connect) or of a
+ * sharded deployment (unread_connect_cluster): the same typed calls,
+ * generic calls and pipelines work on both. A cluster routes each request
+ * by the command table (docs/CLIENT.md): user-keyed commands to the server
+ * owning the uid, RCPT commands to the server owning the gid (consistent
+ * hashing), global writes (GRP.POST, BC.PUBLISH, DOT.PUSH, FEED.POST,
+ * FEED.UNPOST) to every server, anything else to the first server. Calls
+ * are synchronous (one request, one reply) or pipelined (queue many
+ * requests, send them in one write per server, read the replies in order).
  *
  * Threads: the library keeps no global state and takes no locks. A handle
  * must be used by one thread at a time (typically one handle per thread);
@@ -13,20 +19,32 @@
  *
  * Errors: every call that can fail returns int: 0 on success, a positive
  * UNREAD_ERR_* code when the server answered with an error (the wire status
- * code), or a negative UNREAD_E* code for a failure on the client side.
- * unread_errstr() then describes the last failure of that handle.
+ * code), UNREAD_DEGRADED when degraded mode answered a read with the
+ * configured default, or a negative UNREAD_E* code for a failure on the
+ * client side. unread_errstr() then describes the last failure.
+ *
+ * Timeouts: each server connection has a connect timeout (one attempt),
+ * a write timeout (sending a call's or a flush's requests) and a read
+ * timeout (the reply, from the end of the send).
  *
  * Reconnect: a client-side failure (I/O error, timeout, protocol error,
- * connection closed) closes the connection; the next call connects again
- * (one attempt, same host, port and timeouts) before sending. A request is
- * never resent by the library: after a failure the caller cannot tell
- * whether a write was applied, and decides itself whether to retry.
+ * connection closed) closes that server's connection; the next request for
+ * it connects again (one attempt) before sending. A request is never
+ * resent by the library: after a failure the caller cannot tell whether a
+ * write was applied, and decides itself whether to retry.
+ *
+ * Degraded mode (opt-in, struct unread_opts): each server has a circuit
+ * breaker. Reads of an unreachable server (or one whose circuit is open)
+ * return UNREAD_DEGRADED with the configured default, at once and without
+ * touching the network while the circuit is open; writes that were not
+ * sent return UNREAD_EUNAVAIL, for the caller to queue or drop.
  *
  * Self-contained: this header needs only the C11 standard headers.
  */
 #ifndef UNREAD_H
 #define UNREAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,18 +80,29 @@ enum unread_result {
 
     /* Client-side failures. All but EUSAGE, and ENOMEM outside a
      * receive, close the connection (see "Reconnect" above). */
-    UNREAD_EIO = -1,      /* socket error (errno text in errstr) */
-    UNREAD_ETIMEOUT = -2, /* no complete reply within the timeout */
-    UNREAD_EPROTO = -3,   /* malformed reply, wrong request id, or a reply
-                             of the wrong shape for a typed call */
-    UNREAD_ECLOSED = -4,  /* the server closed the connection */
-    UNREAD_ECONNECT = -5, /* (re)connect failed: refused, unreachable,
-                             name not resolved, connect timeout */
-    UNREAD_ENOMEM = -6,   /* allocation failed: while encoding a request or
-                             copying a received reply the connection is
-                             kept; while receiving it is closed */
-    UNREAD_EUSAGE = -7    /* API misuse, e.g. a synchronous call while a
-                             pipeline is open; the connection is kept */
+    UNREAD_EIO = -1,       /* socket error (errno text in errstr) */
+    UNREAD_ETIMEOUT = -2,  /* no complete reply within the timeout */
+    UNREAD_EPROTO = -3,    /* malformed reply, wrong request id, or a reply
+                              of the wrong shape for a typed call */
+    UNREAD_ECLOSED = -4,   /* the server closed the connection */
+    UNREAD_ECONNECT = -5,  /* (re)connect failed: refused, unreachable,
+                              name not resolved, connect timeout */
+    UNREAD_ENOMEM = -6,    /* allocation failed: while encoding a request or
+                              copying a received reply the connection is
+                              kept; while receiving it is closed */
+    UNREAD_EUSAGE = -7,    /* API misuse, e.g. a synchronous call while a
+                              pipeline is open; the connection is kept */
+    UNREAD_EUNAVAIL = -8,  /* degraded mode: a write (or admin command) was
+                              not sent, its server being unreachable or its
+                              circuit open: safe to queue and retry later */
+    UNREAD_EMISMATCH = -9, /* a global write got different answers from
+                              the servers (GRP.POST seqs): errstr lists
+                              them; every server applied the write */
+
+    /* Degraded mode answered a read with the configured default: the
+     * outputs hold it (see "Typed calls"), errstr says why the server
+     * was not asked. Above every wire code (u16), so never a server's. */
+    UNREAD_DEGRADED = 0x10000
 };
 
 struct unread; /* opaque */
@@ -85,29 +114,89 @@ struct unread; /* opaque */
  * (NULL: 127.0.0.1), resolved with getaddrinfo() and each address tried in
  * turn; name resolution itself is not bounded by the timeout. The connects
  * are non-blocking and all together bounded by timeout_ms; TCP_NODELAY is
- * set. timeout_ms also becomes the per-call timeout (unread_set_timeout);
- * timeout_ms <= 0 means wait forever.
+ * set. timeout_ms is also the connect, read and write timeout of later
+ * calls; timeout_ms <= 0 means wait forever. Degraded mode is off.
  * Returns a handle owned by the caller (free with unread_close), or NULL
  * with a message in err[0..errlen) (err may be NULL).
  */
 struct unread *unread_connect(const char *host, uint16_t port, int timeout_ms,
                               char *err, size_t errlen);
 
+/* Options of unread_connect_cluster. Fill with unread_opts_init, then set
+ * what differs: fields may be added at the end in later versions. */
+struct unread_opts {
+    int connect_timeout_ms; /* one connect attempt (1000); <= 0: none */
+    int read_timeout_ms;    /* a reply, from the end of the send (1000) */
+    int write_timeout_ms;   /* sending a call's requests (1000) */
+
+    bool degraded;             /* circuit breakers and default replies (off) */
+    uint64_t default_value;    /* what degraded reads return (0) */
+    unsigned breaker_failures; /* consecutive failed round trips that open
+                                  a server's circuit (3); >= 1 */
+    int breaker_open_ms;       /* how long it stays open before one probe
+                                  request (1000); >= 0 */
+
+    unsigned ring_points; /* hash-ring points per server (160): every
+                             client of a deployment must use the same */
+};
+
+/* The defaults above. */
+void unread_opts_init(struct unread_opts *o);
+
+/*
+ * A client of every server in `servers`: "host:port,host:port,..." (":port"
+ * may be omitted for 7460; IPv6 as "[::1]:7460"; at most 1024 servers, each
+ * once). One server is a cluster of one: this is also how a single server
+ * gets separate timeouts and degraded mode. opts NULL: the defaults.
+ *
+ * Routing depends only on the servers' names as written here ("host:port")
+ * and ring_points, not on their order: every client of a deployment must
+ * spell the servers the same way. Adding a server moves ~1/N of the keys,
+ * all to the new server.
+ *
+ * Connects to every server before returning. A server that cannot be
+ * reached fails the call (NULL, message in err) unless degraded mode is
+ * on, in which case it counts as a failure of that server's circuit.
+ */
+struct unread *unread_connect_cluster(const char *servers,
+                                      const struct unread_opts *opts, char *err,
+                                      size_t errlen);
+
 /* Closes the connection and frees the handle and every reply buffer it
  * owns. Replies returned to the caller stay valid. NULL is a no-op. */
 void unread_close(struct unread *c);
 
 /*
- * Per-call timeout in milliseconds, <= 0 for none. A synchronous call must
- * complete (send and whole reply) within it; so must unread_pipe_flush and
- * each unread_pipe_read. Reconnects use the timeout given to unread_connect.
+ * Sets both the read and the write timeout, in milliseconds (<= 0: none):
+ * sending a call's requests (or a flush) and then waiting for each reply
+ * are each bounded by it. The connect timeout is unchanged.
  */
 void unread_set_timeout(struct unread *c, int timeout_ms);
 
-/* The socket, for diagnostics or poll() by the caller; -1 while not
- * connected (after a failure, until the next call reconnects). The library
- * owns it: do not read, write or close it. */
+/* The first server's socket, for diagnostics or poll() by the caller; -1
+ * while not connected (after a failure, until the next call reconnects).
+ * The library owns it: do not read, write or close it. */
 int unread_fd(const struct unread *c);
+
+/* Servers of the handle (1 for unread_connect), in the order given. */
+size_t unread_shards(const struct unread *c);
+
+/* The server owning a uid (or an RCPT gid): an index below
+ * unread_shards(). */
+size_t unread_shard_of(const struct unread *c, uint64_t key);
+
+/* "host:port" of server i; NULL when i is out of range. */
+const char *unread_shard_name(const struct unread *c, size_t i);
+
+/* Circuit state of server i as of its last request (always CLOSED while
+ * degraded mode is off); -1 when i is out of range. An OPEN circuit lets
+ * one probe through once breaker_open_ms has passed. */
+enum unread_circuit {
+    UNREAD_CIRCUIT_CLOSED = 0,
+    UNREAD_CIRCUIT_OPEN = 1,
+    UNREAD_CIRCUIT_HALF_OPEN = 2 /* a probe is on its way */
+};
+int unread_shard_circuit(const struct unread *c, size_t i);
 
 /*
  * Message for the last failure on this handle: for a server error reply
@@ -125,12 +214,15 @@ const char *unread_strerror(int code);
 /*
  * Counter types are numbers 0..63 (names such as "mention" are a feature of
  * the text protocol and unread-cli). Output pointers may be NULL when the
- * value is not wanted; they are written only on success. Counter values are
- * at most 4294967295 (the server saturates); totals are sums of up to 64
- * values.
+ * value is not wanted; they are written only on success and on
+ * UNREAD_DEGRADED, when an integer output holds the configured default
+ * (saturated to the output's width), an array output is empty (count 0)
+ * and a pair output (e.g. [read, unread]) holds the default twice. Counter
+ * values are at most 4294967295 (the server saturates); totals are sums of
+ * up to 64 values.
  */
 
-/* PING: 0 when the server answered PONG. */
+/* PING (the first server): 0 when it answered PONG. */
 int unread_ping(struct unread *c);
 
 /* CNT.INCR uid type delta: the new value of the type and the user's new
@@ -236,12 +328,21 @@ void unread_reply_free(struct unread_reply *r);
  * round trip. argc is at most 65535.
  *   0      *out = the reply.
  *   > 0    the server's error code; *out = the UNREAD_REPLY_ERROR reply.
+ *          UNREAD_DEGRADED: *out = an INT reply holding the default,
+ *          whatever the command's usual shape (typed calls give it).
  *   < 0    client-side failure; *out = NULL.
  * The caller frees *out with unread_reply_free().
  */
 int unread_command(struct unread *c, const char *name, uint16_t opcode,
                    unsigned argc, const struct unread_arg *argv,
                    struct unread_reply **out);
+
+/* unread_command sent to server `shard` (< unread_shards()) whatever the
+ * routing says: INFO, DEBUG AUDIT or PING of each server of a cluster. */
+int unread_command_shard(struct unread *c, size_t shard, const char *name,
+                         uint16_t opcode, unsigned argc,
+                         const struct unread_arg *argv,
+                         struct unread_reply **out);
 
 /* ---- Pipeline ---------------------------------------------------------- */
 /*
@@ -257,7 +358,9 @@ int unread_command(struct unread *c, const char *name, uint16_t opcode,
  *         unread_reply_free(r);
  *     }
  *
- * Queuing only encodes into memory; nothing is sent before flush. While
+ * Queuing routes and encodes into memory (connecting the request's server
+ * if needed); nothing is sent before flush. On a cluster each server gets
+ * its own sub-pipeline and the replies are still read in queue order. While
  * flushing, the library also reads whatever replies already arrive, so
  * thousands of queued requests cannot deadlock against a server that
  * answers while it reads. Requests can be queued again after a flush,
@@ -267,21 +370,28 @@ int unread_command(struct unread *c, const char *name, uint16_t opcode,
  * calls return UNREAD_EUSAGE. A pipeline opened and never used stays open
  * until unread_pipe_reset.
  *
+ * Every queue call that returns 0 has exactly one reply to read, in
+ * order, whatever happens to the servers: the outcome of a request whose
+ * server could not be reached (connect failed, circuit open) is decided at
+ * queue time and delivered by its unread_pipe_read (degraded mode:
+ * UNREAD_DEGRADED for reads, UNREAD_EUNAVAIL for writes).
+ *
  * Each reply's request id is checked against the queue order: a reply out
- * of order is UNREAD_EPROTO. When the connection fails (a flush or read
- * returns EIO, ETIMEOUT, EPROTO or ECLOSED), the pipeline has failed: the
- * connection is closed, replies not yet read are lost and are not replayed,
- * each remaining unread_pipe_read returns the same code, and the next call
- * after those (or after unread_pipe_reset) reconnects.
+ * of order is UNREAD_EPROTO. When a server's connection fails (a flush or
+ * read returns EIO, ETIMEOUT, EPROTO or ECLOSED), its part of the pipeline
+ * has failed: the connection is closed, its replies not yet read are lost
+ * and are not replayed, each of its remaining replies reads as the same
+ * code (UNREAD_DEGRADED for reads in degraded mode), the pipeline does not
+ * use that server again, and the next call after the pipeline reconnects.
+ * The other servers' replies are unaffected.
  */
 
-/* Opens a pipeline (connecting first if needed). UNREAD_EUSAGE if one is
- * already open. */
+/* Opens a pipeline. UNREAD_EUSAGE if one is already open. */
 int unread_pipe_begin(struct unread *c);
 
 /* Queues one command, named as for unread_command(); an unknown name is
- * UNREAD_ERR_UNKNOWN and queues nothing. UNREAD_EUSAGE without an open
- * pipeline. */
+ * UNREAD_ERR_UNKNOWN and queues nothing; so do UNREAD_EUSAGE (no open
+ * pipeline, bad argument) and UNREAD_ENOMEM. */
 int unread_pipe_cmd(struct unread *c, const char *name, uint16_t opcode,
                     unsigned argc, const struct unread_arg *argv);
 
@@ -305,21 +415,23 @@ int unread_pipe_cnt_clear(struct unread *c, uint64_t uid, const uint8_t *types,
 size_t unread_pipe_queued(const struct unread *c);
 size_t unread_pipe_pending(const struct unread *c);
 
-/* Sends every queued request (one write when the socket takes it). */
+/* Sends every queued request (one write per server when the socket takes
+ * it), all within the write timeout. 0, or the first server failure (its
+ * requests' replies then read as that failure). */
 int unread_pipe_flush(struct unread *c);
 
 /*
- * Reads the next reply in queue order; results as for unread_command().
- * UNREAD_EUSAGE when no sent request is waiting for its reply (flush
- * first).
+ * Reads the next reply in queue order, within the read timeout; results
+ * as for unread_command(). UNREAD_EUSAGE when no sent request is waiting
+ * for its reply (flush first).
  */
 int unread_pipe_read(struct unread *c, struct unread_reply **out);
 
 /*
- * Abandons the pipeline: queued requests are dropped; when replies are
- * still expected the connection is closed (they would otherwise be read
- * as answers to later calls) and the next call reconnects. Always
- * succeeds; a no-op when no pipeline is open.
+ * Abandons the pipeline: queued requests are dropped; a server from which
+ * replies are still expected has its connection closed (they would
+ * otherwise be read as answers to later calls) and the next call
+ * reconnects. Always succeeds; a no-op when no pipeline is open.
  */
 void unread_pipe_reset(struct unread *c);
 
@@ -330,16 +442,289 @@ void unread_pipe_reset(struct unread *c);
  */
 
 /* ---- CONV: conversation unread ----------------------------------------- */
+/*
+ * The mutators give the conversation's unread after (at most 4294967295:
+ * the server saturates) and the user's total after, over its unmuted
+ * conversations. Seqs are the conversation's message numbers.
+ */
+
+/* CONV.INCR uid cid delta: delta new messages (max += delta). */
+int unread_conv_incr(struct unread *c, uint64_t uid, uint64_t cid,
+                     uint64_t delta, uint32_t *unread, uint64_t *total);
+
+/* CONV.SEQ uid cid seq: message seq exists (idempotent; a seq at or below
+ * the read watermark adds nothing). */
+int unread_conv_seq(struct unread *c, uint64_t uid, uint64_t cid, uint64_t seq,
+                    uint32_t *unread, uint64_t *total);
+
+/* CONV.READ uid cid seq: read up to seq (never moves back). */
+int unread_conv_read(struct unread *c, uint64_t uid, uint64_t cid, uint64_t seq,
+                     uint32_t *unread, uint64_t *total);
+
+/* CONV.READ uid cid: read up to the newest message. */
+int unread_conv_read_all(struct unread *c, uint64_t uid, uint64_t cid,
+                         uint32_t *unread, uint64_t *total);
+
+/* CONV.MARKUNREAD uid cid seq: seq (>= 1) becomes the first unread
+ * message; seq 0 is UNREAD_ERR_BADARG. */
+int unread_conv_markunread(struct unread *c, uint64_t uid, uint64_t cid,
+                           uint64_t seq, uint32_t *unread, uint64_t *total);
+
+/* CONV.RECALL uid cid seq: message seq stops counting (idempotent).
+ * UNREAD_ERR_LIMIT past 1024 recalled messages above the watermark. */
+int unread_conv_recall(struct unread *c, uint64_t uid, uint64_t cid,
+                       uint64_t seq, uint32_t *unread, uint64_t *total);
+
+/* CONV.MUTE uid cid 0|1: muted (non-zero) or not; a muted conversation
+ * keeps its unread but leaves the total. */
+int unread_conv_mute(struct unread *c, uint64_t uid, uint64_t cid, int muted,
+                     uint32_t *unread, uint64_t *total);
+
+/* CONV.DEL uid cid: forgets the conversation; the user's total after. */
+int unread_conv_del(struct unread *c, uint64_t uid, uint64_t cid,
+                    uint64_t *total);
+
+/* CONV.GET uid cid: the conversation's unread (muted or not). */
+int unread_conv_get(struct unread *c, uint64_t uid, uint64_t cid,
+                    uint32_t *unread);
+
+/* CONV.TOTAL uid: the user's total over its unmuted conversations. */
+int unread_conv_total(struct unread *c, uint64_t uid, uint64_t *total);
+
+/* One conversation with unread messages. */
+struct unread_conv_pair {
+    uint64_t cid;
+    uint32_t unread;
+};
+
+#define UNREAD_CONV_LIST_MAX 100000
+
+/*
+ * CONV.LIST uid max: the user's conversations with unread > 0 (muted ones
+ * included), ascending cid, at most max of them, into out[0..*n); out
+ * holds max entries (NULL: only *n). max over UNREAD_CONV_LIST_MAX is
+ * UNREAD_ERR_BADARG. A reply that is not well formed (odd length, longer
+ * than max, cids not ascending, an unread of 0) is UNREAD_EPROTO.
+ */
+int unread_conv_list(struct unread *c, uint64_t uid, unsigned max,
+                     struct unread_conv_pair *out, unsigned *n);
+
+/* Queue helpers (a DM fan-out, a badge refresh); replies: ARRAY [unread,
+ * total] for the mutators, INT for del, get and total, ARRAY [cid, unread,
+ * ...] for list. */
+int unread_pipe_conv_incr(struct unread *c, uint64_t uid, uint64_t cid,
+                          uint64_t delta);
+int unread_pipe_conv_seq(struct unread *c, uint64_t uid, uint64_t cid,
+                         uint64_t seq);
+int unread_pipe_conv_read(struct unread *c, uint64_t uid, uint64_t cid,
+                          uint64_t seq);
+int unread_pipe_conv_read_all(struct unread *c, uint64_t uid, uint64_t cid);
+int unread_pipe_conv_get(struct unread *c, uint64_t uid, uint64_t cid);
+int unread_pipe_conv_total(struct unread *c, uint64_t uid);
 
 /* ---- GRP: group unread ------------------------------------------------- */
+/*
+ * Counts are capped by the server's unread-cap: exact up to it, cap + 1
+ * when larger (a badge shows "99+"). Pass UNREAD_GRP_NOW as ts to omit it:
+ * GRP.POST then takes the server's clock, GRP.SEEN marks everything up to
+ * the group's newest message seen.
+ */
+#define UNREAD_GRP_NOW UINT64_MAX
+
+/* GRP.POST gid [ts]: the new message's seq (dense from 1 in each group). */
+int unread_grp_post(struct unread *c, uint64_t gid, uint64_t ts, uint64_t *seq);
+
+/* GRP.JOIN uid gid: the user's unread in the group (0 for a new member).
+ * UNREAD_ERR_LIMIT past the server's grp-max-groups. */
+int unread_grp_join(struct unread *c, uint64_t uid, uint64_t gid,
+                    uint64_t *unread);
+
+/* GRP.LEAVE uid gid: *was_member = 1 when the user was a member, else 0. */
+int unread_grp_leave(struct unread *c, uint64_t uid, uint64_t gid,
+                     int *was_member);
+
+/* GRP.SEEN uid gid [ts]: seen up to the last message posted at or before
+ * ts (never moving back; joining when not a member); the unread after. */
+int unread_grp_seen(struct unread *c, uint64_t uid, uint64_t gid, uint64_t ts,
+                    uint64_t *unread);
+
+/* GRP.UNREAD uid gid: the user's unread in one group (0: not a member). */
+int unread_grp_unread(struct unread *c, uint64_t uid, uint64_t gid,
+                      uint64_t *unread);
+
+/* GRP.TOTAL uid: the sum over the user's groups. */
+int unread_grp_total(struct unread *c, uint64_t uid, uint64_t *total);
+
+/* One group with unread messages. */
+struct unread_grp_item {
+    uint64_t gid;
+    uint64_t unread; /* >= 1, capped */
+};
+
+/*
+ * GRP.LIST uid: the user's groups with unread messages, by ascending gid,
+ * into out[0..max); *n = how many the server listed, which may exceed max
+ * (only the first max are stored). A reply that is not well formed (odd
+ * length, gids not ascending, an unread of 0) is UNREAD_EPROTO.
+ */
+int unread_grp_list(struct unread *c, uint64_t uid, struct unread_grp_item *out,
+                    size_t max, size_t *n);
+
+/* Queue helpers; every reply is an INT (post: the seq; seen, unread,
+ * total: the count). */
+int unread_pipe_grp_post(struct unread *c, uint64_t gid, uint64_t ts);
+int unread_pipe_grp_seen(struct unread *c, uint64_t uid, uint64_t gid,
+                         uint64_t ts);
+int unread_pipe_grp_unread(struct unread *c, uint64_t uid, uint64_t gid);
+int unread_pipe_grp_total(struct unread *c, uint64_t uid);
 
 /* ---- BC: broadcast channels -------------------------------------------- */
 
+/* BC.PUBLISH ch: the channel's new head. */
+int unread_bc_publish(struct unread *c, uint64_t ch, uint64_t *head);
+
+/* BC.UNREAD uid ch: messages published since the user last read (not
+ * capped); a user new to the channel is registered and reads 0. */
+int unread_bc_unread(struct unread *c, uint64_t uid, uint64_t ch,
+                     uint64_t *unread);
+
+/* BC.READ uid ch: everything published so far is read. */
+int unread_bc_read(struct unread *c, uint64_t uid, uint64_t ch);
+
+/* Queue helpers; replies: publish INT (head), unread INT, read INT 0. */
+int unread_pipe_bc_publish(struct unread *c, uint64_t ch);
+int unread_pipe_bc_unread(struct unread *c, uint64_t uid, uint64_t ch);
+int unread_pipe_bc_read(struct unread *c, uint64_t uid, uint64_t ch);
+
 /* ---- DOT: red dots ----------------------------------------------------- */
+/*
+ * Times are milliseconds since the epoch, at most 140737488355327; pass
+ * UNREAD_DOT_NOW to omit ts and let the server use its clock.
+ */
+#define UNREAD_DOT_NOW UINT64_MAX
+
+/* DOT.PUSH dot [ts]: the dot's push time after the call (the later of the
+ * old one and ts: it never moves back). */
+int unread_dot_push(struct unread *c, uint64_t dot, uint64_t ts,
+                    uint64_t *push_ts);
+
+/* DOT.CLICK uid dot [ts]: the user dismissed the dot (click times never
+ * move back either). */
+int unread_dot_click(struct unread *c, uint64_t uid, uint64_t dot, uint64_t ts);
+
+/*
+ * DOT.CHECK uid dot [dot ...]: shown[i] = 1 when dots[i] shows for the
+ * user (pushed, and last clicked before the push), else 0; shown holds n
+ * entries. n is 1 to the server's max-args minus one (4095 by default).
+ * On UNREAD_DEGRADED every shown[i] is 1 when the configured default is
+ * non-zero, else 0.
+ */
+int unread_dot_check(struct unread *c, uint64_t uid, const uint64_t *dots,
+                     unsigned n, uint8_t *shown);
+
+/* Queue helpers; replies: push INT (push time), click INT 0, check ARRAY
+ * of INT 0/1. */
+int unread_pipe_dot_push(struct unread *c, uint64_t dot, uint64_t ts);
+int unread_pipe_dot_click(struct unread *c, uint64_t uid, uint64_t dot,
+                          uint64_t ts);
+int unread_pipe_dot_check(struct unread *c, uint64_t uid, const uint64_t *dots,
+                          unsigned n);
 
 /* ---- FEED: followee snapshots ------------------------------------------ */
+/* Post counts are at most 4294967295 (the server saturates). */
+
+/* FEED.POST author n: the author's post count after. */
+int unread_feed_post(struct unread *c, uint64_t author, uint32_t n,
+                     uint32_t *count);
+
+/* FEED.UNPOST author n (floors at 0): the author's post count after. */
+int unread_feed_unpost(struct unread *c, uint64_t author, uint32_t n,
+                       uint32_t *count);
+
+/* FEED.FOLLOW uid author: *added = 1 when new (from the author's current
+ * count), 0 when already followed. UNREAD_ERR_LIMIT past the server's
+ * feed-max-follows. */
+int unread_feed_follow(struct unread *c, uint64_t uid, uint64_t author,
+                       int *added);
+
+/* FEED.UNFOLLOW uid author: *removed = 1 when the user followed author. */
+int unread_feed_unfollow(struct unread *c, uint64_t uid, uint64_t author,
+                         int *removed);
+
+/* FEED.UNREAD uid: new posts of the followees, capped by the server's
+ * unread-cap (cap + 1 means "more"). */
+int unread_feed_unread(struct unread *c, uint64_t uid, uint64_t *unread);
+
+/* FEED.RESET uid: every followee's posts seen; unread is 0 after. */
+int unread_feed_reset(struct unread *c, uint64_t uid);
+
+/* Queue helpers; replies: post, unpost INT count; follow, unfollow INT
+ * 0/1; unread INT; reset INT 0. */
+int unread_pipe_feed_post(struct unread *c, uint64_t author, uint32_t n);
+int unread_pipe_feed_unpost(struct unread *c, uint64_t author, uint32_t n);
+int unread_pipe_feed_follow(struct unread *c, uint64_t uid, uint64_t author);
+int unread_pipe_feed_unfollow(struct unread *c, uint64_t uid, uint64_t author);
+int unread_pipe_feed_unread(struct unread *c, uint64_t uid);
+int unread_pipe_feed_reset(struct unread *c, uint64_t uid);
 
 /* ---- RCPT: read receipts ----------------------------------------------- */
+/*
+ * Keyed by gid (a sharded client routes every RCPT call by it). A msgid
+ * that is not tracked (never sent to the group, or older than the server's
+ * rcpt-max-age-days) makes COUNT and LIST fail with UNREAD_ERR_ERR ("no
+ * such message"), while READ and READUPTO skip it.
+ */
+
+/* Omits RCPT.SEND's ts: the server's clock dates the message. */
+#define UNREAD_RCPT_NOW UINT64_MAX
+
+/* RCPT.JOIN gid uid: the uid's mapid (kept across quit and rejoin).
+ * UNREAD_ERR_LIMIT past the server's rcpt-max-members. */
+int unread_rcpt_join(struct unread *c, uint64_t gid, uint64_t uid,
+                     uint32_t *mapid);
+
+/* RCPT.QUIT gid uid: *was_member = 1 when uid was a member, else 0. */
+int unread_rcpt_quit(struct unread *c, uint64_t gid, uint64_t uid,
+                     int *was_member);
+
+/* RCPT.SEND gid msgid sender [ts] (ms, or UNREAD_RCPT_NOW): the number of
+ * recipients. Safe to retry: a resend answers the same count. */
+int unread_rcpt_send(struct unread *c, uint64_t gid, uint64_t msgid,
+                     uint64_t sender, uint64_t ts, uint32_t *nrcpt);
+
+/* RCPT.READ gid uid msgid...: marks msgids[0..n) read by uid (n from 1 to
+ * the server's max-args minus two); *marked = how many were newly
+ * marked. */
+int unread_rcpt_read(struct unread *c, uint64_t gid, uint64_t uid,
+                     const uint64_t *msgids, unsigned n, uint64_t *marked);
+
+/* RCPT.READUPTO gid uid msgid: marks every tracked message <= msgid. */
+int unread_rcpt_readupto(struct unread *c, uint64_t gid, uint64_t uid,
+                         uint64_t msgid, uint64_t *marked);
+
+/* RCPT.COUNT gid msgid: recipients who have and have not read it. */
+int unread_rcpt_count(struct unread *c, uint64_t gid, uint64_t msgid,
+                      uint32_t *nread, uint32_t *nunread);
+
+/*
+ * RCPT.LIST gid msgid READ|UNREAD offset count: the recipients who have
+ * read it (want_read != 0) or not, in join order, skipping offset and at
+ * most count (UINT32_MAX: all). On success and on UNREAD_DEGRADED, *uids
+ * is an array of *n uids allocated by the library and owned by the
+ * caller, who frees it with free(); NULL when *n is 0 (and on failure).
+ */
+int unread_rcpt_list(struct unread *c, uint64_t gid, uint64_t msgid,
+                     int want_read, uint32_t offset, uint32_t count,
+                     uint64_t **uids, size_t *n);
+
+/* Queue helpers; replies: join INT mapid, send INT recipients, read INT
+ * newly marked, count ARRAY [read, unread]. */
+int unread_pipe_rcpt_join(struct unread *c, uint64_t gid, uint64_t uid);
+int unread_pipe_rcpt_send(struct unread *c, uint64_t gid, uint64_t msgid,
+                          uint64_t sender, uint64_t ts);
+int unread_pipe_rcpt_read(struct unread *c, uint64_t gid, uint64_t uid,
+                          const uint64_t *msgids, unsigned n);
+int unread_pipe_rcpt_count(struct unread *c, uint64_t gid, uint64_t msgid);
 
 #ifdef __cplusplus
 }

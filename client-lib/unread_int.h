@@ -14,9 +14,19 @@
 #include "unread.h"
 
 /*
- * One synchronous round trip. On 0 or a server error (> 0), *h and *body
- * describe the reply (valid until the next call); < 0: failed, and the
- * connection is closed unless the failure was a usage error.
+ * One synchronous round trip, routed by the op table (docs/CLIENT.md): to
+ * the server owning the first argument (uid or gid), to every server (a
+ * global write: one reply, checked to agree for GRP.POST), or to the first
+ * server. On 0 or a server error (> 0), *h and *body describe the reply
+ * (valid until the next call); < 0: failed, and the connection is closed
+ * unless the failure was a usage error.
+ *
+ * Degraded reads: with degraded mode on, a read (OPF_READ) whose server
+ * cannot be reached returns UNREAD_DEGRADED (> 0) and *h, *body describe one
+ * INT, the configured default, so uc_call_ints' reader yields it and
+ * uc_call_int stores it. A typed call whose reply is not one integer fills
+ * its outputs itself on UNREAD_DEGRADED (arrays: count 0; pairs such as
+ * [read, unread]: the default in each) and returns UNREAD_DEGRADED.
  */
 int uc_roundtrip(struct unread *c, uint16_t op, unsigned argc,
                  const struct unread_arg *argv, struct ur_frame_hdr *h,
@@ -27,7 +37,8 @@ int uc_roundtrip(struct unread *c, uint16_t op, unsigned argc,
 int uc_call_ints(struct unread *c, uint16_t op, unsigned argc,
                  const uint64_t *v, struct ur_val_reader *rd);
 
-/* Synchronous call whose reply is one integer. */
+/* Synchronous call whose reply is one integer (on UNREAD_DEGRADED, *out
+ * is the default). */
 int uc_call_int(struct unread *c, uint16_t op, unsigned argc,
                 const uint64_t *args, uint64_t *out);
 
@@ -38,5 +49,12 @@ bool uc_rd_arr(struct ur_val_reader *rd, uint32_t *count);
 /* A typed call got a reply of the wrong shape: records the error, drops
  * the connection, returns UNREAD_EPROTO. */
 int uc_shape_err(struct unread *c, uint16_t op);
+
+/* Copies a reply body validated by the frame parser into one allocation
+ * for the caller (unread_reply_free): 0, UNREAD_ENOMEM or UNREAD_EPROTO. */
+int uc_tree_build(const char *body, size_t len, struct unread_reply **out);
+
+/* An ERROR reply made on the client side; NULL when out of memory. */
+struct unread_reply *uc_reply_error(int code, const char *text);
 
 #endif

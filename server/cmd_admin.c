@@ -1,6 +1,6 @@
 /*
  * cmd_admin.c - connection and administration handlers (SPEC 5): PING,
- * ECHO, HELLO, HELP, QUIT, INFO, CONFIG.
+ * ECHO, HELLO, HELP, QUIT, INFO, CONFIG (SAVE and friends: cmd_persist.c).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 
 #include "cmds.h"
 #include "frame.h"
+#include "persist.h"
 
 /* Argument i back as a bulk string, whichever form it came in. */
 static void reply_arg(struct exec_ctx *x, uint32_t i)
@@ -151,6 +152,36 @@ static bool want(const char *section, const char *name)
     return section == NULL || strcmp(section, name) == 0;
 }
 
+static void info_persistence(struct info *in, const struct persist *p)
+{
+    struct persist_info pi;
+
+    persist_info(p, &pi);
+    info_add(
+        in,
+        "# Persistence\r\nloading_time_ms:%llu\r\n"
+        "loaded_journal_records:%llu\r\nchanges_since_last_save:%llu\r\n"
+        "bgsave_in_progress:%d\r\nlast_save_time:%llu\r\n"
+        "last_save_status:%s\r\nlast_save_duration_ms:%llu\r\n"
+        "last_save_bytes:%llu\r\nlatest_fork_usec:%llu\r\n",
+        (unsigned long long)pi.load_ms, (unsigned long long)pi.loaded_records,
+        (unsigned long long)pi.changes_since_save, pi.bgsave_in_progress,
+        (unsigned long long)pi.last_save_ms / 1000,
+        pi.last_save_ok ? "ok" : "err",
+        (unsigned long long)pi.last_save_duration_ms,
+        (unsigned long long)pi.last_save_bytes, (unsigned long long)pi.fork_us);
+    info_add(in,
+             "journal_enabled:%d\r\njournal_fsync:%s\r\njournal_status:%s\r\n"
+             "journal_error:%s\r\njournal_bytes:%llu\r\n"
+             "journal_segment:%llu\r\njournal_pending_bytes:%llu\r\n"
+             "last_fsync_time_ms:%llu\r\n\r\n",
+             pi.journal_on, pi.journal_fsync, pi.journal_ok ? "ok" : "broken",
+             pi.journal_error, (unsigned long long)pi.journal_bytes,
+             (unsigned long long)pi.journal_segment,
+             (unsigned long long)pi.journal_pending,
+             (unsigned long long)pi.last_fsync_ms);
+}
+
 void cmd_INFO(struct exec_ctx *x)
 {
     struct server *srv = x->srv;
@@ -198,6 +229,8 @@ void cmd_INFO(struct exec_ctx *x)
         }
         info_add(&in, "\r\n");
     }
+    if (want(section, "persistence") && srv->persist != NULL)
+        info_persistence(&in, srv->persist);
     if (want(section, "stats")) {
         info_add(&in,
                  "# Stats\r\ntotal_connections_received:%llu\r\n"

@@ -14,7 +14,10 @@
 #include "log.h"
 #include "proto.h"
 
-enum key_kind { K_STR, K_U32, K_LOGLEVEL, K_TYPES };
+enum key_kind { K_STR, K_U32, K_LOGLEVEL, K_TYPES, K_YESNO, K_FSYNC };
+
+/* K_FSYNC values, indexed by enum journal_fsync. */
+static const char *const fsync_names[] = {"no", "everysec", "always"};
 
 struct key {
     const char *name;
@@ -37,6 +40,18 @@ static const struct key keys[] = {
     {"counter-types", K_TYPES, F(counter_types),
      "mention comment like dm system", 0, 0},
     {"unread-cap", K_U32, F(unread_cap), "99", 1, 1000000},
+    /* persistence */
+    {"save-seconds", K_U32, F(save_seconds), "300", 0, 31536000},
+    {"journal", K_YESNO, F(journal), "yes", 0, 0},
+    {"journal-fsync", K_FSYNC, F(journal_fsync), "everysec", 0, 0},
+    /* JOIN's insert and TOTAL/LIST's walk are O(groups of the user). */
+    {"grp-max-groups", K_U32, F(grp_max_groups), "10000", 1, 100000},
+    /* FOLLOW's memmove and UNREAD's walk are O(follows): bounded here. */
+    {"feed-max-follows", K_U32, F(feed_max_follows), "5000", 1, 100000},
+    /* RCPT: retention of receipts; mapids per group (never reused), which
+     * sizes every bitmap of the group */
+    {"rcpt-max-age-days", K_U32, F(rcpt_max_age_days), "7", 1, 3650},
+    {"rcpt-max-members", K_U32, F(rcpt_max_members), "100000", 1, 16777216},
     /* family keys, in SPEC order */
 };
 
@@ -158,6 +173,23 @@ int config_set(struct config *cfg, const char *key, const char *value,
     }
     case K_TYPES:
         return set_types(cfg, value, err, errlen);
+    case K_YESNO:
+        if (strcasecmp(value, "yes") != 0 && strcasecmp(value, "no") != 0) {
+            snprintf(err, errlen, "%s: '%s' is not yes or no", k->name, value);
+            return -1;
+        }
+        *(bool *)(void *)field = strcasecmp(value, "yes") == 0;
+        return 0;
+    case K_FSYNC:
+        for (int i = 0; i < 3; i++) {
+            if (strcasecmp(value, fsync_names[i]) == 0) {
+                *(int *)(void *)field = i;
+                return 0;
+            }
+        }
+        snprintf(err, errlen, "%s: '%s' is not one of always, everysec, no",
+                 k->name, value);
+        return -1;
     }
     return -1;
 }
@@ -303,6 +335,10 @@ void config_match(const struct config *cfg, const char *pattern, size_t patlen,
                 num[j] = (char)tolower((unsigned char)value[j]);
             num[n < sizeof(num) - 1 ? n : sizeof(num) - 1] = '\0';
             value = num;
+        } else if (k->kind == K_YESNO) {
+            value = *(const bool *)(const void *)field ? "yes" : "no";
+        } else if (k->kind == K_FSYNC) {
+            value = fsync_names[*(const int *)(const void *)field];
         }
         fn(k->name, value, ctx);
     }

@@ -13,6 +13,9 @@
 #define CONFIG_MAX_TYPES 64
 #define CONFIG_STR_MAX 256
 
+/* journal-fsync: when the journal reaches the disk (docs/PERSISTENCE.md). */
+enum journal_fsync { FSYNC_NO = 0, FSYNC_EVERYSEC = 1, FSYNC_ALWAYS = 2 };
+
 struct config {
     char bind[CONFIG_STR_MAX];
     uint32_t port;
@@ -27,6 +30,15 @@ struct config {
     char type_names[CONFIG_MAX_TYPES][32];
     uint32_t unread_cap; /* unread-cap: capped results show cap+1 */
 
+    /* persistence (docs/PERSISTENCE.md) */
+    uint32_t save_seconds; /* snapshot this often when changed; 0: never */
+    bool journal;          /* journal: yes/no */
+    int journal_fsync;     /* enum journal_fsync */
+
+    uint32_t grp_max_groups;    /* grp-max-groups: memberships per user */
+    uint32_t feed_max_follows;  /* feed-max-follows: followees per user */
+    uint32_t rcpt_max_age_days; /* rcpt-max-age-days: receipt retention */
+    uint32_t rcpt_max_members;  /* rcpt-max-members: mapids per group */
     /* family keys, in SPEC order */
 
     char config_file[CONFIG_STR_MAX]; /* "" when none */

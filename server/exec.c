@@ -1,6 +1,12 @@
 /*
  * exec.c - see exec.h. Dispatch is an array indexed by the op's position in
  * the table, generated from ops.def like everything else.
+ *
+ * Every command that changed state (OPF_WRITE answered without error, or
+ * x->dirty) is journaled: persist_cmd_begin stages its record and pins the
+ * clock, persist_cmd_end commits or drops the record. The journal thus
+ * holds the request as received plus the time it ran at, and replay is
+ * exact as long as handlers take the time from server_clock_ms.
  */
 #include "exec.h"
 
@@ -9,6 +15,7 @@
 #include <strings.h>
 
 #include "cmds.h"
+#include "persist.h"
 
 static const cmd_fn handlers[UR_OP_COUNT] = {
 #define OP(id, name, code, min, max, flags, syn, rep, cost, sum) cmd_##id,
@@ -28,8 +35,13 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
         reply_err(r, UR_E_ARITY,
                   "wrong number of arguments for '%s' (expected: %s%s%s)",
                   op->name, op->name, op->syntax[0] ? " " : "", op->syntax);
-    } else {
+    } else if (srv->persist == NULL ||
+               persist_cmd_begin(srv->persist, op, argc, argv, r)) {
         handlers[op->index](&x);
+        if (srv->persist != NULL)
+            persist_cmd_end(
+                srv->persist, op,
+                x.dirty || ((op->flags & OPF_WRITE) && r->status == UR_E_OK));
     }
     if (r->status != UR_E_OK) {
         srv->stats.errors++;

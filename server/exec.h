@@ -3,7 +3,8 @@
  * arguments) in, one reply out. Arity is checked here from the op table;
  * arguments are validated by the handler through the accessors below, which
  * answer the error themselves. The same path serves RESP, the binary
- * protocol and (later) journal replay: nothing here knows about sockets.
+ * protocol and journal replay (persistence/replay.c): nothing here knows
+ * about sockets.
  */
 #ifndef UR_EXEC_H
 #define UR_EXEC_H

@@ -1,6 +1,8 @@
 /*
- * main.c - the process: configuration, then the data, then the event loop
- * and the network, in that order; teardown in reverse.
+ * main.c - the process: configuration, then the data (loaded from the data
+ * dir), then the event loop and the network, in that order; teardown in
+ * reverse, with a final snapshot. `unreadd --check FILE [--fix]` checks a
+ * data file instead of serving.
  */
 #include <errno.h>
 #include <signal.h>
@@ -12,11 +14,18 @@
 
 #include <event2/event.h>
 
+#include "check.h"
 #include "config.h"
 #include "log.h"
 #include "net.h"
+#include "persist.h"
 #include "server.h"
+#include "u32map.h"
 #include "u64map.h"
+#include "wmap.h"
+
+/* Persistence housekeeping period (journal everysec sync, save triggers). */
+#define CRON_MS 100
 
 static struct server server;
 
@@ -27,6 +36,12 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     log_info("received %s, shutting down",
              sig == SIGINT ? "SIGINT" : "SIGTERM");
     event_base_loopbreak(base);
+}
+
+static void on_cron(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what, (void)arg;
+    persist_cron(server.persist);
 }
 
 /* The data directory exists (created if missing) and is a directory. */
@@ -48,9 +63,12 @@ int main(int argc, char **argv)
 {
     char err[512];
     struct event_base *base = NULL;
-    struct event *sigint = NULL, *sigterm = NULL;
+    struct event *sigint = NULL, *sigterm = NULL, *cron = NULL;
+    const struct timeval cron_tv = {0, CRON_MS * 1000};
     int status = 1;
 
+    if (argc >= 2 && strcmp(argv[1], "--check") == 0)
+        return check_main(argc - 2, argv + 2);
     config_init(&server.cfg);
     if (config_from_args(&server.cfg, argc, argv, err, sizeof(err)) != 0) {
         fprintf(stderr, "unreadd: %s\n", err);
@@ -58,6 +76,8 @@ int main(int argc, char **argv)
     }
     log_set_level((enum log_level)server.cfg.loglevel);
     signal(SIGPIPE, SIG_IGN);
+    /* A file over RLIMIT_FSIZE fails its write (EFBIG) like a full disk. */
+    signal(SIGXFSZ, SIG_IGN);
 
     if (ensure_dir(server.cfg.dir) != 0)
         return 1;
@@ -66,11 +86,17 @@ int main(int argc, char **argv)
     if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
         seed = server_now_ms() ^ ((uint64_t)getpid() << 32);
     u64map_setup(seed);
+    u32map_setup(seed);
+    wmap_setup(seed);
     if (db_init(&server.db) != 0) {
         log_error("out of memory");
         return 1;
     }
     server.start_ms = server_now_ms();
+    if (persist_setup(&server, err, sizeof(err)) != 0) {
+        log_error("%s", err);
+        goto out;
+    }
 
     base = event_base_new();
     if (base == NULL) {
@@ -79,9 +105,11 @@ int main(int argc, char **argv)
     }
     sigint = evsignal_new(base, SIGINT, on_signal, base);
     sigterm = evsignal_new(base, SIGTERM, on_signal, base);
-    if (sigint == NULL || sigterm == NULL || evsignal_add(sigint, NULL) ||
-        evsignal_add(sigterm, NULL)) {
-        log_error("cannot install signal handlers");
+    cron = event_new(base, -1, EV_PERSIST, on_cron, NULL);
+    if (sigint == NULL || sigterm == NULL || cron == NULL ||
+        evsignal_add(sigint, NULL) || evsignal_add(sigterm, NULL) ||
+        event_add(cron, &cron_tv)) {
+        log_error("cannot install signal handlers and timers");
         goto out;
     }
     if (net_setup(&server, base, err, sizeof(err)) != 0) {
@@ -93,10 +121,14 @@ int main(int argc, char **argv)
 
     event_base_dispatch(base);
     net_teardown();
+    /* SHUTDOWN saved already (or was told not to); a signal saves now. */
+    status = persist_shutdown(server.persist, !server.shutdown_asap) ? 1 : 0;
     log_info("bye");
-    status = 0;
 
 out:
+    persist_teardown(&server);
+    if (cron)
+        event_free(cron);
     if (sigint)
         event_free(sigint);
     if (sigterm)

@@ -9,8 +9,14 @@
  * Writing: replies are appended to the connection's output buffer and the
  * connection is queued; a "flush" event, activated at the end of the
  * active-event queue, writes every queued connection once per loop turn,
- * after all of that turn's requests ran (Redis's beforeSleep). This is
- * where a journal's group commit will sit.
+ * after all of that turn's requests ran (Redis's beforeSleep).
+ *
+ * Durability: the flush first writes the turn's journal records (and
+ * fdatasyncs them with journal-fsync always: one sync for the whole turn,
+ * a group commit). A connection whose output acknowledges writes whose
+ * records are not durable yet (the journal write failed) is held in the
+ * flush list, its output unsent, and retried every RETRY_MS: no reply
+ * ever claims a write the journal does not hold.
  */
 #include "net.h"
 
@@ -30,12 +36,15 @@
 #include "exec.h"
 #include "frame.h"
 #include "log.h"
+#include "persist.h"
 #include "reply.h"
 #include "resp.h"
 
 #define READ_CHUNK (64u << 10)
 /* Output buffers larger than this are released once written. */
 #define OUT_KEEP (64u << 10)
+/* Held replies are retried this often while the journal cannot be written. */
+#define RETRY_MS 100
 
 enum conn_proto { PROTO_UNKNOWN = 0, PROTO_TEXT = 1, PROTO_BIN = 2 };
 
@@ -52,6 +61,7 @@ struct conn {
     size_t need;      /* don't parse again before in.len reaches this */
     struct ur_buf out;
     size_t out_sent; /* bytes of out already written */
+    uint64_t jseq;   /* out acknowledges journal records up to this one */
     struct session sess;
     struct conn *next_pending;
     struct conn *prev, *next; /* all connections */
@@ -61,6 +71,7 @@ static struct server *srv;
 static struct event_base *base;
 static struct evconnlistener *listener;
 static struct event *flush_ev;
+static struct event *retry_ev; /* re-runs the flush while replies are held */
 static struct conn *pending;
 static struct conn *conns;
 static struct ur_arg *args; /* scratch: max_args + 1 parsed arguments */
@@ -151,17 +162,42 @@ static void conn_write(struct conn *c)
 static void on_flush(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what, (void)arg;
-    struct conn *c = pending;
+    struct conn *c = pending, *held = NULL;
     pending = NULL;
+    persist_flush(srv->persist);
+    uint64_t durable = persist_durable(srv->persist);
     while (c != NULL) {
         struct conn *next = c->next_pending;
-        c->pending = false;
-        if (c->dead)
-            conn_free(c);
-        else
-            conn_write(c);
+        if (!c->dead && c->jseq > durable) {
+            c->next_pending = held; /* stays pending: sent by a retry */
+            held = c;
+        } else {
+            c->pending = false;
+            if (c->dead)
+                conn_free(c);
+            else
+                conn_write(c);
+        }
         c = next;
     }
+    while (held != NULL) {
+        struct conn *next = held->next_pending;
+        held->next_pending = pending;
+        pending = held;
+        held = next;
+    }
+    if (pending != NULL) {
+        const struct timeval retry = {0, RETRY_MS * 1000};
+        evtimer_add(retry_ev, &retry);
+    }
+    if (srv->shutdown_asap)
+        event_base_loopbreak(base);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what, (void)arg;
+    event_active(flush_ev, EV_WRITE, 0);
 }
 
 static void on_writable(evutil_socket_t fd, short what, void *arg)
@@ -205,6 +241,7 @@ static size_t process(struct conn *c, const char *data, size_t len)
 {
     const struct ur_limits lim = {srv->cfg.max_frame, srv->cfg.max_args,
                                   srv->cfg.max_inline};
+    const uint64_t jseq = persist_appended(srv->persist);
     size_t off = 0;
 
     if (c->proto == PROTO_UNKNOWN && len > 0) {
@@ -259,6 +296,8 @@ static size_t process(struct conn *c, const char *data, size_t len)
         }
         off += used;
     }
+    if (persist_appended(srv->persist) != jseq)
+        c->jseq = persist_appended(srv->persist);
     return off;
 }
 
@@ -367,7 +406,8 @@ int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
 
     args = calloc((size_t)srv->cfg.max_args + 1, sizeof(*args));
     flush_ev = event_new(base, -1, 0, on_flush, NULL);
-    if (args == NULL || flush_ev == NULL) {
+    retry_ev = evtimer_new(base, on_retry, NULL);
+    if (args == NULL || flush_ev == NULL || retry_ev == NULL) {
         snprintf(err, errlen, "out of memory");
         goto error;
     }
@@ -402,6 +442,9 @@ error:
     if (flush_ev)
         event_free(flush_ev);
     flush_ev = NULL;
+    if (retry_ev)
+        event_free(retry_ev);
+    retry_ev = NULL;
     free(args);
     args = NULL;
     return -1;
@@ -418,6 +461,9 @@ void net_teardown(void)
     if (flush_ev)
         event_free(flush_ev);
     flush_ev = NULL;
+    if (retry_ev)
+        event_free(retry_ev);
+    retry_ev = NULL;
     free(args);
     args = NULL;
 }

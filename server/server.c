@@ -6,13 +6,37 @@
 #include <stddef.h>
 #include <sys/time.h>
 
+#include "bc.h"
 #include "cnt.h"
+#include "conv.h"
+#include "dot.h"
+#include "feed.h"
+#include "grp.h"
+#include "rcpt.h"
 
 int db_init(struct db *db)
 {
     *db = (struct db){0};
     db->cnt = cnt_create();
     if (db->cnt == NULL)
+        goto error;
+    db->conv = conv_create();
+    if (db->conv == NULL)
+        goto error;
+    db->grp = grp_create();
+    if (db->grp == NULL)
+        goto error;
+    db->bc = bc_create();
+    if (db->bc == NULL)
+        goto error;
+    db->dot = dot_create();
+    if (db->dot == NULL)
+        goto error;
+    db->feed = feed_create();
+    if (db->feed == NULL)
+        goto error;
+    db->rcpt = rcpt_create();
+    if (db->rcpt == NULL)
         goto error;
     /* one store per family, in SPEC order */
     return 0;
@@ -26,6 +50,12 @@ error:
 void db_deinit(struct db *db)
 {
     cnt_destroy(db->cnt);
+    conv_destroy(db->conv);
+    grp_destroy(db->grp);
+    bc_destroy(db->bc);
+    dot_destroy(db->dot);
+    feed_destroy(db->feed);
+    rcpt_destroy(db->rcpt);
     /* one store per family, in SPEC order */
     *db = (struct db){0};
 }
@@ -35,6 +65,18 @@ unsigned db_usage(const struct db *db, struct db_usage *out)
     unsigned n = 0;
     out[n++] = (struct db_usage){"cnt", "user", cnt_users(db->cnt),
                                  cnt_bytes(db->cnt)};
+    out[n++] = (struct db_usage){"conv", "conversation", conv_count(db->conv),
+                                 conv_bytes(db->conv)};
+    out[n++] = (struct db_usage){"grp", "membership", grp_memberships(db->grp),
+                                 grp_bytes(db->grp)};
+    out[n++] = (struct db_usage){"bc", "subscription", bc_entries(db->bc),
+                                 bc_bytes(db->bc)};
+    out[n++] = (struct db_usage){"dot", "click", dot_clicks(db->dot),
+                                 dot_bytes(db->dot)};
+    out[n++] = (struct db_usage){"feed", "follow", feed_edges(db->feed),
+                                 feed_bytes(db->feed)};
+    out[n++] = (struct db_usage){"rcpt", "message", rcpt_messages(db->rcpt),
+                                 rcpt_bytes(db->rcpt)};
     /* one row per family, in SPEC order */
     return n;
 }
@@ -43,6 +85,14 @@ size_t db_audit(const struct db *db)
 {
     size_t bad = 0;
     bad += cnt_audit(db->cnt);
+    /* user totals recomputed from their conversations */
+    bad += conv_audit(db->conv);
+    bad += grp_audit(db->grp);
+    bad += bc_audit(db->bc);
+    bad += dot_audit(db->dot);
+    bad += feed_audit(db->feed);
+    /* read and recipient counts vs bitmap popcounts, uid <-> mapid maps */
+    bad += rcpt_audit(db->rcpt);
     /* one line per family, in SPEC order */
     return bad;
 }
@@ -59,6 +109,8 @@ size_t db_bytes(const struct db *db)
 
 uint64_t server_clock_ms(const struct server *srv)
 {
+    if (srv->clock_pinned)
+        return srv->clock_pin_ms;
     return (uint64_t)((int64_t)server_now_ms() + srv->clock_offset_ms);
 }
 

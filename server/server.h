@@ -18,6 +18,12 @@
  * executor can run on a scratch db in unit tests and fuzzers. */
 struct db {
     struct cnt_store *cnt;
+    struct conv_store *conv;
+    struct grp_store *grp;
+    struct bc_store *bc;
+    struct dot_store *dot;
+    struct feed_store *feed;
+    struct rcpt_store *rcpt;
     /* one field per family, in SPEC order: conv, grp, bc, dot, feed, rcpt */
 };
 
@@ -62,13 +68,21 @@ struct server {
     uint32_t bin_clients;  /* ... that chose the binary protocol */
     uint64_t next_client_id;
     int64_t clock_offset_ms; /* added to the wall clock (DEBUG clock hooks) */
+    /* Persistence (persistence/persist.h): NULL when none is set up (unit
+     * tests of the executor). While clock_pinned, server_clock_ms answers
+     * clock_pin_ms: one journaled command, or its replay, sees one time. */
+    struct persist *persist;
+    bool clock_pinned;
+    uint64_t clock_pin_ms;
+    bool shutdown_asap; /* SHUTDOWN ran: the loop ends after this turn */
 };
 
 /* Wall clock, milliseconds since the epoch. */
 uint64_t server_now_ms(void);
 
-/* The server's clock: the wall clock plus srv->clock_offset_ms. Every
- * default timestamp (an omitted ts) comes from here. */
+/* The server's clock: the wall clock plus srv->clock_offset_ms, or the
+ * pinned time while a command is journaled or replayed. Every default
+ * timestamp (an omitted ts) comes from here. */
 uint64_t server_clock_ms(const struct server *srv);
 
 #endif

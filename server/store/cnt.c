@@ -395,6 +395,19 @@ uint64_t cnt_clear(struct cnt_store *s, uint64_t uid, uint64_t mask)
     return user_total(&u);
 }
 
+int cnt_put_user(struct cnt_store *s, uint64_t uid, unsigned n,
+                 const uint8_t *types, const uint32_t *vals)
+{
+    struct cnt_user u;
+
+    if (u64map_get(s->map, uid) != 0)
+        return 1;
+    u.n = n;
+    memcpy(u.types, types, n);
+    memcpy(u.vals, vals, n * sizeof(uint32_t));
+    return user_store(s, uid, NULL, &u);
+}
+
 uint32_t cnt_get(const struct cnt_store *s, uint64_t uid, unsigned type)
 {
     uint64_t w = u64map_get(s->map, uid);

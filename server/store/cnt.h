@@ -60,6 +60,16 @@ typedef void (*cnt_visit_fn)(uint64_t uid, unsigned n, const uint8_t *types,
 size_t cnt_scan(const struct cnt_store *s, uint64_t *cursor, size_t max,
                 cnt_visit_fn fn, void *ctx);
 
+/*
+ * Loading (snapshots): gives a user absent from the store the counters a
+ * cnt_scan visit reported, in one map insert. types strictly ascending and
+ * < CNT_TYPES, vals non-zero, 1 <= n <= CNT_TYPES: the caller validates
+ * them. 0; 1 when uid already has counters (nothing changed); -1 on
+ * allocation failure (nothing changed).
+ */
+int cnt_put_user(struct cnt_store *s, uint64_t uid, unsigned n,
+                 const uint8_t *types, const uint32_t *vals);
+
 /* Checks internal invariants (no zero stored values, canonical encoding).
  * Returns the number of users that violate them (0 when healthy). */
 size_t cnt_audit(const struct cnt_store *s);

@@ -3,8 +3,10 @@
  * loopback port that parses request frames with the real codec, logs each
  * request it receives to a pipe ("0101 i42 s7:mention"), and answers with
  * canned replies chosen by opcode and uid, or misbehaves on purpose
- * (silence, a reply cut short, a wrong request id, garbage). The real
- * server is not needed.
+ * (silence, deafness, a reply cut short, a wrong request id, garbage).
+ * Several fakes make a cluster. The real server is not needed. The hash
+ * ring and the circuit breaker are also tested on their own
+ * (unread_shard.h), the breaker with a clock the test drives.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,6 +29,7 @@
 #include "proto.h"
 #include "t.h"
 #include "unread.h"
+#include "unread_shard.h"
 
 /* Test-only opcodes, in the DEBUG range, unknown to the real server. */
 #define OP_ECHO 0x0FEE /* replies with its arguments as an array */
@@ -46,7 +49,9 @@ enum fake_mode {
     FAKE_BAD_ID,      /* every reply carries id + 1 */
     FAKE_GARBAGE,     /* answers 16 bytes that are not a frame */
     FAKE_CLOSE_AFTER, /* first connection: `arg` replies, then close */
-    FAKE_CLOSE_IDLE   /* first connection: closed after 1 reply */
+    FAKE_CLOSE_IDLE,  /* first connection: closed after 1 reply */
+    FAKE_DEAF,        /* accepts, never reads */
+    FAKE_SKEW         /* canned replies, but global writes answer + 1 */
 };
 
 struct fake {
@@ -81,9 +86,22 @@ static void put_ints(struct ur_buf *b, size_t n, const uint64_t *v)
         ur_frame_put_int(b, v[i]);
 }
 
-/* The canned reply to one request. */
+/* The writes a cluster sends to every server. */
+static bool is_global(uint16_t op)
+{
+    const struct ur_op *o = ur_op_by_code(op);
+
+    return o != NULL &&
+           ((o->flags & OPF_GLOBAL) || strcmp(o->name, "DOT.PUSH") == 0 ||
+            strcmp(o->name, "FEED.POST") == 0 ||
+            strcmp(o->name, "FEED.UNPOST") == 0);
+}
+
+/* The canned reply to one request. A global write answers its first
+ * argument times 10 (plus 1 on a skewed fake), as GRP.POST answers a
+ * seq. */
 static void fake_answer(struct ur_buf *b, const struct ur_frame_req *rq,
-                        uint32_t id)
+                        uint32_t id, bool skew)
 {
     const struct ur_arg *a = rq->argv;
     uint64_t uid = rq->argc > 0 ? arg_num(&a[0]) : 0;
@@ -101,6 +119,11 @@ static void fake_answer(struct ur_buf *b, const struct ur_frame_req *rq,
         return;
     }
     ur_frame_reply_begin(b, id, &off);
+    if (is_global(rq->op)) {
+        ur_frame_put_int(b, uid * 10 + skew);
+        ur_frame_reply_end(b, off, 0);
+        return;
+    }
     switch (rq->op) {
     case UR_OP_PING:
         ur_frame_put_status(b, "PONG", 4);
@@ -228,6 +251,8 @@ static void fake_conn(int fd, enum fake_mode mode, int arg, bool first,
 
     ur_buf_init(&in);
     ur_buf_init(&out);
+    while (mode == FAKE_DEAF)
+        pause(); /* until killed */
     for (;;) {
         if (ur_buf_reserve(&in, 65536) != 0)
             break;
@@ -248,7 +273,8 @@ static void fake_conn(int fd, enum fake_mode mode, int arg, bool first,
             } else if (mode != FAKE_SILENT) {
                 size_t start = out.len;
 
-                fake_answer(&out, &rq, mode == FAKE_BAD_ID ? rq.id + 1 : rq.id);
+                fake_answer(&out, &rq, mode == FAKE_BAD_ID ? rq.id + 1 : rq.id,
+                            mode == FAKE_SKEW);
                 if (mode == FAKE_CLOSE_MID && first) {
                     write_all(fd, out.data, start + (out.len - start) / 2);
                     goto done;
@@ -276,7 +302,10 @@ done:
     ur_buf_deinit(&out);
 }
 
-static struct fake fake_start(enum fake_mode mode, int arg, bool log)
+/* A fake on `port` (0: any free one), e.g. the port of a fake that was
+ * stopped, to play a server restart. */
+static struct fake fake_start_on(enum fake_mode mode, int arg, bool log,
+                                 uint16_t port)
 {
     struct fake f = {-1, 0, -1};
     struct sockaddr_in sa;
@@ -289,6 +318,7 @@ static struct fake fake_start(enum fake_mode mode, int arg, bool log)
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = htons(port);
     if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
         listen(lfd, 16) != 0 ||
         getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0) {
@@ -323,6 +353,11 @@ static struct fake fake_start(enum fake_mode mode, int arg, bool log)
         close(pfd[1]);
     f.log = pfd[0];
     return f;
+}
+
+static struct fake fake_start(enum fake_mode mode, int arg, bool log)
+{
+    return fake_start_on(mode, arg, log, 0);
 }
 
 static void fake_stop(struct fake *f)
@@ -935,6 +970,827 @@ static void test_strerror(void)
     CHECK(strcmp(unread_strerror(UNREAD_ERR_ARITY), "ARITY") == 0);
     CHECK(strcmp(unread_strerror(-100), "EUNKNOWN") == 0);
     CHECK(unread_strerror(1000) != NULL);
+    CHECK(strcmp(unread_strerror(UNREAD_EUNAVAIL), "EUNAVAIL") == 0);
+    CHECK(strcmp(unread_strerror(UNREAD_EMISMATCH), "EMISMATCH") == 0);
+    CHECK(strcmp(unread_strerror(UNREAD_DEGRADED), "DEGRADED") == 0);
+}
+
+/* ---- Server lists, ring, breaker (pure) ---------------------------------- */
+
+static void test_addrs_parse(void)
+{
+    static const char *const bad[] = {
+        "",     "a:1,",   ",a:1", "a:0", "a:65536", "a:x",  "a:",        "::1",
+        "[::1", "[::1]x", "[]:1", ":1",  "a:1,a:1", "a, a", "a:1 ,, b:2"};
+    struct uc_addr *a = NULL;
+    char err[256], *many;
+    size_t n = 0, i, len;
+
+    CHECK(uc_addrs_parse(" a:1, b ,[::1]:9,[fe80::1]", 7460, &a, &n, err,
+                         sizeof(err)) == 0);
+    CHECK_EQ_U64(n, 4);
+    if (n == 4) {
+        CHECK(strcmp(a[0].host, "a") == 0 && a[0].port == 1 &&
+              strcmp(a[0].name, "a:1") == 0);
+        CHECK(strcmp(a[1].name, "b:7460") == 0 && a[1].port == 7460);
+        CHECK(strcmp(a[2].host, "::1") == 0 && a[2].port == 9 &&
+              strcmp(a[2].name, "[::1]:9") == 0);
+        CHECK(strcmp(a[3].name, "[fe80::1]:7460") == 0);
+    }
+    uc_addrs_free(a, n);
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        if (uc_addrs_parse(bad[i], 7460, &a, &n, err, sizeof(err)) == 0) {
+            fprintf(stderr, "accepted '%s'\n", bad[i]);
+            CHECK(false);
+            uc_addrs_free(a, n);
+        }
+        CHECK(err[0] != '\0');
+    }
+    /* 1024 servers is the limit */
+    many = malloc(1025 * 16);
+    len = 0;
+    for (i = 0; i < 1025; i++)
+        len += (size_t)sprintf(many + len, "%sh%zu:1", i > 0 ? "," : "", i);
+    CHECK(uc_addrs_parse(many, 7460, &a, &n, err, sizeof(err)) != 0);
+    many[len - strlen(",h1024:1")] = '\0';
+    CHECK(uc_addrs_parse(many, 7460, &a, &n, err, sizeof(err)) == 0);
+    CHECK_EQ_U64(n, 1024);
+    uc_addrs_free(a, n);
+    free(many);
+}
+
+/* A ring over a list of names, or exits: the ring tests need one. */
+static void ring_of(const char *list, unsigned points, struct uc_ring *r,
+                    struct uc_addr **a, size_t *n)
+{
+    char err[256];
+
+    if (uc_addrs_parse(list, 7460, a, n, err, sizeof(err)) != 0 ||
+        uc_ring_build(r, *a, *n, points) != 0) {
+        fprintf(stderr, "ring_of(%s): %s\n", list, err);
+        exit(2);
+    }
+}
+
+static const char *owner(const struct uc_ring *r, const struct uc_addr *a,
+                         uint64_t key)
+{
+    return a[uc_ring_find(r, key)].name;
+}
+
+/* The placement is fixed forever: a deployment's data sits where it says.
+ * These owners were computed once; a change here moves users. */
+static void test_ring_golden(void)
+{
+    static const struct {
+        uint64_t key;
+        const char *owner;
+    } golden[] = {{0u, "shard-a:7460"},
+                  {1u, "shard-c:7460"},
+                  {5u, "shard-b:7460"},
+                  {6u, "shard-a:7460"},
+                  {7u, "shard-b:7460"},
+                  {10u, "shard-a:7460"},
+                  {42u, "shard-b:7460"},
+                  {123456789u, "shard-c:7460"},
+                  {1099511627776u, "shard-c:7460"},
+                  {18446744073709551615u, "shard-c:7460"}};
+    struct uc_ring r;
+    struct uc_addr *a;
+    size_t n, i;
+
+    ring_of("shard-a:7460,shard-b:7460,shard-c:7460", 160, &r, &a, &n);
+    for (i = 0; i < sizeof(golden) / sizeof(golden[0]); i++) {
+        if (strcmp(owner(&r, a, golden[i].key), golden[i].owner) != 0) {
+            fprintf(stderr, "key %llu: %s, was %s\n",
+                    (unsigned long long)golden[i].key,
+                    owner(&r, a, golden[i].key), golden[i].owner);
+            CHECK(false);
+        }
+    }
+    uc_ring_deinit(&r);
+    uc_addrs_free(a, n);
+}
+
+/* Balance, independence from the list order, and ~1/N movement when a
+ * server joins or leaves, always to or from that server. */
+static void test_ring_movement(void)
+{
+    enum { KEYS = 100000 };
+    struct uc_ring r3, r3b, r4, r10, r11;
+    struct uc_addr *a3, *a3b, *a4, *a10, *a11;
+    size_t n3, n3b, n4, n10, n11, share[3] = {0, 0, 0};
+    size_t moved = 0, wrong = 0, moved11 = 0, i;
+    const char *o3, *o4;
+    const char *l10 = "s0:1,s1:1,s2:1,s3:1,s4:1,s5:1,s6:1,s7:1,s8:1,s9:1";
+    char l11[128];
+    uint64_t k;
+
+    ring_of("s0:1,s1:1,s2:1", 160, &r3, &a3, &n3);
+    ring_of("s2:1,s0:1,s1:1", 160, &r3b, &a3b, &n3b);
+    ring_of("s0:1,s1:1,s2:1,s3:1", 160, &r4, &a4, &n4);
+    for (i = 0; i < KEYS; i++) {
+        k = i * 2654435761u + 17; /* spread, as uids are not */
+        o3 = owner(&r3, a3, k);
+        o4 = owner(&r4, a4, k);
+        share[uc_ring_find(&r3, k)]++;
+        if (strcmp(o3, owner(&r3b, a3b, k)) != 0)
+            wrong++;
+        if (strcmp(o3, o4) != 0) {
+            moved++;
+            if (strcmp(o4, "s3:1") != 0)
+                wrong++; /* moved between old servers */
+        }
+    }
+    CHECK_EQ_U64(wrong, 0);
+    for (i = 0; i < 3; i++) {
+        /* 1/3 each, within 20% (160 points: ~8% typical) */
+        CHECK(share[i] > KEYS * 0.8 / 3 && share[i] < KEYS * 1.2 / 3);
+    }
+    /* a fourth server takes ~1/4 */
+    CHECK(moved > KEYS * 0.18 && moved < KEYS * 0.32);
+
+    snprintf(l11, sizeof(l11), "%s,s10:1", l10);
+    ring_of(l10, 160, &r10, &a10, &n10);
+    ring_of(l11, 160, &r11, &a11, &n11);
+    for (i = 0; i < KEYS; i++)
+        if (strcmp(owner(&r10, a10, i), owner(&r11, a11, i)) != 0)
+            moved11++;
+    /* an eleventh takes ~1/11 = 0.091 */
+    CHECK(moved11 > KEYS * 0.06 && moved11 < KEYS * 0.125);
+
+    uc_ring_deinit(&r3);
+    uc_ring_deinit(&r3b);
+    uc_ring_deinit(&r4);
+    uc_ring_deinit(&r10);
+    uc_ring_deinit(&r11);
+    uc_addrs_free(a3, n3);
+    uc_addrs_free(a3b, n3b);
+    uc_addrs_free(a4, n4);
+    uc_addrs_free(a10, n10);
+    uc_addrs_free(a11, n11);
+}
+
+/* The breaker driven by the test's own clock. */
+static void test_breaker_clock(void)
+{
+    struct uc_breaker_cfg cfg = {3, 100};
+    struct uc_breaker b = {UC_CLOSED, 0, 0};
+    int64_t t = 1000;
+
+    CHECK(uc_breaker_admit(&b, &cfg, t));
+    uc_breaker_done(&b, &cfg, false, t);
+    uc_breaker_done(&b, &cfg, false, t);
+    uc_breaker_done(&b, &cfg, true, t); /* a success resets the count */
+    uc_breaker_done(&b, &cfg, false, t);
+    uc_breaker_done(&b, &cfg, false, t);
+    CHECK_EQ_U64(b.state, UC_CLOSED);
+    CHECK(uc_breaker_admit(&b, &cfg, t));
+    uc_breaker_done(&b, &cfg, false, t); /* the third in a row */
+    CHECK_EQ_U64(b.state, UC_OPEN);
+    CHECK(!uc_breaker_admit(&b, &cfg, t + 1));
+    CHECK_EQ_U64(uc_breaker_wait(&b, &cfg, t + 30), 70);
+    CHECK(!uc_breaker_admit(&b, &cfg, t + 99));
+    /* time is up: one probe, which fails: open again from then */
+    CHECK(uc_breaker_admit(&b, &cfg, t + 100));
+    CHECK_EQ_U64(b.state, UC_HALF_OPEN);
+    uc_breaker_done(&b, &cfg, false, t + 150);
+    CHECK_EQ_U64(b.state, UC_OPEN);
+    CHECK(!uc_breaker_admit(&b, &cfg, t + 200));
+    CHECK_EQ_U64(uc_breaker_wait(&b, &cfg, t + 200), 50);
+    /* the next probe succeeds: closed, count reset */
+    CHECK(uc_breaker_admit(&b, &cfg, t + 250));
+    uc_breaker_done(&b, &cfg, true, t + 251);
+    CHECK_EQ_U64(b.state, UC_CLOSED);
+    CHECK_EQ_U64(b.failures, 0);
+    CHECK_EQ_U64(uc_breaker_wait(&b, &cfg, t + 251), 0);
+    uc_breaker_done(&b, &cfg, false, t + 300);
+    CHECK_EQ_U64(b.state, UC_CLOSED);
+}
+
+/* ---- Options, timeouts, degraded mode -------------------------------------
+ */
+
+/* A handle over fakes f[0..n); NULL (reported) if it cannot be made. */
+static struct unread *cluster(const struct fake *f, size_t n,
+                              const struct unread_opts *o)
+{
+    char list[1024], err[256];
+    size_t len = 0, i;
+    struct unread *c;
+
+    for (i = 0; i < n; i++)
+        len +=
+            (size_t)snprintf(list + len, sizeof(list) - len, "%s127.0.0.1:%u",
+                             i > 0 ? "," : "", (unsigned)f[i].port);
+    c = unread_connect_cluster(list, o, err, sizeof(err));
+    if (c == NULL)
+        fprintf(stderr, "cluster %s: %s\n", list, err);
+    return c;
+}
+
+/* Degraded mode with a default of 7 and short timeouts. */
+static void degraded_opts(struct unread_opts *o, unsigned failures, int open_ms)
+{
+    unread_opts_init(o);
+    o->degraded = true;
+    o->default_value = 7;
+    o->breaker_failures = failures;
+    o->breaker_open_ms = open_ms;
+    o->connect_timeout_ms = 1000;
+    o->read_timeout_ms = 100;
+    o->write_timeout_ms = 100;
+}
+
+/* A port nothing listens on (bound, never listened, closed). */
+static uint16_t closed_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+static void test_opts(void)
+{
+    struct unread_opts o;
+    struct unread *c;
+    struct fake f = fake_start(FAKE_NORMAL, 0, false);
+    char err[256], list[64];
+
+    unread_opts_init(&o);
+    CHECK_EQ_U64(o.connect_timeout_ms, 1000);
+    CHECK(!o.degraded);
+    CHECK_EQ_U64(o.breaker_failures, 3);
+    CHECK_EQ_U64(o.ring_points, 160);
+    o.breaker_failures = 0;
+    CHECK(unread_connect_cluster("a:1", &o, err, sizeof(err)) == NULL);
+    CHECK(strstr(err, "breaker_failures") != NULL);
+    unread_opts_init(&o);
+    o.ring_points = 0;
+    CHECK(unread_connect_cluster("a:1,b:2", &o, err, sizeof(err)) == NULL);
+    CHECK(strstr(err, "ring_points") != NULL);
+    CHECK(unread_connect_cluster(NULL, NULL, err, sizeof(err)) == NULL);
+    CHECK(unread_connect_cluster("a:1,a:1", NULL, NULL, 0) == NULL);
+
+    /* one server down: no handle without degraded mode, one with it */
+    snprintf(list, sizeof(list), "127.0.0.1:%u,127.0.0.1:%u", (unsigned)f.port,
+             (unsigned)closed_port());
+    c = unread_connect_cluster(list, NULL, err, sizeof(err));
+    CHECK(c == NULL);
+    CHECK(strstr(err, "refused") != NULL && strstr(err, "127.0.0.1:") != NULL);
+    degraded_opts(&o, 3, 1000);
+    c = unread_connect_cluster(list, &o, err, sizeof(err));
+    CHECK(c != NULL);
+    if (c != NULL) {
+        CHECK_EQ_U64(unread_shards(c), 2);
+        CHECK(strcmp(unread_shard_name(c, 0), list + 0) != 0);
+        CHECK(strncmp(unread_shard_name(c, 0), list,
+                      strlen(unread_shard_name(c, 0))) == 0);
+        CHECK(unread_shard_name(c, 2) == NULL);
+        CHECK_EQ_U64(unread_shard_circuit(c, 0), UNREAD_CIRCUIT_CLOSED);
+        CHECK_EQ_U64(unread_shard_circuit(c, 1), UNREAD_CIRCUIT_CLOSED);
+        CHECK(unread_shard_circuit(c, 2) == -1);
+        CHECK(unread_shard_of(c, 12345) < 2);
+    }
+    unread_close(c);
+    fake_stop(&f);
+}
+
+/*
+ * Each timeout bounds its own phase: connect (a listener whose backlog is
+ * full never completes the handshake), write (a server that never reads,
+ * against more bytes than the socket buffers hold) and read (a server
+ * that never answers).
+ */
+static void test_timeouts(void)
+{
+    enum { BIG = 32 << 20 };
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    struct unread_opts o;
+    struct unread_reply *r = NULL;
+    struct unread_arg arg;
+    struct unread *c;
+    struct fake f;
+    char err[256], list[64], *big;
+    int lfd, fill[4], i;
+    int64_t t0, dt;
+
+    lfd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(lfd, (struct sockaddr *)&sa, sizeof(sa));
+    listen(lfd, 0);
+    getsockname(lfd, (struct sockaddr *)&sa, &sl);
+    for (i = 0; i < 4; i++) {
+        fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(fill[i], (struct sockaddr *)&sa, sizeof(sa));
+    }
+    usleep(50 * 1000);
+    snprintf(list, sizeof(list), "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    unread_opts_init(&o);
+    o.connect_timeout_ms = 150;
+    t0 = mono_ms();
+    c = unread_connect_cluster(list, &o, err, sizeof(err));
+    dt = mono_ms() - t0;
+    CHECK(c == NULL);
+    CHECK(strstr(err, "connect: timeout after 150 ms") != NULL);
+    CHECK(dt >= 120 && dt < 1500);
+    unread_close(c);
+    for (i = 0; i < 4; i++)
+        close(fill[i]);
+    close(lfd);
+
+    f = fake_start(FAKE_DEAF, 0, false);
+    unread_opts_init(&o);
+    o.write_timeout_ms = 150;
+    o.read_timeout_ms = 5000;
+    c = cluster(&f, 1, &o);
+    big = malloc(BIG);
+    CHECK(c != NULL && big != NULL);
+    if (c != NULL && big != NULL) {
+        memset(big, 'x', BIG);
+        arg = unread_arg_str(big, BIG);
+        t0 = mono_ms();
+        CHECK_EQ_U64(unread_command(c, NULL, OP_ECHO, 1, &arg, &r),
+                     UNREAD_ETIMEOUT);
+        dt = mono_ms() - t0;
+        CHECK(r == NULL);
+        CHECK(strstr(unread_errstr(c), "write: timeout after 150 ms") != NULL);
+        CHECK(dt >= 120 && dt < 3000);
+        CHECK(unread_fd(c) < 0);
+    }
+    free(big);
+    unread_close(c);
+    fake_stop(&f);
+
+    f = fake_start(FAKE_SILENT, 0, false);
+    unread_opts_init(&o);
+    o.write_timeout_ms = 5000;
+    o.read_timeout_ms = 150;
+    c = cluster(&f, 1, &o);
+    CHECK(c != NULL);
+    if (c != NULL) {
+        t0 = mono_ms();
+        CHECK_EQ_U64(unread_ping(c), UNREAD_ETIMEOUT);
+        dt = mono_ms() - t0;
+        CHECK(strstr(unread_errstr(c), "read: timeout after 150 ms") != NULL);
+        CHECK(dt >= 120 && dt < 3000);
+    }
+    unread_close(c);
+    fake_stop(&f);
+}
+
+/*
+ * A server that stops answering: each read answers the default, the
+ * circuit opens after N failures, then calls are decided at once without
+ * touching the network (typed, generic and pipelined alike), and after
+ * open_ms exactly one probe goes out; it fails, and the circuit opens again.
+ */
+static void test_degraded_breaker(void)
+{
+    struct fake f = fake_start(FAKE_SILENT, 0, true);
+    struct unread_cnt_pair pairs[UNREAD_CNT_TYPES];
+    struct unread_arg a = unread_arg_int(3);
+    struct unread_reply *r = NULL;
+    struct unread_opts o;
+    struct unread *c;
+    uint64_t total = 0;
+    uint32_t value = 0;
+    unsigned n = 9;
+    int64_t t0;
+
+    degraded_opts(&o, 2, 300);
+    c = cluster(&f, 1, &o);
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_cnt_total(c, 1, &total), UNREAD_DEGRADED);
+    CHECK_EQ_U64(total, 7);
+    CHECK(strstr(unread_errstr(c), "read: timeout") != NULL);
+    CHECK(strcmp(fake_next(&f), "0106 i1") == 0);
+    CHECK_EQ_U64(unread_shard_circuit(c, 0), UNREAD_CIRCUIT_CLOSED);
+    CHECK_EQ_U64(unread_cnt_get(c, 2, 3, &value), UNREAD_DEGRADED);
+    CHECK_EQ_U64(value, 7);
+    CHECK(strcmp(fake_next(&f), "0104 i2 i3") == 0);
+    CHECK_EQ_U64(unread_shard_circuit(c, 0), UNREAD_CIRCUIT_OPEN);
+
+    t0 = mono_ms();
+    total = 0;
+    CHECK_EQ_U64(unread_cnt_total(c, 3, &total), UNREAD_DEGRADED);
+    CHECK_EQ_U64(total, 7);
+    CHECK(strstr(unread_errstr(c), "circuit open") != NULL);
+    CHECK_EQ_U64(unread_cnt_getall(c, 3, pairs, &n), UNREAD_DEGRADED);
+    CHECK_EQ_U64(n, 0);
+    CHECK_EQ_U64(unread_cnt_incr(c, 3, 0, 1, &value, &total), UNREAD_EUNAVAIL);
+    CHECK_EQ_U64(unread_ping(c), UNREAD_EUNAVAIL);
+    CHECK_EQ_U64(unread_command(c, "CNT.TOTAL", 0, 1, &a, &r), UNREAD_DEGRADED);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_INT && r->integer == 7);
+    unread_reply_free(r);
+    CHECK_EQ_U64(unread_pipe_begin(c), 0);
+    CHECK_EQ_U64(unread_pipe_cnt_get(c, 4, 0), 0);
+    CHECK_EQ_U64(unread_pipe_cnt_incr(c, 4, 0, 1), 0);
+    CHECK_EQ_U64(unread_pipe_cnt_total(c, 4), 0);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_DEGRADED);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_INT && r->integer == 7);
+    unread_reply_free(r);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EUNAVAIL);
+    CHECK(r == NULL);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_DEGRADED);
+    unread_reply_free(r);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EUSAGE);
+    CHECK(mono_ms() - t0 < 50);
+    CHECK(fake_quiet(&f));
+
+    usleep(320 * 1000);
+    CHECK_EQ_U64(unread_cnt_total(c, 5, &total), UNREAD_DEGRADED);
+    CHECK(strcmp(fake_next(&f), "0106 i5") == 0);
+    CHECK_EQ_U64(unread_shard_circuit(c, 0), UNREAD_CIRCUIT_OPEN);
+    CHECK_EQ_U64(unread_cnt_total(c, 6, &total), UNREAD_DEGRADED);
+    CHECK(fake_quiet(&f));
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/*
+ * A server failing in the middle of a pipeline: requests it was sent read
+ * as the failure (a write's outcome is unknown) or the default (a read);
+ * requests queued to it afterwards are never sent: UNREAD_EUNAVAIL.
+ */
+static void test_degraded_pipeline_failure(void)
+{
+    struct fake f = fake_start(FAKE_SILENT, 0, true);
+    struct unread_reply *r = NULL;
+    struct unread_opts o;
+    struct unread *c;
+
+    degraded_opts(&o, 10, 1000);
+    c = cluster(&f, 1, &o);
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_pipe_begin(c), 0);
+    CHECK_EQ_U64(unread_pipe_cnt_total(c, 1), 0);
+    CHECK_EQ_U64(unread_pipe_cnt_incr(c, 2, 0, 1), 0);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_DEGRADED);
+    CHECK(r != NULL && r->integer == 7);
+    unread_reply_free(r);
+    CHECK_EQ_U64(unread_pipe_cnt_incr(c, 3, 0, 1), 0);
+    CHECK_EQ_U64(unread_pipe_cnt_total(c, 4), 0);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_ETIMEOUT);
+    CHECK(r == NULL);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EUNAVAIL);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_DEGRADED);
+    unread_reply_free(r);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EUSAGE); /* over */
+    CHECK(strcmp(fake_next(&f), "0106 i1") == 0);
+    CHECK(strcmp(fake_next(&f), "0101 i2 i0 i1") == 0);
+    CHECK(fake_quiet(&f));
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/*
+ * A server that goes away and comes back on the same port: reads degrade,
+ * writes are refused unsent, the circuit holds while open, then the probe
+ * succeeds and the circuit closes. Without degraded mode the same outage
+ * is a plain connect failure.
+ */
+static void test_degraded_recovery(void)
+{
+    struct fake f = fake_start(FAKE_NORMAL, 0, true);
+    struct unread_opts o;
+    struct unread *c, *plain;
+    uint16_t port = f.port;
+    uint64_t total = 0;
+    uint32_t value;
+
+    degraded_opts(&o, 2, 200);
+    c = cluster(&f, 1, &o);
+    plain = conn(&f, 1000);
+    CHECK(c != NULL && plain != NULL);
+    if (c == NULL || plain == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_cnt_total(c, 2, &total), 0);
+    CHECK_EQ_U64(total, 6);
+    fake_next(&f);
+    fake_stop(&f);
+    usleep(50 * 1000);
+
+    CHECK_EQ_U64(unread_cnt_total(c, 2, &total), UNREAD_DEGRADED);
+    CHECK_EQ_U64(total, 7);
+    CHECK(strstr(unread_errstr(c), "refused") != NULL);
+    CHECK_EQ_U64(unread_cnt_incr(c, 2, 0, 1, &value, NULL), UNREAD_EUNAVAIL);
+    CHECK_EQ_U64(unread_shard_circuit(c, 0), UNREAD_CIRCUIT_OPEN);
+    CHECK(unread_cnt_total(plain, 2, &total) < 0);
+    CHECK_EQ_U64(unread_cnt_total(plain, 2, &total), UNREAD_ECONNECT);
+    CHECK_EQ_U64(unread_shard_circuit(plain, 0), UNREAD_CIRCUIT_CLOSED);
+
+    f = fake_start_on(FAKE_NORMAL, 0, true, port);
+    CHECK_EQ_U64(unread_cnt_total(c, 2, &total), UNREAD_DEGRADED);
+    CHECK(fake_quiet(&f));
+    usleep(220 * 1000);
+    CHECK_EQ_U64(unread_cnt_total(c, 2, &total), 0);
+    CHECK_EQ_U64(total, 6);
+    CHECK(strcmp(fake_next(&f), "0106 i2") == 0);
+    CHECK_EQ_U64(unread_shard_circuit(c, 0), UNREAD_CIRCUIT_CLOSED);
+    unread_close(c); /* the fake serves one connection at a time */
+    c = NULL;
+    CHECK_EQ_U64(unread_cnt_total(plain, 3, &total), 0); /* reconnected */
+    CHECK_EQ_U64(total, 9);
+out:
+    unread_close(c);
+    unread_close(plain);
+    fake_stop(&f);
+}
+
+/* ---- Clusters --------------------------------------------------------------
+ */
+
+static void fakes_start(struct fake *f, size_t n, enum fake_mode mode)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        f[i] = fake_start(mode, 0, true);
+}
+
+static void fakes_stop(struct fake *f, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        fake_stop(&f[i]);
+}
+
+static bool fakes_quiet(struct fake *f, size_t n)
+{
+    size_t i;
+    bool quiet = true;
+
+    for (i = 0; i < n; i++)
+        quiet = fake_quiet(&f[i]) && quiet;
+    return quiet;
+}
+
+/* uid-keyed commands go to the uid's server (integer or decimal string),
+ * RCPT commands to the gid's, the rest to the first server; a command can
+ * also be sent to a chosen server. */
+static void test_cluster_routing(void)
+{
+    struct fake f[3];
+    struct unread *c;
+    struct unread_reply *r = NULL;
+    struct unread_arg argv[2];
+    char want[64];
+    size_t hits[3] = {0, 0, 0}, s;
+    uint64_t uid, total;
+
+    fakes_start(f, 3, FAKE_NORMAL);
+    c = cluster(f, 3, NULL);
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_shards(c), 3);
+    for (uid = 1; uid <= 300; uid++) {
+        s = unread_shard_of(c, uid);
+        CHECK_EQ_U64(unread_cnt_total(c, uid, &total), 0);
+        CHECK_EQ_U64(total, uid * 3);
+        snprintf(want, sizeof(want), "0106 i%llu", (unsigned long long)uid);
+        CHECK(strcmp(fake_next(&f[s]), want) == 0);
+        hits[s]++;
+    }
+    CHECK(hits[0] > 50 && hits[1] > 50 && hits[2] > 50);
+
+    argv[0] = unread_arg_str("123", 3);
+    argv[1] = unread_arg_int(0);
+    CHECK_EQ_U64(unread_command(c, "CNT.GET", 0, 2, argv, &r), 0);
+    unread_reply_free(r);
+    CHECK(strcmp(fake_next(&f[unread_shard_of(c, 123)]), "0104 s3:123 i0") ==
+          0);
+    argv[0] = unread_arg_int(77);
+    argv[1] = unread_arg_int(5);
+    unread_command(c, "RCPT.COUNT", 0, 2, argv, &r); /* the fake: UNKNOWN */
+    unread_reply_free(r);
+    CHECK(strcmp(fake_next(&f[unread_shard_of(c, 77)]), "0706 i77 i5") == 0);
+
+    CHECK_EQ_U64(unread_ping(c), 0);
+    CHECK(strcmp(fake_next(&f[0]), "0001") == 0);
+    argv[0] = unread_arg_str("abc", 3); /* no key: the first server says */
+    unread_command(c, "CNT.TOTAL", 0, 1, argv, &r);
+    unread_reply_free(r);
+    CHECK(strcmp(fake_next(&f[0]), "0106 s3:abc") == 0);
+
+    CHECK_EQ_U64(unread_command_shard(c, 2, "PING", 0, 0, NULL, &r), 0);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_STATUS);
+    unread_reply_free(r);
+    CHECK(strcmp(fake_next(&f[2]), "0001") == 0);
+    CHECK_EQ_U64(unread_command_shard(c, 3, "PING", 0, 0, NULL, &r),
+                 UNREAD_EUSAGE);
+    CHECK(r == NULL);
+    CHECK(fakes_quiet(f, 3));
+out:
+    unread_close(c);
+    fakes_stop(f, 3);
+}
+
+/* A pipeline over three servers, with a global write in it: per-server
+ * sub-pipelines, replies in the caller's order. */
+static void test_cluster_pipeline(void)
+{
+    enum { N = 600 };
+    struct fake f[3];
+    struct unread *c;
+    struct unread_reply *r;
+    struct unread_arg dot = unread_arg_int(5);
+    uint64_t i, uid, bad = 0;
+    int rc;
+
+    fakes_start(f, 3, FAKE_NORMAL);
+    c = cluster(f, 3, NULL);
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_pipe_begin(c), 0);
+    for (i = 0; i < N; i++) {
+        uid = 1000 + i * 7;
+        if (i == N / 2)
+            rc = unread_pipe_cmd(c, "DOT.PUSH", 0, 1, &dot);
+        else if (i % 2 == 0)
+            rc = unread_pipe_cnt_total(c, uid);
+        else
+            rc = unread_pipe_cnt_incr(c, uid, (unsigned)(i % 64), (uint32_t)i);
+        bad += rc != 0;
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(unread_pipe_queued(c), N);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    CHECK_EQ_U64(unread_pipe_pending(c), N);
+    for (i = 0; i < N; i++) {
+        uid = 1000 + i * 7;
+        rc = unread_pipe_read(c, &r);
+        if (rc != 0 || r == NULL)
+            bad++;
+        else if (i == N / 2)
+            bad += r->kind != UNREAD_REPLY_INT || r->integer != 50;
+        else if (i % 2 == 0)
+            bad += r->kind != UNREAD_REPLY_INT || r->integer != uid * 3;
+        else
+            bad += r->kind != UNREAD_REPLY_ARRAY || r->n != 2 ||
+                   r->elem[0].integer != i ||
+                   r->elem[1].integer != uid * 2 + i % 64;
+        unread_reply_free(r);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(unread_pipe_pending(c), 0);
+    CHECK_EQ_U64(unread_ping(c), 0);
+out:
+    unread_close(c);
+    fakes_stop(f, 3);
+}
+
+/* Global writes reach every server; GRP.POST's seqs must agree; with a
+ * server down, a global write goes nowhere. */
+static void test_cluster_global(void)
+{
+    static const char *const names[] = {"GRP.POST", "BC.PUBLISH", "DOT.PUSH",
+                                        "FEED.POST", "FEED.UNPOST"};
+    const struct ur_op *o;
+    struct unread_opts opts;
+    struct unread_reply *r = NULL;
+    struct unread_arg a = unread_arg_int(9);
+    struct fake f[3];
+    struct unread *c;
+    char want[32];
+    size_t i, k;
+
+    fakes_start(f, 3, FAKE_NORMAL);
+    c = cluster(f, 3, NULL);
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        o = ur_op_by_name(names[i], strlen(names[i]));
+        CHECK(o != NULL);
+        if (o == NULL)
+            continue;
+        CHECK_EQ_U64(unread_command(c, names[i], 0, 1, &a, &r), 0);
+        CHECK(r != NULL && r->kind == UNREAD_REPLY_INT && r->integer == 90);
+        unread_reply_free(r);
+        snprintf(want, sizeof(want), "%04x i9", o->code);
+        for (k = 0; k < 3; k++)
+            CHECK(strcmp(fake_next(&f[k]), want) == 0);
+    }
+    unread_close(c);
+
+    /* the second server answers another seq */
+    fake_stop(&f[1]);
+    f[1] = fake_start(FAKE_SKEW, 0, true);
+    c = cluster(f, 3, NULL);
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_command(c, "GRP.POST", 0, 1, &a, &r), UNREAD_EMISMATCH);
+    CHECK(r == NULL);
+    CHECK(strstr(unread_errstr(c), "disagree") != NULL);
+    CHECK(strstr(unread_errstr(c), "=90") != NULL);
+    CHECK(strstr(unread_errstr(c), "=91") != NULL);
+    for (k = 0; k < 3; k++)
+        CHECK(strcmp(fake_next(&f[k]), "0301 i9") == 0);
+    /* only GRP.POST promises equal answers: the first server's is taken */
+    CHECK_EQ_U64(unread_command(c, "FEED.POST", 0, 1, &a, &r), 0);
+    CHECK(r != NULL && r->integer == 90);
+    unread_reply_free(r);
+    for (k = 0; k < 3; k++)
+        fake_next(&f[k]);
+    unread_close(c);
+
+    /* a server down: nothing is sent to the others */
+    fake_stop(&f[2]);
+    degraded_opts(&opts, 3, 1000);
+    c = cluster(f, 3, &opts);
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_command(c, "GRP.POST", 0, 1, &a, &r), UNREAD_EUNAVAIL);
+    CHECK(r == NULL);
+    CHECK(fakes_quiet(f, 2));
+    f[2] = fake_start(FAKE_NORMAL, 0, true); /* for fakes_stop */
+out:
+    unread_close(c);
+    fakes_stop(f, 3);
+}
+
+/* One server of three down: only its users degrade; the others keep
+ * answering, synchronously and in pipelines. */
+static void test_cluster_isolation(void)
+{
+    struct fake f[3];
+    struct unread_opts o;
+    struct unread_reply *r;
+    struct unread *c;
+    uint64_t uid, total, bad = 0, degraded = 0;
+    int64_t t0;
+    int rc;
+
+    fakes_start(f, 3, FAKE_NORMAL);
+    degraded_opts(&o, 1, 10000);
+    c = cluster(f, 3, &o);
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    fake_stop(&f[1]);
+    usleep(50 * 1000);
+    t0 = mono_ms();
+    for (uid = 1; uid <= 60; uid++) {
+        total = 0;
+        rc = unread_cnt_total(c, uid, &total);
+        if (unread_shard_of(c, uid) == 1) {
+            bad += rc != UNREAD_DEGRADED || total != 7;
+            degraded++;
+        } else {
+            bad += rc != 0 || total != uid * 3;
+        }
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK(degraded > 5);
+    CHECK_EQ_U64(unread_shard_circuit(c, 0), UNREAD_CIRCUIT_CLOSED);
+    CHECK_EQ_U64(unread_shard_circuit(c, 1), UNREAD_CIRCUIT_OPEN);
+    CHECK_EQ_U64(unread_shard_circuit(c, 2), UNREAD_CIRCUIT_CLOSED);
+
+    CHECK_EQ_U64(unread_pipe_begin(c), 0);
+    for (uid = 1; uid <= 60; uid++)
+        unread_pipe_cnt_total(c, uid);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    for (uid = 1; uid <= 60; uid++) {
+        rc = unread_pipe_read(c, &r);
+        if (unread_shard_of(c, uid) == 1)
+            bad += rc != UNREAD_DEGRADED || r->integer != 7;
+        else
+            bad += rc != 0 || r->integer != uid * 3;
+        unread_reply_free(r);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK(mono_ms() - t0 < 1000);
+    f[1] = fake_start(FAKE_NORMAL, 0, true); /* for fakes_stop */
+out:
+    unread_close(c);
+    fakes_stop(f, 3);
 }
 
 int main(void)
@@ -954,5 +1810,18 @@ int main(void)
     T_RUN(test_reconnect_idle);
     T_RUN(test_connect);
     T_RUN(test_strerror);
+    T_RUN(test_addrs_parse);
+    T_RUN(test_ring_golden);
+    T_RUN(test_ring_movement);
+    T_RUN(test_breaker_clock);
+    T_RUN(test_opts);
+    T_RUN(test_timeouts);
+    T_RUN(test_degraded_breaker);
+    T_RUN(test_degraded_pipeline_failure);
+    T_RUN(test_degraded_recovery);
+    T_RUN(test_cluster_routing);
+    T_RUN(test_cluster_pipeline);
+    T_RUN(test_cluster_global);
+    T_RUN(test_cluster_isolation);
     T_END();
 }

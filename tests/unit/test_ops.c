@@ -30,8 +30,8 @@ static int family_of_prefix(const char *name)
 
 static void test_table_shape(void)
 {
-    const uint32_t known =
-        OPF_READ | OPF_WRITE | OPF_ADMIN | OPF_USER | OPF_NOAUTH | OPF_FAST;
+    const uint32_t known = OPF_READ | OPF_WRITE | OPF_ADMIN | OPF_USER |
+                           OPF_NOAUTH | OPF_FAST | OPF_GLOBAL | OPF_GID;
     size_t i, j;
 
     CHECK(UR_OP_COUNT > 0);
@@ -51,8 +51,11 @@ static void test_table_shape(void)
         CHECK((op->flags & ~known) == 0);
         CHECK((op->flags & (OPF_READ | OPF_WRITE | OPF_ADMIN)) != 0);
         CHECK((op->flags & (OPF_READ | OPF_WRITE)) != (OPF_READ | OPF_WRITE));
-        if (op->flags & OPF_USER)
-            CHECK(op->min_args >= 1); /* the uid */
+        if (op->flags & (OPF_USER | OPF_GID))
+            CHECK(op->min_args >= 1); /* the uid or gid routed on */
+        CHECK((op->flags & (OPF_USER | OPF_GID)) != (OPF_USER | OPF_GID));
+        if (op->flags & OPF_GLOBAL)
+            CHECK(op->flags & OPF_WRITE);
         CHECK(op->syntax != NULL);
         CHECK(op->reply != NULL && op->reply[0] != '\0');
         CHECK(op->cost != NULL && strncmp(op->cost, "O(", 2) == 0);

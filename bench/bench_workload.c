@@ -1,0 +1,39 @@
+/*
+ * bench_workload.c - the registry of workload rows (see bench_workload.h).
+ */
+#include "bench_workload.h"
+
+#include <string.h>
+
+/* One line per family, in SPEC order. */
+static const struct bench_workload *const families[] = {
+    bench_cnt_workloads,
+};
+
+#define NFAMILIES (sizeof(families) / sizeof(families[0]))
+
+const struct bench_workload *bench_workload_find(const char *name)
+{
+    for (size_t f = 0; f < NFAMILIES; f++)
+        for (const struct bench_workload *w = families[f]; w->name; w++)
+            if (strcmp(w->name, name) == 0)
+                return w;
+    return NULL;
+}
+
+void bench_workload_list(FILE *f)
+{
+    for (size_t i = 0; i < NFAMILIES; i++) {
+        for (const struct bench_workload *w = families[i]; w->name; w++) {
+            fprintf(f, "%s\n  unreadd: %s\n  redis:   %s\n", w->name,
+                    w->unreadd, w->redis);
+            if (w->script)
+                fprintf(f, "  script:  %s\n", w->script);
+        }
+    }
+}
+
+uint32_t bench_load_value(uint64_t key, unsigned type)
+{
+    return 1 + (uint32_t)((key * 31 + type) % 9);
+}

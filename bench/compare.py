@@ -1,0 +1,540 @@
+#!/usr/bin/env python3
+"""unreadd and Redis side by side: `make bench` and `make bench-memory`.
+
+    python3 bench/compare.py [--build DIR] [--memory] [--seconds S]
+                             [--reps N] [--keys N] [--workloads a,b]
+                             [--no-pin] [--json FILE]
+
+Throughput (default): starts build/unreadd and redis-server (persistence
+off, free ports, temp dirs), preloads the same keyspace into both, then for
+every workload and pipeline depth runs build/unread-bench against unreadd
+(binary protocol) and Redis alternately, A B A B A B, so drift on a shared
+machine hits both. Prints one table: median ops/s of each, the ratio
+(median of the per-pair ratios, with min-max), p99 of each, and the CPU of
+the client and of each server, then the issue-3 goals as met/missed.
+
+Memory (--memory): for every row of MEMORY, fresh servers, the row's load
+step for its keyspace into both (deep-pipelined), then bytes per key from
+the RSS growth (/proc/<pid>/status VmRSS) and from each server's own
+accounting (unreadd INFO memory <family>_bytes, Redis used_memory growth).
+
+On a machine with 2+ cores the servers run on CPU 0 and the client on the
+others (taskset), so the client never steals the server's core; the client
+CPU column says whether it kept up. Any error reply, a DEBUG AUDIT mismatch
+or a Redis hash whose total is not the sum of its parts fails the run.
+
+Adding a family: its workloads to WORKLOADS (and goals to GOALS if it has
+any), a row to MEMORY. Python 3 standard library only.
+"""
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+from harness import Resp, free_port, info_flat  # noqa: E402
+
+# Workloads run by `make bench`, in order. A workload's keyspace is
+# preloaded with its load step once per family (the part before '-').
+WORKLOADS = ["cnt-incr", "cnt-get", "cnt-mix"]
+PIPELINES = [1, 16]
+CONNECTIONS = 50
+
+# Issue-3 goals: (workload, pipeline) -> minimum unreadd/Redis ratio.
+GOALS = {
+    ("cnt-incr", 1): 1.3, ("cnt-incr", 16): 3.0,
+    ("cnt-get", 1): 1.3, ("cnt-get", 16): 2.0,
+}
+MEMORY_GOAL = 0.25  # unreadd bytes / Redis bytes
+NOISE_CORES = 0.25  # others' CPU above this marks a row as noisy
+
+# `make bench-memory`: (family, workload whose load step fills it, keys,
+# unit). unreadd's own accounting is INFO memory `<family>_bytes`.
+MEMORY = [
+    ("cnt", "cnt-get", 1000000, "user"),
+]
+
+# Persistence off on both sides: the comparison is of in-memory work.
+REDIS_ARGS = ["--save", "", "--appendonly", "no"]
+UNREADD_ARGS = ["--journal", "no", "--save-seconds", "0"]
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+class Failed(Exception):
+    pass
+
+
+def say(msg=""):
+    print(msg, flush=True)
+
+
+# --------------------------------------------------------------------------
+# The machine.
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def redis_version():
+    out = subprocess.run(["redis-server", "--version"], capture_output=True,
+                         text=True).stdout
+    for word in out.split():
+        if word.startswith("v="):
+            return word[2:]
+    return out.strip()
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def machine():
+    return {"nproc": os.cpu_count(), "cpu": cpu_model(),
+            "kernel": platform.release(), "redis": redis_version()}
+
+
+# --------------------------------------------------------------------------
+# Processes.
+
+def proc_cpu_seconds(pid):
+    """utime + stime of a process, in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / HZ
+
+
+def machine_cpu():
+    """(busy, steal) seconds of the whole machine so far, from /proc/stat:
+    busy is user + nice + system + irq + softirq over every CPU."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / HZ, v[7] / HZ
+
+
+def children_cpu():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def proc_rss(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise Failed("no VmRSS for pid %d" % pid)
+
+
+class Pinning:
+    """Servers on CPU 0, the client on the rest, when there are 2+ CPUs and
+    taskset exists; else nothing pinned and the client uses every core."""
+
+    def __init__(self, enabled):
+        n = os.cpu_count() or 1
+        self.on = enabled and n >= 2 and shutil.which("taskset") is not None
+        if self.on:
+            self.server = ["taskset", "-c", "0"]
+            self.client = ["taskset", "-c",
+                           "1" if n == 2 else "1-%d" % (n - 1)]
+            self.client_threads = min(n - 1, 4)
+        else:
+            self.server, self.client = [], []
+            self.client_threads = min(n, 4)
+
+    def describe(self):
+        if not self.on:
+            return "not pinned: servers and client share every core"
+        return ("servers pinned to CPU 0, client to CPU %s (%d thread%s)" %
+                (self.client[2], self.client_threads,
+                 "s" if self.client_threads > 1 else ""))
+
+
+class Server:
+    """A server process on a free port in a temp dir."""
+
+    def __init__(self, kind, build, pin):
+        self.kind = kind  # "unreadd" or "redis"
+        self.tmp = tempfile.TemporaryDirectory(prefix="unread-bench-")
+        self.port = free_port()
+        self.log = os.path.join(self.tmp.name, "server.log")
+        if kind == "unreadd":
+            argv = [os.path.join(build, "unreadd"), "--port", str(self.port),
+                    "--bind", "127.0.0.1", "--dir", self.tmp.name,
+                    "--loglevel", "warning"]
+            extra = UNREADD_ARGS
+        else:
+            argv = ["redis-server", "--port", str(self.port), "--bind",
+                    "127.0.0.1", "--dir", self.tmp.name, "--logfile",
+                    self.log, "--daemonize", "no"]
+            extra = REDIS_ARGS
+        try:
+            self.start(pin.server + argv + extra)
+        except Failed:
+            # A build from before persistence has no such keys: it keeps
+            # nothing on disk anyway.
+            if kind != "unreadd" or "unknown config key" not in \
+                    self.log_tail():
+                raise
+            self.start(pin.server + argv)
+
+    def start(self, argv):
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=log)
+        self.wait_ready()
+
+    def wait_ready(self):
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise Failed("%s exited at start:\n%s" % (self.kind,
+                                                          self.log_tail()))
+            try:
+                with Resp(self.port, 1.0) as c:
+                    if c.cmd("PING") == "PONG":
+                        return
+            except OSError:
+                time.sleep(0.02)
+        raise Failed("%s did not answer on port %d" % (self.kind, self.port))
+
+    def log_tail(self):
+        try:
+            with open(self.log, errors="replace") as f:
+                return "".join(f.readlines()[-20:])
+        except OSError:
+            return ""
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def info(self, section):
+        with Resp(self.port, 30) as c:
+            return info_flat(c.cmd("INFO", section))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.tmp.cleanup()
+
+
+# --------------------------------------------------------------------------
+# unread-bench runs.
+
+def bench(build, pin, srv, workload, args):
+    """Runs unread-bench against srv; returns its JSON plus, over the whole
+    run, the server's CPU and the CPU of everything else on the machine
+    (other users: noise) and the hypervisor's steal, in cores. Bad replies
+    or a failure raise Failed."""
+    target = "binary" if srv.kind == "unreadd" else "redis"
+    argv = pin.client + [
+        os.path.join(build, "unread-bench"), "--json", "-t", target,
+        "-p", str(srv.port), "-w", workload,
+        "-T", str(pin.client_threads)] + [str(a) for a in args]
+    if srv.kind == "unreadd":
+        argv.append("--audit")
+    srv0, cli0, (busy0, steal0) = (proc_cpu_seconds(srv.pid), children_cpu(),
+                                   machine_cpu())
+    t0 = time.monotonic()
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    wall = time.monotonic() - t0
+    srv1, cli1, (busy1, steal1) = (proc_cpu_seconds(srv.pid), children_cpu(),
+                                   machine_cpu())
+    if p.returncode != 0 or not p.stdout.strip():
+        raise Failed("unread-bench %s on %s failed (exit %d):\n%s%s" % (
+            workload, srv.kind, p.returncode, p.stdout, p.stderr))
+    r = json.loads(p.stdout)
+    r["server_cpu_cores"] = (srv1 - srv0) / wall
+    r["others_cpu_cores"] = max(0.0, (busy1 - busy0) - (srv1 - srv0) -
+                                (cli1 - cli0)) / wall
+    r["steal_cores"] = (steal1 - steal0) / wall
+    return r
+
+
+def preload(build, pin, servers, workload, keys):
+    """The workload's load step for every key, on each server."""
+    for srv in servers:
+        t0 = time.monotonic()
+        r = bench(build, pin, srv, workload,
+                  ["--load", "-r", keys, "-c", 8, "-P", 64])
+        say("  preload %-8s %s: %d requests in %.1f s" % (
+            srv.kind, workload, r["ops"], time.monotonic() - t0))
+
+
+def check_redis_totals(srv, keys, samples=1000):
+    """Every sampled CNT hash has total == sum of its type fields: the Lua
+    script kept Redis's part and total as consistent as unreadd's."""
+    step = max(1, keys // samples)
+    with Resp(srv.port, 30) as c:
+        replies = c.pipeline([("HGETALL", "u:%d" % k)
+                              for k in range(0, keys, step)])
+    for k, flat in zip(range(0, keys, step), replies):
+        fields = {flat[i].decode(): int(flat[i + 1])
+                  for i in range(0, len(flat), 2)}
+        total = fields.pop("total", 0)
+        if total != sum(fields.values()):
+            raise Failed("redis u:%d: total %d != sum of parts %r" % (
+                k, total, fields))
+    return len(replies)
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def throughput(opts, pin):
+    servers = [Server("unreadd", opts.build, pin),
+               Server("redis", opts.build, pin)]
+    unr, red = servers
+    runs = []
+    try:
+        say("unreadd pid %d port %d, redis pid %d port %d; %s" % (
+            unr.pid, unr.port, red.pid, red.port, pin.describe()))
+        with Resp(unr.port) as c:
+            persist = c.cmd("CONFIG", "GET", "*journal*") + \
+                c.cmd("CONFIG", "GET", "save-seconds")
+        say("unreadd persistence config: %s" % (
+            " ".join(x.decode() for x in persist) or "none in this build"))
+        loaded = set()
+        for wl in opts.workloads:
+            family = wl.split("-")[0]
+            if family not in loaded:
+                preload(opts.build, pin, servers, wl, opts.keys)
+                loaded.add(family)
+            for depth in PIPELINES:
+                for rep in range(opts.reps):
+                    args = ["-c", CONNECTIONS, "-P", depth, "-d", opts.seconds,
+                            "--warmup", opts.warmup, "-r", opts.keys,
+                            "--seed", rep + 1]
+                    for srv in servers:
+                        r = bench(opts.build, pin, srv, wl, args)
+                        r["server"] = srv.kind
+                        r["rep"] = rep
+                        runs.append(r)
+                        say("  %-8s P%-2d %-7s #%d %9.0f ops/s  p99 %7.1f us"
+                            "  cores: client %.2f server %.2f others %.2f "
+                            "steal %.2f" % (
+                                wl, depth, srv.kind, rep + 1,
+                                r["ops_per_sec"], r["latency_us"]["p99"],
+                                r["client_cpu_cores"], r["server_cpu_cores"],
+                                r["others_cpu_cores"], r["steal_cores"]))
+        if "cnt" in loaded:
+            n = check_redis_totals(red, opts.keys)
+            say("  redis: total == sum of parts in %d sampled users" % n)
+    finally:
+        for srv in servers:
+            srv.stop()
+    return runs
+
+
+def summarize(runs, workloads):
+    rows = []
+    for wl in workloads:
+        for depth in PIPELINES:
+            sel = [r for r in runs
+                   if r["workload"] == wl and r["pipeline"] == depth]
+            u = [r for r in sel if r["server"] == "unreadd"]
+            d = [r for r in sel if r["server"] == "redis"]
+            ratios = [a["ops_per_sec"] / b["ops_per_sec"]
+                      for a, b in zip(u, d)]
+            rows.append({
+                "workload": wl, "pipeline": depth,
+                "unreadd_ops": median([r["ops_per_sec"] for r in u]),
+                "redis_ops": median([r["ops_per_sec"] for r in d]),
+                "ratio": median(ratios), "ratio_min": min(ratios),
+                "ratio_max": max(ratios),
+                "unreadd_p99": median([r["latency_us"]["p99"] for r in u]),
+                "redis_p99": median([r["latency_us"]["p99"] for r in d]),
+                "client_cpu_u": median([r["client_cpu_cores"] for r in u]),
+                "client_cpu_r": median([r["client_cpu_cores"] for r in d]),
+                "server_cpu_u": median([r["server_cpu_cores"] for r in u]),
+                "server_cpu_r": median([r["server_cpu_cores"] for r in d]),
+                "others_cpu": median([r["others_cpu_cores"] for r in sel]),
+            })
+    return rows
+
+
+def print_table(rows):
+    say("")
+    say("| workload | pipeline | unreadd ops/s | Redis ops/s | ratio median "
+        "(min-max) | p99 us unreadd | p99 us Redis | client CPU u / R "
+        "| server CPU u / R | others' CPU |")
+    say("|---|---:|---:|---:|---|---:|---:|---|---|---:|")
+    for r in rows:
+        say("| %s | %d | %.0f | %.0f | %.2f (%.2f-%.2f) | %.0f | %.0f | "
+            "%.2f / %.2f | %.2f / %.2f | %.2f |" % (
+                r["workload"], r["pipeline"], r["unreadd_ops"],
+                r["redis_ops"], r["ratio"], r["ratio_min"], r["ratio_max"],
+                r["unreadd_p99"], r["redis_p99"], r["client_cpu_u"],
+                r["client_cpu_r"], r["server_cpu_u"], r["server_cpu_r"],
+                r["others_cpu"]))
+    say("")
+    say("CPU columns: cores busy (1.00 = one core), medians, during the "
+        "unreadd run / the Redis run;")
+    say("others' CPU: every other process on the machine meanwhile (noise).")
+    noisy = [r for r in rows if r["others_cpu"] > NOISE_CORES]
+    if noisy:
+        say("WARNING: other processes used more than %.2f cores during %d of "
+            "%d rows:" % (NOISE_CORES, len(noisy), len(rows)))
+        say("these figures are noisy; rerun on a quiet machine.")
+
+
+def print_goals(rows):
+    say("")
+    say("Goals (issue 3):")
+    for r in rows:
+        goal = GOALS.get((r["workload"], r["pipeline"]))
+        if goal is not None:
+            say("  %-8s P%-2d ratio >= %.1f: %-6s (%.2f, min %.2f)" % (
+                r["workload"], r["pipeline"], goal,
+                "met" if r["ratio"] >= goal else "MISSED", r["ratio"],
+                r["ratio_min"]))
+    for r in rows:
+        if r["pipeline"] == 1:
+            ok = r["unreadd_p99"] <= r["redis_p99"]
+            say("  %-8s P1  p99 <= Redis's: %-6s (%.0f vs %.0f us)" % (
+                r["workload"], "met" if ok else "MISSED", r["unreadd_p99"],
+                r["redis_p99"]))
+
+
+# --------------------------------------------------------------------------
+# Memory.
+
+def memory_row(opts, pin, family, workload, keys, unit):
+    servers = [Server("unreadd", opts.build, pin),
+               Server("redis", opts.build, pin)]
+    unr, red = servers
+    try:
+        rss0 = {s.kind: proc_rss(s.pid) for s in servers}
+        used0 = int(red.info("memory")["used_memory"])
+        for srv in servers:
+            t0 = time.monotonic()
+            bench(opts.build, pin, srv, workload,
+                  ["--load", "-r", keys, "-c", 8, "-P", 256])
+            say("  loaded %-8s %d %ss in %.1f s" % (
+                srv.kind, keys, unit, time.monotonic() - t0))
+        rss1 = {s.kind: proc_rss(s.pid) for s in servers}
+        uinfo = unr.info("memory")
+        own_u = int(uinfo["%s_bytes" % family])
+        entries = int(uinfo.get("%s_%ss" % (family, unit), keys))
+        if entries != keys:
+            raise Failed("unreadd holds %d %ss, expected %d" % (
+                entries, unit, keys))
+        own_r = int(red.info("memory")["used_memory"]) - used0
+        if family == "cnt":
+            check_redis_totals(red, keys)
+    finally:
+        for srv in servers:
+            srv.stop()
+    return {
+        "family": family, "workload": workload, "keys": keys, "unit": unit,
+        "rss_unreadd": (rss1["unreadd"] - rss0["unreadd"]) / keys,
+        "rss_redis": (rss1["redis"] - rss0["redis"]) / keys,
+        "own_unreadd": own_u / keys, "own_redis": own_r / keys,
+    }
+
+
+def print_memory(rows):
+    say("")
+    say("| data | measure | unreadd B/key | Redis B/key | unreadd / Redis |")
+    say("|---|---|---:|---:|---:|")
+    for r in rows:
+        what = "%s: %d %ss (%s load step)" % (r["family"], r["keys"],
+                                              r["unit"], r["workload"])
+        for name, u, d in (("RSS growth", r["rss_unreadd"], r["rss_redis"]),
+                           ("own accounting (%s_bytes / used_memory)" %
+                            r["family"], r["own_unreadd"], r["own_redis"])):
+            say("| %s | %s | %.1f | %.1f | %.3f (1/%.1f) |" % (
+                what, name, u, d, u / d, d / u))
+    say("")
+    say("Goal (issue 3): memory <= 1/4 of Redis's:")
+    for r in rows:
+        ratio = r["rss_unreadd"] / r["rss_redis"]
+        say("  %-5s RSS ratio %.3f: %s" % (
+            r["family"], ratio, "met" if ratio <= MEMORY_GOAL else "MISSED"))
+
+
+# --------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--memory", action="store_true",
+                    help="compare memory instead of throughput")
+    ap.add_argument("--seconds", type=float, default=4.0,
+                    help="measured seconds per run (4)")
+    ap.add_argument("--warmup", type=float, default=0.5,
+                    help="unmeasured seconds before each run (0.5)")
+    ap.add_argument("--reps", type=int, default=3,
+                    help="A B pairs per workload and depth (3)")
+    ap.add_argument("--keys", type=int, default=1000000,
+                    help="preloaded keyspace (1000000)")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--no-pin", action="store_true")
+    ap.add_argument("--json", help="write every run's figures here")
+    opts = ap.parse_args()
+    opts.build = os.path.join(REPO, opts.build)
+    opts.workloads = [w for w in opts.workloads.split(",") if w]
+    if shutil.which("redis-server") is None:
+        say("compare: redis-server not found (sh tools/deps.sh bench)")
+        return 1
+
+    m = machine()
+    pin = Pinning(not opts.no_pin)
+    t0 = time.monotonic()
+    say("machine: %d cores, %s, kernel %s, Redis %s; load average %s" % (
+        m["nproc"], m["cpu"], m["kernel"], m["redis"], loadavg()))
+    out = {"machine": m, "pinning": pin.describe()}
+    try:
+        if opts.memory:
+            rows = [memory_row(opts, pin, *row) for row in MEMORY]
+            print_memory(rows)
+            out["memory"] = rows
+        else:
+            say("%d connections, pipelines %s, %.1f s runs (+%.1f s warm-up),"
+                " %d keys uniform, %d A/B pairs each" % (
+                    CONNECTIONS, PIPELINES, opts.seconds, opts.warmup,
+                    opts.keys, opts.reps))
+            runs = throughput(opts, pin)
+            rows = summarize(runs, opts.workloads)
+            print_table(rows)
+            print_goals(rows)
+            out["runs"], out["rows"] = runs, rows
+    except Failed as e:
+        say("compare: FAILED: %s" % e)
+        return 1
+    say("")
+    say("%.0f s; load average at the end %s" % (time.monotonic() - t0,
+                                                loadavg()))
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

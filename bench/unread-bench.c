@@ -1,0 +1,473 @@
+/*
+ * unread-bench.c - the load generator of unreadd, and of Redis doing the
+ * same work, for side-by-side figures (bench/compare.py, `make bench`).
+ *
+ *   unread-bench [-t binary|text|redis] [-w WORKLOAD] [-c CONNS] [-P DEPTH]
+ *                [-d SECONDS | -n REQUESTS | --load] [-r KEYS] [--zipf S]
+ *                [--json] ...          (unread-bench --help for all)
+ *
+ * Set-up, run, check, report: the Redis script of the workload is loaded
+ * (SCRIPT LOAD) so the run can EVALSHA it; with --preload every key gets
+ * the workload's load step first; the run itself is bench_run.c; --audit
+ * then asks unreadd (through libunread) to recompute every total. Error
+ * replies are counted during the run and make the exit status 2, so a
+ * benchmark that measured errors instead of work cannot pass silently.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_run.h"
+#include "unread.h"
+
+#define EXIT_BAD_REPLIES 2
+#define PRELOAD_DEPTH 64 /* pipeline depth of --preload */
+#define SETUP_TIMEOUT_MS 10000
+
+struct opts {
+    struct bench_plan plan;
+    const char *workload;
+    bool port_set;
+    bool preload;
+    bool audit;
+    bool json;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: unread-bench [options]\n"
+            "  -t, --target T        binary (unreadd binary protocol), text "
+            "(unreadd\n"
+            "                        over RESP) or redis (default binary)\n"
+            "  -h, --host HOST       server address (127.0.0.1)\n"
+            "  -p, --port PORT       server port (7460; 6379 for redis)\n"
+            "  -w, --workload NAME   what to send (cnt-get); --list shows "
+            "them\n"
+            "  -c, --connections N   connections (50)\n"
+            "  -P, --pipeline N      requests in flight per connection (1)\n"
+            "  -T, --threads N       client threads (one per core, at most "
+            "N\n"
+            "                        connections)\n"
+            "  -d, --duration S      measured seconds (5)\n"
+            "      --warmup S        seconds run first, not measured (0)\n"
+            "  -n, --requests N      run N operations instead of a duration\n"
+            "  -r, --keys N          key space: ids 0..N-1 (100000)\n"
+            "      --zipf S          Zipf-distributed keys, exponent S "
+            "(e.g. 0.99);\n"
+            "                        uniform when not given\n"
+            "      --types N         counter types in play, 1..%d (2)\n"
+            "      --preload         give every key its load step before "
+            "the run\n"
+            "      --load            only the load step of every key, "
+            "pipelined\n"
+            "      --audit           then DEBUG AUDIT on unreadd: must find "
+            "0\n"
+            "      --seed N          random seed (1)\n"
+            "  -j, --json            one JSON object on stdout\n"
+            "      --list            the workloads and their Redis "
+            "equivalents\n"
+            "Exit status: 0; 1 on a usage or connection failure; 2 when any "
+            "reply was\n"
+            "an error or of the wrong kind, or the audit found mismatches.\n",
+            BENCH_TYPES_MAX);
+}
+
+static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    uint64_t v;
+
+    if (!ur_parse_u64(s, strlen(s), &v) || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* A non-negative decimal of at most a day (seconds, or an exponent). */
+static bool parse_real(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+
+    if (end == s || *end != '\0' || !(v >= 0) || v > 86400)
+        return false;
+    *out = v;
+    return true;
+}
+
+enum {
+    OPT_WARMUP = 256,
+    OPT_ZIPF,
+    OPT_TYPES,
+    OPT_PRELOAD,
+    OPT_LOAD,
+    OPT_AUDIT,
+    OPT_SEED,
+    OPT_LIST,
+    OPT_HELP
+};
+
+static const struct option longopts[] = {
+    {"target", required_argument, NULL, 't'},
+    {"host", required_argument, NULL, 'h'},
+    {"port", required_argument, NULL, 'p'},
+    {"workload", required_argument, NULL, 'w'},
+    {"connections", required_argument, NULL, 'c'},
+    {"pipeline", required_argument, NULL, 'P'},
+    {"threads", required_argument, NULL, 'T'},
+    {"duration", required_argument, NULL, 'd'},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"requests", required_argument, NULL, 'n'},
+    {"keys", required_argument, NULL, 'r'},
+    {"zipf", required_argument, NULL, OPT_ZIPF},
+    {"types", required_argument, NULL, OPT_TYPES},
+    {"preload", no_argument, NULL, OPT_PRELOAD},
+    {"load", no_argument, NULL, OPT_LOAD},
+    {"audit", no_argument, NULL, OPT_AUDIT},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"json", no_argument, NULL, 'j'},
+    {"list", no_argument, NULL, OPT_LIST},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+/* 1..max into *out. */
+static bool parse_unsigned(const char *s, unsigned max, unsigned *out)
+{
+    uint64_t v;
+
+    if (!parse_u64(s, 1, max, &v))
+        return false;
+    *out = (unsigned)v;
+    return true;
+}
+
+/* One option into o; false when its value is bad. */
+static bool set_opt(struct opts *o, int ch, const char *arg, uint64_t *keys,
+                    double *zipf)
+{
+    struct bench_plan *p = &o->plan;
+    unsigned port;
+
+    switch (ch) {
+    case 't':
+        return bench_target_parse(arg, &p->target) == 0;
+    case 'h':
+        p->host = arg;
+        return true;
+    case 'p':
+        o->port_set = true;
+        if (!parse_unsigned(arg, 65535, &port))
+            return false;
+        p->port = (uint16_t)port;
+        return true;
+    case 'w':
+        o->workload = arg;
+        return true;
+    case 'c':
+        return parse_unsigned(arg, 10000, &p->conns);
+    case 'P':
+        return parse_unsigned(arg, 100000, &p->pipeline);
+    case 'T':
+        return parse_unsigned(arg, 1024, &p->threads);
+    case 'd':
+        return parse_real(arg, &p->seconds) && p->seconds > 0;
+    case OPT_WARMUP:
+        return parse_real(arg, &p->warmup);
+    case 'n':
+        return parse_u64(arg, 1, UINT64_MAX, &p->requests);
+    case 'r':
+        return parse_u64(arg, 1, UINT64_MAX, keys);
+    case OPT_ZIPF:
+        return parse_real(arg, zipf) && *zipf > 0 && *zipf <= 10;
+    case OPT_TYPES:
+        return parse_unsigned(arg, BENCH_TYPES_MAX, &p->ctx.types);
+    case OPT_SEED:
+        return parse_u64(arg, 0, UINT64_MAX, &p->seed);
+    case OPT_PRELOAD:
+        o->preload = true;
+        return true;
+    case OPT_LOAD:
+        p->load = true;
+        return true;
+    case OPT_AUDIT:
+        o->audit = true;
+        return true;
+    case 'j':
+        o->json = true;
+        return true;
+    }
+    return false;
+}
+
+/* Fills o from the command line; exits on --help, --list and bad usage. */
+static void parse_args(struct opts *o, int argc, char **argv)
+{
+    struct bench_plan *p = &o->plan;
+    uint64_t keys = 100000;
+    double zipf = 0;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int ch;
+
+    memset(o, 0, sizeof(*o));
+    p->target = BENCH_BINARY;
+    p->host = "127.0.0.1";
+    p->port = UNREAD_DEFAULT_PORT;
+    p->conns = 50;
+    p->pipeline = 1;
+    p->seconds = 5;
+    p->seed = 1;
+    p->ctx.types = 2;
+    o->workload = "cnt-get";
+    while ((ch = getopt_long(argc, argv, "t:h:p:w:c:P:T:d:n:r:j", longopts,
+                             NULL)) != -1) {
+        if (ch == OPT_HELP || ch == OPT_LIST) {
+            if (ch == OPT_HELP)
+                usage(stdout);
+            else
+                bench_workload_list(stdout);
+            exit(0);
+        }
+        if (ch == '?' || !set_opt(o, ch, optarg, &keys, &zipf)) {
+            if (ch != '?')
+                fprintf(stderr, "unread-bench: bad value '%s' for -%c\n",
+                        optarg, ch < 256 ? ch : '-');
+            usage(stderr);
+            exit(1);
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "unread-bench: unexpected argument '%s'\n",
+                argv[optind]);
+        exit(1);
+    }
+    p->wl = bench_workload_find(o->workload);
+    if (p->wl == NULL) {
+        fprintf(stderr, "unread-bench: no workload '%s' (--list)\n",
+                o->workload);
+        exit(1);
+    }
+    if (p->target == BENCH_REDIS && !o->port_set)
+        p->port = 6379;
+    if (p->threads == 0)
+        p->threads = cores > 0 ? (unsigned)cores : 1;
+    if (p->threads > p->conns)
+        p->threads = p->conns;
+    p->ctx.dialect = bench_dialect_of(p->target);
+    bench_keys_init(&p->keys, keys, zipf);
+}
+
+/* Redis: loads the workload's script and keeps its SHA for EVALSHA. */
+static int load_script(struct bench_plan *p, char *err, size_t errlen)
+{
+    struct bench_cmd c;
+    int fd, rc;
+
+    if (p->target != BENCH_REDIS || p->wl->script == NULL)
+        return 0;
+    fd = bench_dial(p->host, p->port, err, errlen);
+    if (fd < 0)
+        return -1;
+    bench_cmd_redis(&c, "SCRIPT", BX_BULK);
+    bench_arg_str(&c, "LOAD");
+    bench_arg_str(&c, p->wl->script);
+    rc = bench_call(fd, p->target, &c, SETUP_TIMEOUT_MS, p->ctx.sha,
+                    sizeof(p->ctx.sha), err, errlen);
+    close(fd);
+    if (rc == 0 && strlen(p->ctx.sha) != BENCH_SHA_LEN) {
+        snprintf(err, errlen, "SCRIPT LOAD answered '%s'", p->ctx.sha);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* The load step for every key, deep-pipelined; its errors are fatal. */
+static int preload(const struct bench_plan *run, struct bench_result *res,
+                   char *err, size_t errlen)
+{
+    struct bench_plan p = *run;
+
+    p.load = true;
+    p.requests = 0;
+    if (p.pipeline < PRELOAD_DEPTH)
+        p.pipeline = PRELOAD_DEPTH;
+    if (bench_run(&p, res, err, errlen) != 0)
+        return -1;
+    if (res->errors > 0) {
+        snprintf(err, errlen, "preload: %" PRIu64 " error replies; first: %s",
+                 res->errors, res->first_error);
+        return -1;
+    }
+    return 0;
+}
+
+/* DEBUG AUDIT through libunread (whatever the target's protocol): the
+ * number of mismatches into *bad. */
+static int audit(const struct bench_plan *p, uint64_t *bad, char *err,
+                 size_t errlen)
+{
+    struct unread_arg a = unread_arg_str("AUDIT", 5);
+    struct unread_reply *r = NULL;
+    struct unread *u;
+    int rc = -1;
+
+    u = unread_connect(p->host, p->port, SETUP_TIMEOUT_MS, err, errlen);
+    if (u == NULL)
+        return -1;
+    if (unread_command(u, "DEBUG", 0, 1, &a, &r) != 0)
+        snprintf(err, errlen, "DEBUG AUDIT: %s", unread_errstr(u));
+    else if (r->kind != UNREAD_REPLY_INT)
+        snprintf(err, errlen, "DEBUG AUDIT: not an integer reply");
+    else
+        rc = 0;
+    if (rc == 0)
+        *bad = r->integer;
+    unread_reply_free(r);
+    unread_close(u);
+    return rc;
+}
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+static double us(uint64_t ns)
+{
+    return (double)ns / 1e3;
+}
+
+static void report_json(const struct opts *o, const struct bench_result *r,
+                        long cores, int64_t audit_bad)
+{
+    const struct bench_plan *p = &o->plan;
+    const struct bench_hist *h = &r->hist;
+
+    printf("{\"workload\":");
+    json_str(p->wl->name);
+    printf(",\"target\":\"%s\",\"host\":", bench_target_name(p->target));
+    json_str(p->host);
+    printf(",\"port\":%u,\"connections\":%u,\"pipeline\":%u,\"threads\":%u,"
+           "\"keys\":%" PRIu64 ",\"zipf\":%g,\"types\":%u,\"mode\":\"%s\","
+           "\"seconds\":%.3f,\"ops\":%" PRIu64 ",\"ops_per_sec\":%.1f,"
+           "\"errors\":%" PRIu64 ",\"first_error\":",
+           p->port, p->conns, p->pipeline, p->threads, p->keys.n,
+           p->keys.zipf ? p->keys.s : 0.0, p->ctx.types,
+           p->load       ? "load"
+           : p->requests ? "requests"
+                         : "duration",
+           r->wall_s, r->ops, r->wall_s > 0 ? (double)r->ops / r->wall_s : 0.0,
+           r->errors);
+    if (r->errors > 0)
+        json_str(r->first_error);
+    else
+        printf("null");
+    printf(",\"latency_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,"
+           "\"max\":%.1f,\"mean\":%.1f},\"client_cpu_s\":%.3f,"
+           "\"client_cpu_cores\":%.3f,\"client_cpu_share\":%.4f,"
+           "\"cores\":%ld,\"audit_mismatches\":",
+           us(bench_hist_quantile(h, 0.50)), us(bench_hist_quantile(h, 0.99)),
+           us(bench_hist_quantile(h, 0.999)), us(h->max),
+           h->count ? us(h->sum / h->count) : 0.0, r->cpu_s,
+           r->wall_s > 0 ? r->cpu_s / r->wall_s : 0.0,
+           r->wall_s > 0 ? r->cpu_s / (r->wall_s * (double)cores) : 0.0, cores);
+    if (audit_bad >= 0)
+        printf("%" PRId64 "}\n", audit_bad);
+    else
+        printf("null}\n");
+}
+
+static void report_text(const struct opts *o, const struct bench_result *r,
+                        long cores, int64_t audit_bad)
+{
+    const struct bench_plan *p = &o->plan;
+    const struct bench_hist *h = &r->hist;
+    double busy = r->wall_s > 0 ? r->cpu_s / r->wall_s : 0.0;
+
+    printf("%s on %s %s:%u: %u connections x pipeline %u, %u threads, "
+           "%" PRIu64 " keys %s",
+           p->wl->name, bench_target_name(p->target), p->host, p->port,
+           p->conns, p->pipeline, p->threads, p->keys.n,
+           p->keys.zipf ? "zipf" : "uniform");
+    if (p->keys.zipf)
+        printf(" %g", p->keys.s);
+    if (p->load)
+        printf(", load step of every key\n");
+    else if (p->requests)
+        printf(", %" PRIu64 " operations\n", p->requests);
+    else
+        printf(", %.1f s (+%.1f s warm-up)\n", p->seconds, p->warmup);
+    printf("  throughput  %.0f requests/s (%" PRIu64 " in %.2f s)\n",
+           r->wall_s > 0 ? (double)r->ops / r->wall_s : 0.0, r->ops, r->wall_s);
+    printf("  latency us  p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  mean "
+           "%.1f\n",
+           us(bench_hist_quantile(h, 0.50)), us(bench_hist_quantile(h, 0.99)),
+           us(bench_hist_quantile(h, 0.999)), us(h->max),
+           h->count ? us(h->sum / h->count) : 0.0);
+    printf("  client cpu  %.2f s: %.2f cores busy, %.1f%% of %ld\n", r->cpu_s,
+           busy, 100.0 * busy / (double)cores, cores);
+    printf("  errors      %" PRIu64 "%s%s\n", r->errors,
+           r->errors ? ", first: " : "", r->errors ? r->first_error : "");
+    if (audit_bad >= 0)
+        printf("  audit       %" PRId64 " mismatches\n", audit_bad);
+}
+
+int main(int argc, char **argv)
+{
+    static struct bench_result res; /* holds a 30 KiB histogram */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    struct opts o;
+    char err[256];
+    int64_t audit_bad = -1;
+    uint64_t bad;
+
+    parse_args(&o, argc, argv);
+    if (cores < 1)
+        cores = 1;
+    if (load_script(&o.plan, err, sizeof(err)) != 0)
+        goto fail;
+    if (o.preload && !o.plan.load && preload(&o.plan, &res, err, sizeof(err)))
+        goto fail;
+    if (bench_run(&o.plan, &res, err, sizeof(err)) != 0)
+        goto fail;
+    if (o.audit && o.plan.target != BENCH_REDIS) {
+        if (audit(&o.plan, &bad, err, sizeof(err)) != 0)
+            goto fail;
+        audit_bad = (int64_t)bad;
+    }
+    if (o.json)
+        report_json(&o, &res, cores, audit_bad);
+    else
+        report_text(&o, &res, cores, audit_bad);
+    if (res.errors > 0)
+        fprintf(stderr,
+                "unread-bench: FAILED: %" PRIu64 " bad replies, first: %s\n",
+                res.errors, res.first_error);
+    if (audit_bad > 0)
+        fprintf(stderr,
+                "unread-bench: FAILED: DEBUG AUDIT found %" PRId64
+                " mismatches\n",
+                audit_bad);
+    if (res.errors > 0 || audit_bad > 0)
+        return EXIT_BAD_REPLIES;
+    return 0;
+
+fail:
+    fprintf(stderr, "unread-bench: %s\n", err);
+    return 1;
+}

@@ -1,0 +1,50 @@
+/*
+ * unread_bc.c - libunread's BC calls (SPEC 3.4): typed synchronous calls
+ * and pipeline queue helpers over the connection core (unread_int.h).
+ */
+#include "unread_int.h"
+
+int unread_bc_publish(struct unread *c, uint64_t ch, uint64_t *head)
+{
+    return uc_call_int(c, UR_OP_BC_PUBLISH, 1, &ch, head);
+}
+
+int unread_bc_unread(struct unread *c, uint64_t uid, uint64_t ch,
+                     uint64_t *unread)
+{
+    uint64_t args[2] = {uid, ch};
+
+    return uc_call_int(c, UR_OP_BC_UNREAD, 2, args, unread);
+}
+
+int unread_bc_read(struct unread *c, uint64_t uid, uint64_t ch)
+{
+    uint64_t args[2] = {uid, ch}, zero;
+    int rc;
+
+    rc = uc_call_int(c, UR_OP_BC_READ, 2, args, &zero);
+    if (rc == 0 && zero != 0)
+        return uc_shape_err(c, UR_OP_BC_READ);
+    return rc;
+}
+
+int unread_pipe_bc_publish(struct unread *c, uint64_t ch)
+{
+    struct unread_arg a = unread_arg_int(ch);
+
+    return unread_pipe_cmd(c, NULL, UR_OP_BC_PUBLISH, 1, &a);
+}
+
+int unread_pipe_bc_unread(struct unread *c, uint64_t uid, uint64_t ch)
+{
+    struct unread_arg a[2] = {unread_arg_int(uid), unread_arg_int(ch)};
+
+    return unread_pipe_cmd(c, NULL, UR_OP_BC_UNREAD, 2, a);
+}
+
+int unread_pipe_bc_read(struct unread *c, uint64_t uid, uint64_t ch)
+{
+    struct unread_arg a[2] = {unread_arg_int(uid), unread_arg_int(ch)};
+
+    return unread_pipe_cmd(c, NULL, UR_OP_BC_READ, 2, a);
+}

@@ -1,0 +1,436 @@
+/*
+ * unread_conn.c - one connection to one server (unread_conn.h).
+ */
+#include "unread_conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0 /* platforms without it: SO_NOSIGPIPE instead */
+#endif
+
+/* Largest reply frame accepted: the protocol's ceiling for max-frame. A
+ * reply is a server's answer, so it may legitimately exceed the request
+ * limit (INFO, HELP, long arrays). */
+#define UC_MAX_REPLY UR_MAX_FRAME_CEILING
+/* Bytes asked of recv() at least, and kept by idle buffers. */
+#define UC_READ_CHUNK (64u << 10)
+#define UC_IDLE_KEEP (64u << 10)
+
+static int conn_err(struct uc_conn *k, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Records "host:port: message" as the connection's last failure. */
+static int conn_err(struct uc_conn *k, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    n = snprintf(k->err, sizeof(k->err), "%s: ", k->a->name);
+    if (n < 0 || (size_t)n >= sizeof(k->err))
+        return rc;
+    va_start(ap, fmt);
+    vsnprintf(k->err + n, sizeof(k->err) - (size_t)n, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* strerror() may share one buffer between threads; this does not. */
+static const char *errno_text(int e, char *buf, size_t n)
+{
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+    return strerror_r(e, buf, n);
+#else
+    return strerror_r(e, buf, n) == 0 ? buf : "unknown error";
+#endif
+}
+
+int64_t uc_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct uc_deadline uc_deadline(int timeout_ms, const char *what)
+{
+    struct uc_deadline d;
+
+    d.at = timeout_ms > 0 ? uc_now_ms() + timeout_ms : -1;
+    d.ms = timeout_ms;
+    d.what = what;
+    return d;
+}
+
+/* poll() timeout left until the deadline: -1 forever, 0 when passed. */
+static int ms_left(int64_t at)
+{
+    int64_t left;
+
+    if (at < 0)
+        return -1;
+    left = at - uc_now_ms();
+    if (left <= 0)
+        return 0;
+    return left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+/* ---- Connecting ------------------------------------------------------- */
+
+/* One address: non-blocking connect bounded by the deadline. Returns the
+ * fd, or -1 with *err_no set. */
+static int dial_one(const struct addrinfo *ai, int64_t at, int *err_no)
+{
+    struct pollfd p;
+    socklen_t sl;
+    int fd, flags, soerr, n, one = 1;
+
+    fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+    if (fd < 0)
+        goto error;
+    flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+        fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+        goto error;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        if (errno != EINPROGRESS)
+            goto error;
+        p.fd = fd;
+        p.events = POLLOUT;
+        do {
+            n = poll(&p, 1, ms_left(at));
+        } while (n < 0 && errno == EINTR);
+        if (n < 0)
+            goto error;
+        if (n == 0) {
+            errno = ETIMEDOUT;
+            goto error;
+        }
+        sl = sizeof(soerr);
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+            goto error;
+        if (soerr != 0) {
+            errno = soerr;
+            goto error;
+        }
+    }
+    /* Requests are small and latency-bound: never wait for Nagle. */
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+
+error:
+    *err_no = errno;
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* Resolves the host and tries each address in turn, the whole within
+ * connect_ms (name resolution itself is not bounded). */
+static int conn_open(struct uc_conn *k, int connect_ms)
+{
+    struct addrinfo hints, *res = NULL, *ai;
+    char portstr[8], ebuf[128];
+    int gai, err_no = ECONNREFUSED;
+    int64_t at;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    snprintf(portstr, sizeof(portstr), "%u", (unsigned)k->a->port);
+    gai = getaddrinfo(k->a->host, portstr, &hints, &res);
+    if (gai != 0)
+        return conn_err(k, UNREAD_ECONNECT, "connect: cannot resolve %s: %s",
+                        k->a->host, gai_strerror(gai));
+    at = uc_deadline(connect_ms, "connect").at;
+    for (ai = res; ai != NULL && k->fd < 0; ai = ai->ai_next)
+        k->fd = dial_one(ai, at, &err_no);
+    freeaddrinfo(res);
+    if (k->fd >= 0)
+        return 0;
+    if (err_no == ETIMEDOUT)
+        return conn_err(k, UNREAD_ECONNECT, "connect: timeout after %d ms",
+                        connect_ms);
+    return conn_err(k, UNREAD_ECONNECT, "connect: %s",
+                    errno_text(err_no, ebuf, sizeof(ebuf)));
+}
+
+void uc_conn_init(struct uc_conn *k, const struct uc_addr *a)
+{
+    memset(k, 0, sizeof(*k));
+    k->fd = -1;
+    k->a = a;
+    k->next_id = 1;
+    k->expect_id = 1;
+    ur_buf_init(&k->out);
+    ur_buf_init(&k->in);
+}
+
+void uc_conn_deinit(struct uc_conn *k)
+{
+    if (k->fd >= 0)
+        close(k->fd);
+    k->fd = -1;
+    ur_buf_deinit(&k->out);
+    ur_buf_deinit(&k->in);
+}
+
+void uc_conn_drop(struct uc_conn *k)
+{
+    if (k->fd >= 0)
+        close(k->fd);
+    k->fd = -1;
+    k->out.len = 0;
+    k->out_pos = 0;
+    k->in.len = 0;
+    k->in_pos = 0;
+    k->queued = 0;
+    k->inflight = 0;
+    k->next_id = 1;
+    k->expect_id = 1;
+    if (k->out.cap > UC_IDLE_KEEP)
+        ur_buf_shrink(&k->out, UC_IDLE_KEEP);
+    if (k->in.cap > UC_IDLE_KEEP)
+        ur_buf_shrink(&k->in, UC_IDLE_KEEP);
+}
+
+int uc_conn_ensure(struct uc_conn *k, int connect_ms)
+{
+    char b;
+    ssize_t n;
+
+    if (k->queued > 0 || k->inflight > 0 || k->in_pos < k->in.len) {
+        /* In use by an open pipeline: its failures surface there. */
+        if (k->fd >= 0)
+            return 0;
+    } else {
+        /* Idle: nothing points into the input buffer any more, so give
+         * back what a burst of replies made it hold. */
+        k->in.len = 0;
+        k->in_pos = 0;
+        if (k->in.cap > UC_IDLE_KEEP)
+            ur_buf_shrink(&k->in, UC_IDLE_KEEP);
+        if (k->fd >= 0) {
+            n = recv(k->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+            /* EOF, an error, or bytes nobody asked for: start afresh. */
+            if (n >= 0 ||
+                (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+                uc_conn_drop(k);
+        }
+    }
+    if (k->fd >= 0)
+        return 0;
+    return conn_open(k, connect_ms);
+}
+
+/* ---- Requests ---------------------------------------------------------- */
+
+int uc_conn_encode(struct uc_conn *k, uint16_t op, unsigned argc,
+                   const struct unread_arg *argv)
+{
+    size_t mark = k->out.len, off;
+    unsigned i;
+
+    if (ur_frame_req_begin(&k->out, op, k->next_id, &off) != 0)
+        goto error;
+    for (i = 0; i < argc; i++) {
+        if (argv[i].kind == UNREAD_ARG_INT
+                ? ur_frame_put_arg_int(&k->out, argv[i].num) != 0
+                : ur_frame_put_arg_str(&k->out, argv[i].str, argv[i].len) != 0)
+            goto error;
+    }
+    ur_frame_req_end(&k->out, off, (uint16_t)argc);
+    k->last_frame = mark;
+    k->next_id++;
+    k->queued++;
+    return 0;
+
+error:
+    k->out.len = mark;
+    return conn_err(k, UNREAD_ENOMEM, "out of memory encoding a request");
+}
+
+void uc_conn_unencode(struct uc_conn *k)
+{
+    k->out.len = k->last_frame;
+    k->next_id--;
+    k->queued--;
+}
+
+void uc_conn_abandon(struct uc_conn *k)
+{
+    if (k->inflight > 0 || k->out_pos > 0) {
+        uc_conn_drop(k);
+        return;
+    }
+    k->out.len = 0;
+    k->queued = 0;
+    k->next_id = k->expect_id;
+}
+
+/* ---- Socket I/O ------------------------------------------------------- */
+
+static int wait_fd(struct uc_conn *k, short events, const struct uc_deadline *d,
+                   short *revents)
+{
+    struct pollfd p;
+    char ebuf[128];
+    int n;
+
+    p.fd = k->fd;
+    p.events = events;
+    for (;;) {
+        p.revents = 0;
+        n = poll(&p, 1, ms_left(d->at));
+        if (n > 0) {
+            *revents = p.revents;
+            return 0;
+        }
+        if (n == 0)
+            return conn_err(k, UNREAD_ETIMEOUT, "%s: timeout after %d ms",
+                            d->what, d->ms);
+        if (errno != EINTR)
+            return conn_err(k, UNREAD_EIO, "poll: %s",
+                            errno_text(errno, ebuf, sizeof(ebuf)));
+    }
+}
+
+/* One recv() into the input buffer, at least `want` bytes of room.
+ * 0 when bytes arrived, 1 when none were waiting, else a failure code. */
+static int in_recv(struct uc_conn *k, size_t want)
+{
+    char ebuf[128];
+    ssize_t n;
+
+    /* Parsed bytes are dropped only here, so a long pipeline's replies are
+     * not moved once per reply. */
+    if (k->in_pos == k->in.len) {
+        k->in.len = 0;
+        k->in_pos = 0;
+    } else if (k->in_pos > 0 && k->in_pos >= k->in.len / 2) {
+        ur_buf_consume(&k->in, k->in_pos);
+        k->in_pos = 0;
+    }
+    if (want < UC_READ_CHUNK)
+        want = UC_READ_CHUNK;
+    if (ur_buf_reserve(&k->in, want) != 0)
+        return conn_err(k, UNREAD_ENOMEM, "out of memory reading a reply");
+    for (;;) {
+        n = recv(k->fd, k->in.data + k->in.len, k->in.cap - k->in.len, 0);
+        if (n > 0) {
+            k->in.len += (size_t)n;
+            return 0;
+        }
+        if (n == 0)
+            return conn_err(k, UNREAD_ECLOSED, "connection closed by server");
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 1;
+        if (errno != EINTR)
+            return conn_err(k, UNREAD_EIO, "read: %s",
+                            errno_text(errno, ebuf, sizeof(ebuf)));
+    }
+}
+
+/* Waits for and reads more reply bytes. */
+static int in_read(struct uc_conn *k, size_t want, const struct uc_deadline *d)
+{
+    short ev;
+    int rc;
+
+    for (;;) {
+        rc = wait_fd(k, POLLIN, d, &ev);
+        if (rc != 0)
+            return rc;
+        rc = in_recv(k, want);
+        if (rc != 1)
+            return rc;
+    }
+}
+
+int uc_conn_flush(struct uc_conn *k, const struct uc_deadline *d)
+{
+    char ebuf[128];
+    ssize_t n;
+    short ev;
+    int rc;
+
+    while (k->out_pos < k->out.len) {
+        n = send(k->fd, k->out.data + k->out_pos, k->out.len - k->out_pos,
+                 MSG_NOSIGNAL);
+        if (n > 0) {
+            k->out_pos += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            return conn_err(k, UNREAD_EIO, "write: %s",
+                            errno_text(errno, ebuf, sizeof(ebuf)));
+        rc = wait_fd(k, POLLOUT | POLLIN, d, &ev);
+        if (rc != 0)
+            return rc;
+        if (ev & (POLLIN | POLLHUP | POLLERR)) {
+            rc = in_recv(k, 0);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    k->out.len = 0;
+    k->out_pos = 0;
+    if (k->out.cap > UC_IDLE_KEEP)
+        ur_buf_shrink(&k->out, UC_IDLE_KEEP);
+    k->inflight += k->queued;
+    k->queued = 0;
+    return 0;
+}
+
+int uc_conn_reply(struct uc_conn *k, const struct uc_deadline *d,
+                  struct ur_frame_hdr *h, const char **body)
+{
+    enum ur_parse st;
+    size_t avail, consumed = 0, hint = UR_FRAME_HDR;
+    int rc;
+
+    for (;;) {
+        avail = k->in.len - k->in_pos;
+        st = UR_PARSE_NEED_MORE;
+        if (avail > 0)
+            st = ur_frame_parse_reply(k->in.data + k->in_pos, avail,
+                                      UC_MAX_REPLY, h, &consumed, &hint);
+        if (st == UR_PARSE_OK)
+            break;
+        if (st == UR_PARSE_INVALID)
+            return conn_err(k, UNREAD_EPROTO,
+                            "protocol error: malformed reply frame");
+        if (st == UR_PARSE_TOO_BIG)
+            return conn_err(k, UNREAD_EPROTO,
+                            "protocol error: reply larger than %u bytes",
+                            (unsigned)UC_MAX_REPLY);
+        rc = in_read(k, hint > avail ? hint - avail : 1, d);
+        if (rc != 0)
+            return rc;
+    }
+    *body = k->in.data + k->in_pos + UR_FRAME_HDR;
+    k->in_pos += consumed;
+    if (h->id != k->expect_id)
+        return conn_err(k, UNREAD_EPROTO,
+                        "protocol error: reply to request %u, expected %u",
+                        (unsigned)h->id, (unsigned)k->expect_id);
+    k->expect_id++;
+    k->inflight--;
+    return 0;
+}

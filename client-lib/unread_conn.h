@@ -1,0 +1,98 @@
+/*
+ * unread_conn.h - one connection of libunread to one server: a
+ * non-blocking socket, an output buffer of encoded request frames and an
+ * input buffer of reply bytes, every wait a poll() bounded by a deadline.
+ * Requests carry ids counting up from 1 on each connection and the server
+ * answers in order, so the id the next reply must carry is always known.
+ *
+ * Knows nothing of routing, breakers, degraded replies or reply trees
+ * (unread.c). Failures are returned as UNREAD_E* codes with a message in
+ * err naming the server; the connection is then unusable and the caller
+ * drops it. Internal; not installed.
+ */
+#ifndef UNREAD_CONN_H
+#define UNREAD_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "frame.h"
+#include "unread.h"
+#include "unread_shard.h"
+
+#define UC_ERRLEN 512
+
+/* A point in time a wait must end by, and how to describe missing it. */
+struct uc_deadline {
+    int64_t at;       /* monotonic ms; -1: none */
+    int ms;           /* the timeout it came from, for messages */
+    const char *what; /* "read", "write" */
+};
+
+struct uc_conn {
+    int fd;                  /* -1 while not connected */
+    const struct uc_addr *a; /* borrowed from the handle */
+
+    uint32_t next_id;   /* id of the next request encoded */
+    uint32_t expect_id; /* id the next reply must carry */
+    size_t queued;      /* frames encoded, not yet sent */
+    size_t inflight;    /* frames sent, reply not yet read */
+    size_t last_frame;  /* offset of the last frame encoded */
+
+    struct ur_buf out; /* encoded requests; out_pos bytes already sent */
+    size_t out_pos;
+    struct ur_buf in; /* received bytes; in_pos bytes already parsed */
+    size_t in_pos;
+
+    char err[UC_ERRLEN]; /* the last failure, "host:port: what: why" */
+};
+
+int64_t uc_now_ms(void);
+
+/* A deadline timeout_ms from now; timeout_ms <= 0 means none. */
+struct uc_deadline uc_deadline(int timeout_ms, const char *what);
+
+void uc_conn_init(struct uc_conn *k, const struct uc_addr *a);
+void uc_conn_deinit(struct uc_conn *k);
+
+/*
+ * Makes sure the connection can take a request: connects when there is
+ * none, and when an idle connection was closed by the server (restart,
+ * QUIT, idle timeout), which a non-blocking peek sees for one syscall, so
+ * the first request after a server restart is not sent into a dead socket.
+ * The connect is bounded by connect_ms (<= 0: none). 0 or UNREAD_ECONNECT.
+ */
+int uc_conn_ensure(struct uc_conn *k, int connect_ms);
+
+/* Forgets the connection and every frame queued or in flight on it. */
+void uc_conn_drop(struct uc_conn *k);
+
+/* Appends one request frame, or nothing: 0 or UNREAD_ENOMEM. The caller
+ * has checked the arguments (kinds, at most 65535, lengths that fit u32).
+ * The connection stays usable either way. */
+int uc_conn_encode(struct uc_conn *k, uint16_t op, unsigned argc,
+                   const struct unread_arg *argv);
+
+/* Takes back the frame the last uc_conn_encode appended (not yet sent). */
+void uc_conn_unencode(struct uc_conn *k);
+
+/* Gives up every frame queued or in flight: unsent frames vanish; when
+ * anything was sent the connection is dropped, as its replies would
+ * otherwise answer later requests. */
+void uc_conn_abandon(struct uc_conn *k);
+
+/* Sends every queued frame, reading whatever replies arrive meanwhile so a
+ * server that answers as it reads cannot deadlock against us. 0 or a
+ * failure code. */
+int uc_conn_flush(struct uc_conn *k, const struct uc_deadline *d);
+
+/*
+ * Reads the next reply frame and checks its request id. On 0 *body points
+ * at its body in the input buffer, valid until the next read on this
+ * connection. A failure leaves the stream unusable.
+ */
+int uc_conn_reply(struct uc_conn *k, const struct uc_deadline *d,
+                  struct ur_frame_hdr *h, const char **body);
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * unread_dot.c - libunread's DOT calls (SPEC 3.5): typed synchronous calls
+ * and pipeline queue helpers over the connection core (unread_int.h).
+ */
+#include <stdlib.h>
+
+#include "unread_int.h"
+
+/* Arguments of a command taking [ts]: argc without ts when it is
+ * UNREAD_DOT_NOW (the server's clock). */
+static unsigned ts_argc(unsigned argc, uint64_t ts)
+{
+    return ts == UNREAD_DOT_NOW ? argc - 1 : argc;
+}
+
+int unread_dot_push(struct unread *c, uint64_t dot, uint64_t ts,
+                    uint64_t *push_ts)
+{
+    uint64_t args[2] = {dot, ts};
+
+    return uc_call_int(c, UR_OP_DOT_PUSH, ts_argc(2, ts), args, push_ts);
+}
+
+int unread_dot_click(struct unread *c, uint64_t uid, uint64_t dot, uint64_t ts)
+{
+    uint64_t args[3] = {uid, dot, ts}, zero;
+    int rc;
+
+    rc = uc_call_int(c, UR_OP_DOT_CLICK, ts_argc(3, ts), args, &zero);
+    if (rc == 0 && zero != 0)
+        return uc_shape_err(c, UR_OP_DOT_CLICK);
+    return rc;
+}
+
+/* The arguments of DOT.CHECK (uid, then the dots), or NULL on allocation
+ * failure. The caller frees them. */
+static struct unread_arg *check_argv(uint64_t uid, const uint64_t *dots,
+                                     unsigned n)
+{
+    struct unread_arg *argv = malloc(((size_t)n + 1) * sizeof(*argv));
+
+    if (argv == NULL)
+        return NULL;
+    argv[0] = unread_arg_int(uid);
+    for (unsigned i = 0; i < n; i++)
+        argv[i + 1] = unread_arg_int(dots[i]);
+    return argv;
+}
+
+/* Reads DOT.CHECK's reply: exactly n integers, each 0 or 1. */
+static bool check_reply(struct ur_val_reader *rd, unsigned n, uint8_t *shown)
+{
+    uint32_t count;
+    uint64_t v;
+
+    if (!uc_rd_arr(rd, &count) || count != n)
+        return false;
+    for (unsigned i = 0; i < n; i++) {
+        if (!uc_rd_int(rd, &v) || v > 1)
+            return false;
+        shown[i] = (uint8_t)v;
+    }
+    return true;
+}
+
+int unread_dot_check(struct unread *c, uint64_t uid, const uint64_t *dots,
+                     unsigned n, uint8_t *shown)
+{
+    struct unread_arg *argv = check_argv(uid, dots, n);
+    struct ur_val_reader rd;
+    struct ur_frame_hdr h;
+    const char *body;
+    int rc;
+
+    if (argv == NULL)
+        return UNREAD_ENOMEM;
+    rc = uc_roundtrip(c, UR_OP_DOT_CHECK, n + 1, argv, &h, &body);
+    free(argv);
+    if (rc != 0 && rc != UNREAD_DEGRADED)
+        return rc;
+    ur_val_reader_init(&rd, body, h.len);
+    if (rc == UNREAD_DEGRADED) {
+        uint64_t dflt = 0;
+
+        uc_rd_int(&rd, &dflt);
+        for (unsigned i = 0; i < n; i++)
+            shown[i] = dflt != 0;
+        return rc;
+    }
+    if (!check_reply(&rd, n, shown))
+        return uc_shape_err(c, UR_OP_DOT_CHECK);
+    return 0;
+}
+
+int unread_pipe_dot_push(struct unread *c, uint64_t dot, uint64_t ts)
+{
+    struct unread_arg a[2] = {unread_arg_int(dot), unread_arg_int(ts)};
+
+    return unread_pipe_cmd(c, NULL, UR_OP_DOT_PUSH, ts_argc(2, ts), a);
+}
+
+int unread_pipe_dot_click(struct unread *c, uint64_t uid, uint64_t dot,
+                          uint64_t ts)
+{
+    struct unread_arg a[3] = {unread_arg_int(uid), unread_arg_int(dot),
+                              unread_arg_int(ts)};
+
+    return unread_pipe_cmd(c, NULL, UR_OP_DOT_CLICK, ts_argc(3, ts), a);
+}
+
+int unread_pipe_dot_check(struct unread *c, uint64_t uid, const uint64_t *dots,
+                          unsigned n)
+{
+    struct unread_arg *argv = check_argv(uid, dots, n);
+    int rc;
+
+    if (argv == NULL)
+        return UNREAD_ENOMEM;
+    rc = unread_pipe_cmd(c, NULL, UR_OP_DOT_CHECK, n + 1, argv);
+    free(argv);
+    return rc;
+}

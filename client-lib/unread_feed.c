@@ -1,0 +1,118 @@
+/*
+ * unread_feed.c - libunread's FEED calls (SPEC 3.6): typed synchronous
+ * calls and pipeline queue helpers over the connection core (unread_int.h).
+ */
+#include "unread_int.h"
+
+/* POST and UNPOST: author n -> the count after, at most 4294967295. */
+static int call_count(struct unread *c, uint16_t op, uint64_t author,
+                      uint32_t n, uint32_t *count)
+{
+    uint64_t args[2] = {author, n}, v;
+    int rc;
+
+    rc = uc_call_int(c, op, 2, args, &v);
+    if (rc != 0)
+        return rc;
+    if (v > UINT32_MAX)
+        return uc_shape_err(c, op);
+    if (count != NULL)
+        *count = (uint32_t)v;
+    return 0;
+}
+
+/* FOLLOW and UNFOLLOW: uid author -> 1 or 0. */
+static int call_flag(struct unread *c, uint16_t op, uint64_t uid,
+                     uint64_t author, int *flag)
+{
+    uint64_t args[2] = {uid, author}, v;
+    int rc;
+
+    rc = uc_call_int(c, op, 2, args, &v);
+    if (rc != 0)
+        return rc;
+    if (v > 1)
+        return uc_shape_err(c, op);
+    if (flag != NULL)
+        *flag = (int)v;
+    return 0;
+}
+
+int unread_feed_post(struct unread *c, uint64_t author, uint32_t n,
+                     uint32_t *count)
+{
+    return call_count(c, UR_OP_FEED_POST, author, n, count);
+}
+
+int unread_feed_unpost(struct unread *c, uint64_t author, uint32_t n,
+                       uint32_t *count)
+{
+    return call_count(c, UR_OP_FEED_UNPOST, author, n, count);
+}
+
+int unread_feed_follow(struct unread *c, uint64_t uid, uint64_t author,
+                       int *added)
+{
+    return call_flag(c, UR_OP_FEED_FOLLOW, uid, author, added);
+}
+
+int unread_feed_unfollow(struct unread *c, uint64_t uid, uint64_t author,
+                         int *removed)
+{
+    return call_flag(c, UR_OP_FEED_UNFOLLOW, uid, author, removed);
+}
+
+int unread_feed_unread(struct unread *c, uint64_t uid, uint64_t *unread)
+{
+    return uc_call_int(c, UR_OP_FEED_UNREAD, 1, &uid, unread);
+}
+
+int unread_feed_reset(struct unread *c, uint64_t uid)
+{
+    uint64_t zero;
+    int rc;
+
+    rc = uc_call_int(c, UR_OP_FEED_RESET, 1, &uid, &zero);
+    if (rc == 0 && zero != 0)
+        return uc_shape_err(c, UR_OP_FEED_RESET);
+    return rc;
+}
+
+/* Queues op with two integer arguments (one when b_used is false). */
+static int pipe_pair(struct unread *c, uint16_t op, uint64_t a, uint64_t b,
+                     bool b_used)
+{
+    struct unread_arg argv[2] = {unread_arg_int(a), unread_arg_int(b)};
+
+    return unread_pipe_cmd(c, NULL, op, b_used ? 2 : 1, argv);
+}
+
+int unread_pipe_feed_post(struct unread *c, uint64_t author, uint32_t n)
+{
+    return pipe_pair(c, UR_OP_FEED_POST, author, n, true);
+}
+
+int unread_pipe_feed_unpost(struct unread *c, uint64_t author, uint32_t n)
+{
+    return pipe_pair(c, UR_OP_FEED_UNPOST, author, n, true);
+}
+
+int unread_pipe_feed_follow(struct unread *c, uint64_t uid, uint64_t author)
+{
+    return pipe_pair(c, UR_OP_FEED_FOLLOW, uid, author, true);
+}
+
+int unread_pipe_feed_unfollow(struct unread *c, uint64_t uid, uint64_t author)
+{
+    return pipe_pair(c, UR_OP_FEED_UNFOLLOW, uid, author, true);
+}
+
+int unread_pipe_feed_unread(struct unread *c, uint64_t uid)
+{
+    return pipe_pair(c, UR_OP_FEED_UNREAD, uid, 0, false);
+}
+
+int unread_pipe_feed_reset(struct unread *c, uint64_t uid)
+{
+    return pipe_pair(c, UR_OP_FEED_RESET, uid, 0, false);
+}

@@ -1,0 +1,226 @@
+/*
+ * unread_rcpt.c - libunread's RCPT calls (SPEC 3.7): typed synchronous
+ * calls and pipeline queue helpers over the connection core (unread_int.h).
+ * Every RCPT op is routed by its first argument, the gid.
+ */
+#include <stdlib.h>
+
+#include "unread_int.h"
+
+/* A u32 result (mapid, recipient count) of a one-integer reply. */
+static int call_u32(struct unread *c, uint16_t op, unsigned argc,
+                    const uint64_t *args, uint32_t *out)
+{
+    uint64_t v;
+    int rc = uc_call_int(c, op, argc, args, &v);
+
+    if (rc != 0 && rc != UNREAD_DEGRADED)
+        return rc;
+    if (rc == 0 && v > UINT32_MAX)
+        return uc_shape_err(c, op);
+    if (out != NULL)
+        *out = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+    return rc;
+}
+
+int unread_rcpt_join(struct unread *c, uint64_t gid, uint64_t uid,
+                     uint32_t *mapid)
+{
+    uint64_t args[2] = {gid, uid};
+
+    return call_u32(c, UR_OP_RCPT_JOIN, 2, args, mapid);
+}
+
+int unread_rcpt_quit(struct unread *c, uint64_t gid, uint64_t uid,
+                     int *was_member)
+{
+    uint64_t args[2] = {gid, uid}, v;
+    int rc = uc_call_int(c, UR_OP_RCPT_QUIT, 2, args, &v);
+
+    if (rc != 0)
+        return rc;
+    if (v > 1)
+        return uc_shape_err(c, UR_OP_RCPT_QUIT);
+    if (was_member != NULL)
+        *was_member = (int)v;
+    return 0;
+}
+
+int unread_rcpt_send(struct unread *c, uint64_t gid, uint64_t msgid,
+                     uint64_t sender, uint64_t ts, uint32_t *nrcpt)
+{
+    uint64_t args[4] = {gid, msgid, sender, ts};
+
+    return call_u32(c, UR_OP_RCPT_SEND, ts == UNREAD_RCPT_NOW ? 3 : 4, args,
+                    nrcpt);
+}
+
+/* The arguments of RCPT.READ (gid, uid, then the msgids), or NULL on
+ * allocation failure. The caller frees them. */
+static struct unread_arg *read_argv(uint64_t gid, uint64_t uid,
+                                    const uint64_t *msgids, unsigned n)
+{
+    struct unread_arg *argv = malloc(((size_t)n + 2) * sizeof(*argv));
+
+    if (argv == NULL)
+        return NULL;
+    argv[0] = unread_arg_int(gid);
+    argv[1] = unread_arg_int(uid);
+    for (unsigned i = 0; i < n; i++)
+        argv[i + 2] = unread_arg_int(msgids[i]);
+    return argv;
+}
+
+int unread_rcpt_read(struct unread *c, uint64_t gid, uint64_t uid,
+                     const uint64_t *msgids, unsigned n, uint64_t *marked)
+{
+    struct unread_arg *argv = read_argv(gid, uid, msgids, n);
+    struct ur_val_reader rd;
+    struct ur_frame_hdr h;
+    const char *body;
+    uint64_t v;
+    int rc;
+
+    if (argv == NULL)
+        return UNREAD_ENOMEM;
+    rc = uc_roundtrip(c, UR_OP_RCPT_READ, n + 2, argv, &h, &body);
+    free(argv);
+    if (rc != 0)
+        return rc;
+    ur_val_reader_init(&rd, body, h.len);
+    if (!uc_rd_int(&rd, &v) || v > n)
+        return uc_shape_err(c, UR_OP_RCPT_READ);
+    if (marked != NULL)
+        *marked = v;
+    return 0;
+}
+
+int unread_rcpt_readupto(struct unread *c, uint64_t gid, uint64_t uid,
+                         uint64_t msgid, uint64_t *marked)
+{
+    uint64_t args[3] = {gid, uid, msgid};
+
+    return uc_call_int(c, UR_OP_RCPT_READUPTO, 3, args, marked);
+}
+
+int unread_rcpt_count(struct unread *c, uint64_t gid, uint64_t msgid,
+                      uint32_t *nread, uint32_t *nunread)
+{
+    uint64_t args[2] = {gid, msgid}, r, u;
+    struct ur_val_reader rd;
+    uint32_t count;
+    int rc = uc_call_ints(c, UR_OP_RCPT_COUNT, 2, args, &rd);
+
+    if (rc == UNREAD_DEGRADED) {
+        /* The reader holds one INT, the default: it goes in both. */
+        if (!uc_rd_int(&rd, &r))
+            return uc_shape_err(c, UR_OP_RCPT_COUNT);
+        u = r;
+    } else if (rc != 0) {
+        return rc;
+    } else if (!uc_rd_arr(&rd, &count) || count != 2 || !uc_rd_int(&rd, &r) ||
+               !uc_rd_int(&rd, &u) || r > UINT32_MAX || u > UINT32_MAX) {
+        return uc_shape_err(c, UR_OP_RCPT_COUNT);
+    }
+    if (nread != NULL)
+        *nread = r > UINT32_MAX ? UINT32_MAX : (uint32_t)r;
+    if (nunread != NULL)
+        *nunread = u > UINT32_MAX ? UINT32_MAX : (uint32_t)u;
+    return rc;
+}
+
+/* The arguments of RCPT.LIST; offset and count always go (count
+ * UINT32_MAX: all). */
+static void list_argv(struct unread_arg *argv, uint64_t gid, uint64_t msgid,
+                      int want_read, uint32_t offset, uint32_t count)
+{
+    argv[0] = unread_arg_int(gid);
+    argv[1] = unread_arg_int(msgid);
+    argv[2] =
+        want_read ? unread_arg_str("READ", 4) : unread_arg_str("UNREAD", 6);
+    argv[3] = unread_arg_int(offset);
+    argv[4] = unread_arg_int(count);
+}
+
+/* Reads RCPT.LIST's array of uids into a new array (NULL when empty). 0,
+ * UNREAD_ENOMEM, or -1 for a reply of the wrong shape. */
+static int list_reply(struct ur_val_reader *rd, size_t body_len,
+                      uint32_t count_max, uint64_t **uids, size_t *n)
+{
+    uint32_t count;
+    uint64_t *v = NULL;
+
+    /* An integer takes 9 bytes on the wire: no count can exceed that. */
+    if (!uc_rd_arr(rd, &count) || count > count_max || count > body_len / 9)
+        return -1;
+    if (count > 0 && (v = malloc((size_t)count * sizeof(*v))) == NULL)
+        return UNREAD_ENOMEM;
+    for (uint32_t i = 0; i < count; i++) {
+        if (!uc_rd_int(rd, &v[i])) {
+            free(v);
+            return -1;
+        }
+    }
+    *uids = v;
+    *n = count;
+    return 0;
+}
+
+int unread_rcpt_list(struct unread *c, uint64_t gid, uint64_t msgid,
+                     int want_read, uint32_t offset, uint32_t count,
+                     uint64_t **uids, size_t *n)
+{
+    struct unread_arg argv[5];
+    struct ur_val_reader rd;
+    struct ur_frame_hdr h;
+    const char *body;
+    int rc;
+
+    *uids = NULL;
+    *n = 0;
+    list_argv(argv, gid, msgid, want_read, offset, count);
+    rc = uc_roundtrip(c, UR_OP_RCPT_LIST, 5, argv, &h, &body);
+    if (rc != 0)
+        return rc; /* UNREAD_DEGRADED included: an empty list */
+    ur_val_reader_init(&rd, body, h.len);
+    rc = list_reply(&rd, h.len, count, uids, n);
+    return rc < 0 && rc != UNREAD_ENOMEM ? uc_shape_err(c, UR_OP_RCPT_LIST)
+                                         : rc;
+}
+
+int unread_pipe_rcpt_join(struct unread *c, uint64_t gid, uint64_t uid)
+{
+    struct unread_arg a[2] = {unread_arg_int(gid), unread_arg_int(uid)};
+
+    return unread_pipe_cmd(c, NULL, UR_OP_RCPT_JOIN, 2, a);
+}
+
+int unread_pipe_rcpt_send(struct unread *c, uint64_t gid, uint64_t msgid,
+                          uint64_t sender, uint64_t ts)
+{
+    struct unread_arg a[4] = {unread_arg_int(gid), unread_arg_int(msgid),
+                              unread_arg_int(sender), unread_arg_int(ts)};
+
+    return unread_pipe_cmd(c, NULL, UR_OP_RCPT_SEND,
+                           ts == UNREAD_RCPT_NOW ? 3 : 4, a);
+}
+
+int unread_pipe_rcpt_read(struct unread *c, uint64_t gid, uint64_t uid,
+                          const uint64_t *msgids, unsigned n)
+{
+    struct unread_arg *argv = read_argv(gid, uid, msgids, n);
+    int rc;
+
+    if (argv == NULL)
+        return UNREAD_ENOMEM;
+    rc = unread_pipe_cmd(c, NULL, UR_OP_RCPT_READ, n + 2, argv);
+    free(argv);
+    return rc;
+}
+
+int unread_pipe_rcpt_count(struct unread *c, uint64_t gid, uint64_t msgid)
+{
+    struct unread_arg a[2] = {unread_arg_int(gid), unread_arg_int(msgid)};
+
+    return unread_pipe_cmd(c, NULL, UR_OP_RCPT_COUNT, 2, a);
+}

@@ -1,0 +1,738 @@
+/*
+ * persist.c - see persist.h; the file formats are in journal.c and
+ * snapshot.c, the guarantees in docs/PERSISTENCE.md.
+ *
+ * Files in cfg.dir:
+ *   unreadd.lock          flock'd by the server (and, inherited, by a
+ *                         saving child): one process per directory
+ *   snapshot.urs          the last complete snapshot
+ *   snapshot.tmp.<pid>    a snapshot being written (stale ones are removed
+ *                         at start)
+ *   journal.<N>           journal segments, N = 1, 2, ...; the snapshot's
+ *                         header names the last segment it covers
+ *
+ * A snapshot is cut between two commands: the journal buffer is written to
+ * segment N, which ends there, and later records go to N+1. The snapshot
+ * of the memory at that point covers exactly segments <= N, which are
+ * removed once it is safely renamed into place.
+ */
+#include "persist.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "journal.h"
+#include "log.h"
+#include "replay.h"
+#include "snapshot.h"
+
+/* A failed automatic save is retried this soon, not save-seconds later. */
+#define SAVE_RETRY_MS 5000
+/* How long start-up waits for the directory lock (a killed server's saving
+ * child may still hold it for a moment). */
+#define LOCK_WAIT_MS 2000
+#define EVERYSEC_MS 1000
+/* Nice value of the saving child. */
+#define SAVE_NICE 19
+
+struct persist {
+    struct server *srv;
+    const char *dir;
+    int lock_fd;
+    struct journal j;
+    bool journal_on;
+    int fsync_mode;     /* enum journal_fsync */
+    size_t staged;      /* j.buf.len before the running command's record */
+    bool turn_clock_ok; /* turn_wall_ms read in this loop turn */
+    uint64_t turn_wall_ms;
+    bool broken; /* the journal cannot be written: writes refused */
+    const char *broken_op;
+    uint64_t dirty;     /* changes since the last successful snapshot */
+    pid_t child;        /* background save in progress, or 0 */
+    uint64_t child_seg; /* ... the segments it covers */
+    uint64_t child_dirty;
+    uint64_t child_start_ms;
+    uint64_t fork_us;      /* how long the last fork blocked the server */
+    uint64_t last_save_ms; /* last successful snapshot (wall clock), or 0 */
+    uint64_t last_try_ms;  /* last snapshot attempt */
+    uint64_t last_save_dur_ms;
+    uint64_t last_save_bytes;
+    bool last_save_ok;
+    uint64_t last_sync_ms; /* last fdatasync that synced something */
+    uint64_t last_sync_try_ms;
+    uint64_t loaded_records;
+    uint64_t load_ms;
+};
+
+static const char *fsync_name(int mode)
+{
+    return mode == FSYNC_ALWAYS     ? "always"
+           : mode == FSYNC_EVERYSEC ? "everysec"
+                                    : "no";
+}
+
+/* ---- start-up ----------------------------------------------------------- */
+
+static int lock_dir(struct persist *p, char *err, size_t errlen)
+{
+    char path[4096];
+    unsigned waited = 0;
+
+    if (fs_path(path, sizeof(path), p->dir, PERSIST_LOCK) != 0)
+        goto error;
+    p->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (p->lock_fd < 0)
+        goto error;
+    while (flock(p->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK || waited >= LOCK_WAIT_MS)
+            goto error;
+        if (waited == 0)
+            log_info("waiting for the lock on %s", path);
+        usleep(50 * 1000);
+        waited += 50;
+    }
+    return 0;
+
+error:
+    snprintf(err, errlen,
+             "cannot lock data dir %s: %s (is another unreadd using it?)",
+             p->dir, strerror(errno));
+    return -1;
+}
+
+struct segs {
+    uint64_t *v;
+    size_t n, cap;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Lists journal.<N> (N >= 1, canonical decimal) in ascending order and
+ * removes snapshots left half-written by a crash. */
+static int scan_dir(struct persist *p, struct segs *s, char *err, size_t errlen)
+{
+    DIR *d = opendir(p->dir);
+    struct dirent *e;
+    uint64_t n;
+
+    if (d == NULL) {
+        snprintf(err, errlen, "cannot list data dir %s: %s", p->dir,
+                 strerror(errno));
+        return -1;
+    }
+    while ((e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        char path[4096];
+
+        if (strncmp(name, "journal.", 8) == 0 &&
+            ur_parse_u64(name + 8, strlen(name + 8), &n) && n > 0) {
+            if (s->n == s->cap) {
+                size_t cap = s->cap ? 2 * s->cap : 16;
+                uint64_t *v = realloc(s->v, cap * sizeof(*v));
+                if (v == NULL) {
+                    closedir(d);
+                    snprintf(err, errlen, "out of memory");
+                    return -1;
+                }
+                s->v = v;
+                s->cap = cap;
+            }
+            s->v[s->n++] = n;
+        } else if (strncmp(name, "snapshot.tmp.", 13) == 0 &&
+                   fs_path(path, sizeof(path), p->dir, name) == 0) {
+            log_info("removing %s, left by an interrupted save", path);
+            unlink(path);
+        }
+    }
+    closedir(d);
+    qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
+    return 0;
+}
+
+/* Loads dir/snapshot.urs when there is one; *seg = the journal segments it
+ * covers (0 without a snapshot). */
+static int load_snapshot(struct persist *p, uint64_t *seg, char *err,
+                         size_t errlen)
+{
+    char path[4096], msg[512];
+    struct snap_meta meta;
+    struct fs_map m;
+    uint64_t t0 = server_now_ms();
+    int rc;
+
+    *seg = 0;
+    if (fs_path(path, sizeof(path), p->dir, PERSIST_SNAPSHOT) != 0 ||
+        fs_map_open(&m, path) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    rc = snapshot_load(m.data, m.len, &p->srv->db, &meta, msg, sizeof(msg));
+    fs_map_close(&m);
+    if (rc != 0) {
+        snprintf(err, errlen,
+                 "snapshot %s: %s. Refusing to start: inspect it with "
+                 "`unreadd --check %s`",
+                 path, msg, path);
+        return -1;
+    }
+    *seg = meta.segment;
+    p->last_save_ms = meta.created_ms;
+    p->last_save_bytes = meta.bytes;
+    log_info("snapshot %s loaded: %llu bytes, %u sections, covers journal "
+             "segments <= %llu, in %llu ms",
+             path, (unsigned long long)meta.bytes, meta.nsections,
+             (unsigned long long)meta.segment,
+             (unsigned long long)(server_now_ms() - t0));
+    return 0;
+}
+
+/* Replays the segments after the snapshot's, which must follow it without
+ * a gap; removes those it covers. Opens the journal after the last. */
+static int replay_segments(struct persist *p, const struct segs *s,
+                           uint64_t snap_seg, char *err, size_t errlen)
+{
+    uint64_t next = snap_seg + 1, first = 0;
+    char path[4096], msg[600];
+
+    for (size_t i = 0; i < s->n; i++) {
+        struct replay_result res;
+
+        if (journal_path(&p->j, path, sizeof(path), s->v[i]) != 0) {
+            snprintf(err, errlen, "data dir path too long");
+            return -1;
+        }
+        if (s->v[i] <= snap_seg) {
+            log_info("removing %s: the snapshot covers it", path);
+            unlink(path);
+            continue;
+        }
+        if (s->v[i] != next) {
+            snprintf(err, errlen,
+                     "journal segment %s/journal.%llu is missing (%s "
+                     "exists): the changes it held are lost. Refusing to "
+                     "start",
+                     p->dir, (unsigned long long)next, path);
+            return -1;
+        }
+        if (replay_segment(p->srv, path, s->v[i], i + 1 == s->n, &res, msg,
+                           sizeof(msg)) != 0) {
+            snprintf(err, errlen,
+                     "journal %s. Refusing to start: inspect it with "
+                     "`unreadd --check %s`, and `unreadd --check %s --fix` "
+                     "cuts it at that offset, losing what follows",
+                     msg, path, path);
+            return -1;
+        }
+        p->loaded_records += res.records;
+        if (res.removed)
+            break;
+        if (first == 0)
+            first = next;
+        next++;
+    }
+    journal_init(&p->j, p->dir, first ? first : next, next);
+    return 0;
+}
+
+static int recover(struct persist *p, char *err, size_t errlen)
+{
+    struct segs s = {NULL, 0, 0};
+    uint64_t snap_seg, t0 = server_now_ms();
+    int rc = -1;
+
+    if (scan_dir(p, &s, err, errlen) == 0 &&
+        load_snapshot(p, &snap_seg, err, errlen) == 0 &&
+        replay_segments(p, &s, snap_seg, err, errlen) == 0)
+        rc = 0;
+    free(s.v);
+    if (rc != 0)
+        return -1;
+    p->load_ms = server_now_ms() - t0;
+    p->dirty = p->loaded_records;
+    log_info("data loaded from %s in %llu ms: %llu journal records replayed; "
+             "journal %s (fsync %s), next segment %llu",
+             p->dir, (unsigned long long)p->load_ms,
+             (unsigned long long)p->loaded_records,
+             p->journal_on ? "on" : "off", fsync_name(p->fsync_mode),
+             (unsigned long long)p->j.seg);
+    return 0;
+}
+
+static void persist_free(struct persist *p)
+{
+    journal_deinit(&p->j);
+    if (p->lock_fd >= 0)
+        close(p->lock_fd);
+    free(p);
+}
+
+int persist_setup(struct server *srv, char *err, size_t errlen)
+{
+    struct persist *p = calloc(1, sizeof(*p));
+
+    if (p == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    p->srv = srv;
+    p->dir = srv->cfg.dir;
+    p->lock_fd = -1;
+    p->journal_on = srv->cfg.journal;
+    p->fsync_mode = srv->cfg.journal_fsync;
+    p->last_save_ok = true;
+    journal_init(&p->j, p->dir, 1, 1);
+    /* Replay runs with srv->persist NULL: nothing replayed is journaled. */
+    srv->persist = NULL;
+    if (lock_dir(p, err, errlen) != 0 || recover(p, err, errlen) != 0) {
+        persist_free(p);
+        return -1;
+    }
+    p->last_try_ms = p->last_sync_try_ms = server_now_ms();
+    srv->persist = p;
+    return 0;
+}
+
+void persist_teardown(struct server *srv)
+{
+    if (srv->persist != NULL)
+        persist_free(srv->persist);
+    srv->persist = NULL;
+}
+
+/* ---- the journal at run time -------------------------------------------- */
+
+static bool pure_admin(const struct ur_op *op)
+{
+    return (op->flags & OPF_ADMIN) && !(op->flags & OPF_WRITE);
+}
+
+/*
+ * The time a command runs at: the wall clock read once per loop turn (the
+ * flush ends a turn), plus the DEBUG offset, as server_clock_ms computes
+ * it. Every command of a turn sees the same millisecond: one clock read
+ * per turn instead of one per command, a few percent of a pipelined
+ * server's time, for at most a turn's staleness.
+ */
+static uint64_t command_clock(struct persist *p)
+{
+    if (!p->turn_clock_ok) {
+        p->turn_wall_ms = server_now_ms();
+        p->turn_clock_ok = true;
+    }
+    return (uint64_t)((int64_t)p->turn_wall_ms + p->srv->clock_offset_ms);
+}
+
+bool persist_cmd_begin(struct persist *p, const struct ur_op *op, uint32_t argc,
+                       const struct ur_arg *argv, struct reply *r)
+{
+    struct server *srv = p->srv;
+    uint64_t now;
+
+    if (pure_admin(op))
+        return true;
+    if ((op->flags & OPF_WRITE) && p->broken) {
+        reply_err(r, UR_E_MISCONF,
+                  "the journal cannot be written (%s failed: %s): write "
+                  "commands are refused until it can be; reads still work",
+                  p->broken_op, strerror(p->j.err));
+        return false;
+    }
+    now = command_clock(p);
+    srv->clock_pinned = true;
+    srv->clock_pin_ms = now;
+    if (!p->journal_on)
+        return true;
+    p->staged = p->j.buf.len;
+    if (journal_rec_append(&p->j.buf, now, op->code, argc, argv) == 0)
+        return true;
+    srv->clock_pinned = false;
+    if (errno == E2BIG)
+        reply_err(r, UR_E_TOOBIG,
+                  "request too large to journal (at most %u arguments)",
+                  JOURNAL_MAX_ARGS);
+    else
+        reply_err(r, UR_E_OOM, "out of memory for the journal record");
+    return false;
+}
+
+void persist_cmd_end(struct persist *p, const struct ur_op *op, bool changed)
+{
+    if (pure_admin(op))
+        return;
+    p->srv->clock_pinned = false;
+    if (changed)
+        p->dirty++;
+    if (!p->journal_on)
+        return;
+    if (changed)
+        p->j.appended++;
+    else
+        p->j.buf.len = p->staged;
+}
+
+static void journal_broken(struct persist *p, const char *op)
+{
+    if (!p->broken)
+        log_error("journal %s/journal.%llu: %s failed: %s. Write commands "
+                  "are refused (-MISCONF) until it succeeds again; replies "
+                  "to writes already run wait for it",
+                  p->dir, (unsigned long long)p->j.seg, op, strerror(p->j.err));
+    p->broken = true;
+    p->broken_op = op;
+}
+
+/* fdatasync of the journal; 0 or -1 (j.err set). */
+static int sync_journal(struct persist *p)
+{
+    uint64_t before = p->j.synced;
+
+    p->last_sync_try_ms = server_now_ms();
+    if (journal_sync(&p->j) != 0)
+        return -1;
+    if (p->j.synced != before)
+        p->last_sync_ms = p->last_sync_try_ms;
+    return 0;
+}
+
+void persist_flush(struct persist *p)
+{
+    p->turn_clock_ok = false;
+    if (!p->journal_on)
+        return;
+    if (journal_write(&p->j) != 0) {
+        journal_broken(p, "write");
+        return;
+    }
+    if (p->fsync_mode == FSYNC_ALWAYS ||
+        (p->broken && p->fsync_mode == FSYNC_EVERYSEC)) {
+        if (sync_journal(p) != 0) {
+            if (p->fsync_mode == FSYNC_ALWAYS) {
+                log_error("journal %s/journal.%llu: fdatasync failed: %s. "
+                          "With journal-fsync always this is fatal: writes "
+                          "already acknowledged may not be on disk. Exiting",
+                          p->dir, (unsigned long long)p->j.seg,
+                          strerror(p->j.err));
+                exit(1);
+            }
+            journal_broken(p, "fdatasync");
+            return;
+        }
+    }
+    if (p->broken) {
+        log_warn("journal %s/journal.%llu written again: write commands are "
+                 "accepted again",
+                 p->dir, (unsigned long long)p->j.seg);
+        p->broken = false;
+    }
+}
+
+uint64_t persist_appended(const struct persist *p)
+{
+    return p->j.appended;
+}
+
+uint64_t persist_durable(const struct persist *p)
+{
+    return p->fsync_mode == FSYNC_ALWAYS ? p->j.synced : p->j.written;
+}
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+/* Ends the current journal segment so that a snapshot of the memory now
+ * covers segments <= *seg. */
+static int cut(struct persist *p, uint64_t *seg, char *err, size_t errlen)
+{
+    const char *lost = snapshot_uncovered(&p->srv->db);
+
+    if (lost != NULL)
+        log_warn("family %s has no snapshot section yet "
+                 "(persistence/sections.def): its data is not saved and "
+                 "will be missing after a restart",
+                 lost);
+    if (journal_rotate(&p->j, seg) == 0)
+        return 0;
+    journal_broken(p, "write");
+    snprintf(err, errlen,
+             "the journal cannot be written (%s): no snapshot "
+             "can be cut",
+             strerror(p->j.err));
+    return -1;
+}
+
+static void tmp_path(const struct persist *p, pid_t pid, char *out, size_t cap)
+{
+    char name[48];
+
+    snprintf(name, sizeof(name), "snapshot.tmp.%d", (int)pid);
+    if (fs_path(out, cap, p->dir, name) != 0)
+        out[0] = '\0';
+}
+
+/* Writes the snapshot covering segments <= seg: temp file, fsync, rename,
+ * fsync of the directory. 0, or -1 with err (the temp file removed). */
+static int save_file(struct persist *p, uint64_t seg, char *err, size_t errlen)
+{
+    char tmp[4096], path[4096];
+    uint64_t bytes;
+    int fd, saved;
+
+    tmp_path(p, getpid(), tmp, sizeof(tmp));
+    if (tmp[0] == '\0' ||
+        fs_path(path, sizeof(path), p->dir, PERSIST_SNAPSHOT) != 0) {
+        snprintf(err, errlen, "data dir path too long");
+        return -1;
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        goto error;
+    if (snapshot_write(fd, &p->srv->db, server_now_ms(), seg, &bytes) != 0 ||
+        fsync(fd) != 0) {
+        saved = errno;
+        close(fd);
+        errno = saved;
+        goto error;
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0 || fs_fsync_dir(p->dir) != 0)
+        goto error;
+    return 0;
+
+error:
+    saved = errno;
+    unlink(tmp);
+    snprintf(err, errlen, "snapshot %s: %s", tmp, strerror(saved));
+    return -1;
+}
+
+/* Bookkeeping of a finished snapshot (either kind). */
+static void save_done(struct persist *p, bool ok, uint64_t start_ms,
+                      uint64_t seg, uint64_t dirty_at_start)
+{
+    uint64_t now = server_now_ms();
+    char path[4096];
+    struct stat st;
+
+    p->last_save_ok = ok;
+    p->last_save_dur_ms = now - start_ms;
+    if (!ok)
+        return;
+    p->last_save_ms = now;
+    p->dirty -= dirty_at_start < p->dirty ? dirty_at_start : p->dirty;
+    if (fs_path(path, sizeof(path), p->dir, PERSIST_SNAPSHOT) == 0 &&
+        stat(path, &st) == 0)
+        p->last_save_bytes = (uint64_t)st.st_size;
+    journal_drop_through(&p->j, seg);
+    log_info("snapshot saved: %llu bytes in %llu ms, covers journal "
+             "segments <= %llu",
+             (unsigned long long)p->last_save_bytes,
+             (unsigned long long)p->last_save_dur_ms, (unsigned long long)seg);
+}
+
+int persist_save(struct persist *p, char *err, size_t errlen)
+{
+    uint64_t start = server_now_ms(), dirty = p->dirty, seg;
+    int rc;
+
+    if (p->child != 0) {
+        snprintf(err, errlen, "a background save is in progress");
+        return -1;
+    }
+    p->last_try_ms = start;
+    rc = cut(p, &seg, err, errlen);
+    if (rc == 0)
+        rc = save_file(p, seg, err, errlen);
+    if (rc != 0)
+        log_warn("save failed: %s", err);
+    save_done(p, rc == 0, start, seg, dirty);
+    return rc;
+}
+
+/* The forked child: writes the snapshot from its copy of the memory and
+ * exits. It dies with the parent, so it can never rename an old snapshot
+ * over a newer one written by the next server on the directory. */
+static void child_run(struct persist *p, uint64_t seg, pid_t parent)
+{
+    char err[512];
+
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(1);
+    /* The server and its clients come first: the save can take longer. */
+    if (setpriority(PRIO_PROCESS, 0, SAVE_NICE) != 0)
+        log_debug("background save: setpriority: %s", strerror(errno));
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    if (save_file(p, seg, err, sizeof(err)) != 0) {
+        log_error("background save: %s", err);
+        _exit(1);
+    }
+    _exit(0);
+}
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+int persist_bgsave(struct persist *p, char *err, size_t errlen)
+{
+    pid_t parent = getpid(), pid;
+    uint64_t seg, t0;
+
+    if (p->child != 0) {
+        snprintf(err, errlen, "a background save is already in progress");
+        return -1;
+    }
+    p->last_try_ms = server_now_ms();
+    if (cut(p, &seg, err, errlen) != 0) {
+        p->last_save_ok = false;
+        return -1;
+    }
+    t0 = now_us();
+    pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        log_warn("background save: %s", err);
+        p->last_save_ok = false;
+        return -1;
+    }
+    if (pid == 0)
+        child_run(p, seg, parent);
+    p->fork_us = now_us() - t0;
+    p->child = pid;
+    p->child_seg = seg;
+    p->child_dirty = p->dirty;
+    p->child_start_ms = p->last_try_ms;
+    log_info("background save started by pid %d (journal segments <= %llu, "
+             "fork %llu us)",
+             (int)pid, (unsigned long long)seg, (unsigned long long)p->fork_us);
+    return 0;
+}
+
+/* Collects a finished background save, if any. */
+static void reap(struct persist *p)
+{
+    char tmp[4096];
+    int st = 0;
+    pid_t r;
+    bool ok;
+
+    if (p->child == 0)
+        return;
+    r = waitpid(p->child, &st, WNOHANG);
+    if (r == 0 || (r < 0 && errno == EINTR))
+        return;
+    ok = r == p->child && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (!ok) {
+        log_warn("background save by pid %d failed (%s %d); the next "
+                 "attempt follows",
+                 (int)p->child, WIFSIGNALED(st) ? "signal" : "exit status",
+                 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+        tmp_path(p, p->child, tmp, sizeof(tmp));
+        unlink(tmp);
+    }
+    p->child = 0;
+    save_done(p, ok, p->child_start_ms, p->child_seg, p->child_dirty);
+}
+
+static void stop_child(struct persist *p)
+{
+    char tmp[4096];
+
+    if (p->child == 0)
+        return;
+    kill(p->child, SIGKILL);
+    while (waitpid(p->child, NULL, 0) < 0 && errno == EINTR)
+        ;
+    tmp_path(p, p->child, tmp, sizeof(tmp));
+    unlink(tmp);
+    log_info("background save by pid %d stopped", (int)p->child);
+    p->child = 0;
+}
+
+static void autosave(struct persist *p, uint64_t now)
+{
+    uint64_t every = (uint64_t)p->srv->cfg.save_seconds * 1000;
+    char err[512];
+
+    if (every == 0 || p->child != 0 || p->dirty == 0)
+        return;
+    if (!p->last_save_ok && every > SAVE_RETRY_MS)
+        every = SAVE_RETRY_MS;
+    if (now - p->last_try_ms < every)
+        return;
+    if (persist_bgsave(p, err, sizeof(err)) != 0)
+        log_warn("automatic background save: %s", err);
+}
+
+void persist_cron(struct persist *p)
+{
+    uint64_t now = server_now_ms();
+
+    persist_flush(p);
+    if (p->journal_on && p->fsync_mode == FSYNC_EVERYSEC && !p->broken &&
+        now - p->last_sync_try_ms >= EVERYSEC_MS && sync_journal(p) != 0)
+        journal_broken(p, "fdatasync");
+    reap(p);
+    autosave(p, now);
+}
+
+int persist_shutdown(struct persist *p, bool save)
+{
+    char err[512];
+
+    stop_child(p);
+    if (p->journal_on &&
+        (journal_write(&p->j) != 0 || journal_sync(&p->j) != 0))
+        log_error("journal: final write failed: %s", strerror(p->j.err));
+    if (!save)
+        return 0;
+    if (persist_save(p, err, sizeof(err)) != 0) {
+        log_error("final snapshot failed: %s", err);
+        return -1;
+    }
+    return 0;
+}
+
+void persist_info(const struct persist *p, struct persist_info *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->bgsave_in_progress = p->child != 0;
+    o->changes_since_save = p->dirty;
+    o->last_save_ms = p->last_save_ms;
+    o->last_save_ok = p->last_save_ok;
+    o->last_save_duration_ms = p->last_save_dur_ms;
+    o->last_save_bytes = p->last_save_bytes;
+    o->journal_on = p->journal_on;
+    o->journal_fsync = fsync_name(p->fsync_mode);
+    o->journal_ok = !p->broken;
+    o->journal_error = p->broken ? strerror(p->j.err) : "";
+    o->journal_bytes = p->journal_on ? journal_bytes(&p->j) : 0;
+    o->journal_segment = p->j.seg;
+    o->journal_pending = p->j.buf.len;
+    o->last_fsync_ms = p->last_sync_ms;
+    o->loaded_records = p->loaded_records;
+    o->load_ms = p->load_ms;
+    o->fork_us = p->fork_us;
+}

@@ -1,0 +1,171 @@
+/*
+ * replay.c - see replay.h.
+ */
+#include "replay.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec.h"
+#include "fsutil.h"
+#include "journal.h"
+#include "log.h"
+
+/* The error reply of a command that failed on replay, as one printable
+ * line (the replay session speaks RESP: "-ERR ...\r\n"). */
+static void reply_line(const struct ur_buf *out, char *line, size_t cap)
+{
+    size_t k = 0;
+
+    for (size_t i = 1; i < out->len && k + 1 < cap; i++) {
+        unsigned char c = (unsigned char)out->data[i];
+        if (c == '\r')
+            break;
+        line[k++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    line[k] = '\0';
+}
+
+/* Runs one record's request with the clock pinned to its time. 0, or -1
+ * with the command's error in err. */
+static int replay_one(struct server *srv, const struct journal_rec *rec,
+                      const struct ur_frame_req *req, struct ur_buf *out,
+                      char *err, size_t errlen)
+{
+    struct session sess = {0, REPLY_RESP};
+    const struct ur_op *op = ur_op_by_code(req->op);
+    struct reply r;
+    char line[160];
+
+    out->len = 0;
+    srv->clock_pinned = true;
+    srv->clock_pin_ms = rec->clock_ms;
+    reply_begin(&r, out, REPLY_RESP, 0);
+    exec_binary(srv, &sess, req->op, req->argc, req->argv, &r);
+    reply_end(&r);
+    srv->clock_pinned = false;
+    if (r.status == UR_E_OK)
+        return 0;
+    reply_line(out, line, sizeof(line));
+    snprintf(err, errlen,
+             "%s failed on replay: %s (was a setting such as "
+             "counter-types or a limit changed?)",
+             op ? op->name : "unknown opcode", line);
+    return -1;
+}
+
+int replay_buf(struct server *srv, const char *buf, size_t len,
+               bool last_segment, struct replay_result *res, char *err,
+               size_t errlen)
+{
+    struct ur_arg *args = NULL;
+    struct ur_buf out;
+    uint32_t cap = 0;
+    size_t off = 0;
+    int rc = -1;
+
+    memset(res, 0, sizeof(*res));
+    ur_buf_init(&out);
+    for (;;) {
+        struct journal_rec rec;
+        struct ur_frame_req req;
+        const char *why = "";
+        char msg[256];
+        enum journal_next st;
+
+        res->bad_off = off;
+        st = journal_rec_next(buf, len, &off, &rec, &why);
+        if (st == JOURNAL_END)
+            break;
+        if (st == JOURNAL_TORN && last_segment) {
+            res->torn = true;
+            break;
+        }
+        if (st != JOURNAL_REC) {
+            snprintf(err, errlen, "%s%s", why,
+                     st == JOURNAL_TORN ? " (not the last segment)" : "");
+            goto out;
+        }
+        if (journal_rec_request(&rec, &args, &cap, &req, &why) != 0) {
+            snprintf(err, errlen, "%s", why);
+            goto out;
+        }
+        if (replay_one(srv, &rec, &req, &out, msg, sizeof(msg)) != 0) {
+            snprintf(err, errlen, "%s", msg);
+            goto out;
+        }
+        res->records++;
+    }
+    res->good_len = off;
+    rc = 0;
+
+out:
+    free(args);
+    ur_buf_deinit(&out);
+    return rc;
+}
+
+int replay_segment(struct server *srv, const char *path, uint64_t seg,
+                   bool last_segment, struct replay_result *res, char *err,
+                   size_t errlen)
+{
+    struct fs_map m;
+    const char *why;
+    uint64_t hseg;
+    char msg[400];
+    int rc = -1;
+
+    memset(res, 0, sizeof(*res));
+    if (fs_map_open(&m, path) != 0) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (last_segment && m.len < JOURNAL_HDR) {
+        log_warn("journal %s: %zu bytes, shorter than its header: the "
+                 "segment was being created at a crash and holds no record; "
+                 "removing it",
+                 path, m.len);
+        fs_map_close(&m);
+        if (unlink(path) != 0) {
+            snprintf(err, errlen, "cannot remove %s: %s", path,
+                     strerror(errno));
+            return -1;
+        }
+        res->removed = true;
+        return 0;
+    }
+    if (journal_hdr_check(m.data, m.len, &hseg, &why) != 0) {
+        snprintf(err, errlen, "%s: offset 0: %s", path, why);
+        goto out;
+    }
+    if (hseg != seg) {
+        snprintf(err, errlen, "%s: offset 16: the header names segment %llu",
+                 path, (unsigned long long)hseg);
+        goto out;
+    }
+    if (replay_buf(srv, m.data + JOURNAL_HDR, m.len - JOURNAL_HDR, last_segment,
+                   res, msg, sizeof(msg)) != 0) {
+        res->bad_off += JOURNAL_HDR;
+        snprintf(err, errlen, "%s: offset %zu: %s", path, res->bad_off, msg);
+        goto out;
+    }
+    res->good_len += JOURNAL_HDR;
+    if (res->torn) {
+        log_warn("journal %s: torn last record at offset %zu (%zu bytes "
+                 "cut): a write cut short by a crash, never acknowledged",
+                 path, res->good_len, m.len - res->good_len);
+        if (fs_truncate(path, res->good_len) != 0) {
+            snprintf(err, errlen, "cannot cut %s at offset %zu: %s", path,
+                     res->good_len, strerror(errno));
+            goto out;
+        }
+    }
+    rc = 0;
+
+out:
+    fs_map_close(&m);
+    return rc;
+}

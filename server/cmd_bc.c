@@ -1,0 +1,54 @@
+/*
+ * cmd_bc.c - BC handlers (SPEC 3.4): arguments in, store call, reply out.
+ */
+#include "bc.h"
+#include "cmds.h"
+
+/* uid ch: the shape of the per-user commands. */
+static bool user_args(struct exec_ctx *x, uint64_t *uid, uint64_t *ch)
+{
+    return arg_u64(x, 0, "uid", uid) && arg_u64(x, 1, "ch", ch);
+}
+
+void cmd_BC_PUBLISH(struct exec_ctx *x)
+{
+    uint64_t ch, head;
+
+    if (!arg_u64(x, 0, "ch", &ch))
+        return;
+    if (bc_publish(x->srv->db.bc, ch, &head) != 0) {
+        reply_oom(x);
+        return;
+    }
+    reply_int(x->r, head);
+}
+
+/* A read that registers a new user changes state: it says so (x->dirty)
+ * for the journal. */
+void cmd_BC_UNREAD(struct exec_ctx *x)
+{
+    uint64_t uid, ch, unread;
+    bool registered;
+
+    if (!user_args(x, &uid, &ch))
+        return;
+    if (bc_unread(x->srv->db.bc, uid, ch, &unread, &registered) != 0) {
+        reply_oom(x);
+        return;
+    }
+    x->dirty = registered;
+    reply_int(x->r, unread);
+}
+
+void cmd_BC_READ(struct exec_ctx *x)
+{
+    uint64_t uid, ch;
+
+    if (!user_args(x, &uid, &ch))
+        return;
+    if (bc_read(x->srv->db.bc, uid, ch) != 0) {
+        reply_oom(x);
+        return;
+    }
+    reply_int(x->r, 0);
+}

@@ -1,0 +1,106 @@
+/*
+ * cmd_feed.c - FEED handlers (SPEC 3.6): arguments in, store call, reply
+ * out. The limits come from the configuration: feed-max-follows for
+ * FEED.FOLLOW, unread-cap for FEED.UNREAD.
+ */
+#include <inttypes.h>
+
+#include "cmds.h"
+#include "feed.h"
+
+/* The reply to a FEED store error. */
+static void feed_fail(struct exec_ctx *x, int rc, uint64_t uid)
+{
+    switch (rc) {
+    case FEED_ELIMIT:
+        reply_err(x->r, UR_E_LIMIT,
+                  "user %" PRIu64 " already follows %" PRIu32
+                  " authors (feed-max-follows)",
+                  uid, x->srv->cfg.feed_max_follows);
+        break;
+    case FEED_EFULL:
+        reply_err(x->r, UR_E_LIMIT,
+                  "too many distinct authors (at most %" PRIu32 ")",
+                  FEED_MAX_AUTHORS);
+        break;
+    default:
+        reply_oom(x);
+    }
+}
+
+/* FEED.POST/UNPOST author [n]: the shared argument shape. */
+static bool post_args(struct exec_ctx *x, uint64_t *author, uint64_t *n)
+{
+    *n = 1;
+    return arg_u64(x, 0, "author", author) &&
+           (x->argc < 2 || arg_u64(x, 1, "n", n));
+}
+
+void cmd_FEED_POST(struct exec_ctx *x)
+{
+    uint64_t author, n;
+    uint32_t count;
+    int rc;
+
+    if (!post_args(x, &author, &n))
+        return;
+    rc = feed_post(x->srv->db.feed, author, n, &count);
+    if (rc != 0) {
+        feed_fail(x, rc, 0);
+        return;
+    }
+    reply_int(x->r, count);
+}
+
+void cmd_FEED_UNPOST(struct exec_ctx *x)
+{
+    uint64_t author, n;
+
+    if (!post_args(x, &author, &n))
+        return;
+    reply_int(x->r, feed_unpost(x->srv->db.feed, author, n));
+}
+
+void cmd_FEED_FOLLOW(struct exec_ctx *x)
+{
+    uint64_t uid, author;
+    int rc;
+
+    if (!arg_u64(x, 0, "uid", &uid) || !arg_u64(x, 1, "author", &author))
+        return;
+    rc =
+        feed_follow(x->srv->db.feed, uid, author, x->srv->cfg.feed_max_follows);
+    if (rc < 0) {
+        feed_fail(x, rc, uid);
+        return;
+    }
+    reply_int(x->r, (uint64_t)rc);
+}
+
+void cmd_FEED_UNFOLLOW(struct exec_ctx *x)
+{
+    uint64_t uid, author;
+
+    if (!arg_u64(x, 0, "uid", &uid) || !arg_u64(x, 1, "author", &author))
+        return;
+    reply_int(x->r, feed_unfollow(x->srv->db.feed, uid, author));
+}
+
+void cmd_FEED_UNREAD(struct exec_ctx *x)
+{
+    uint64_t uid;
+
+    if (!arg_u64(x, 0, "uid", &uid))
+        return;
+    reply_int(x->r, feed_unread(x->srv->db.feed, uid, x->srv->cfg.unread_cap));
+}
+
+void cmd_FEED_RESET(struct exec_ctx *x)
+{
+    uint64_t uid;
+
+    if (!arg_u64(x, 0, "uid", &uid))
+        return;
+    feed_reset(x->srv->db.feed, uid);
+    reply_int(x->r, 0);
+}

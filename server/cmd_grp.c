@@ -1,0 +1,132 @@
+/*
+ * cmd_grp.c - GRP handlers (SPEC 3.3): arguments in, store call, reply out.
+ * The store counts exactly; every count replied here is capped for display
+ * (SPEC 2: exact up to unread-cap, unread-cap + 1 when larger). Groups keep
+ * the timestamps of their last unread-cap + 1 messages, which is what keeps
+ * a capped GRP.SEEN with an old ts exact.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "cmds.h"
+#include "grp.h"
+
+static uint64_t capped(const struct exec_ctx *x, uint64_t v)
+{
+    uint64_t cap = x->srv->cfg.unread_cap;
+
+    return v > cap ? cap + 1 : v;
+}
+
+/* uid gid: the shape of every per-membership command. */
+static bool memb_args(struct exec_ctx *x, uint64_t *uid, uint64_t *gid)
+{
+    return arg_u64(x, 0, "uid", uid) && arg_u64(x, 1, "gid", gid);
+}
+
+/* The reply of JOIN and SEEN: the unread after, or the store's error. */
+static void reply_placed(struct exec_ctx *x, int rc, uint64_t uid,
+                         uint64_t unread)
+{
+    if (rc == GRP_ELIMIT)
+        reply_err(x->r, UR_E_LIMIT,
+                  "user %" PRIu64 " is already in %" PRIu32
+                  " groups (grp-max-groups)",
+                  uid, x->srv->cfg.grp_max_groups);
+    else if (rc != GRP_OK)
+        reply_oom(x);
+    else
+        reply_int(x->r, capped(x, unread));
+}
+
+void cmd_GRP_POST(struct exec_ctx *x)
+{
+    uint64_t gid, ts, seq;
+
+    if (!arg_u64(x, 0, "gid", &gid) || !arg_ts_opt(x, 1, &ts))
+        return;
+    if (grp_post(x->srv->db.grp, gid, ts, x->srv->cfg.unread_cap + 1, &seq) !=
+        GRP_OK) {
+        reply_oom(x);
+        return;
+    }
+    reply_int(x->r, seq);
+}
+
+void cmd_GRP_JOIN(struct exec_ctx *x)
+{
+    uint64_t uid, gid, unread = 0;
+    int rc;
+
+    if (!memb_args(x, &uid, &gid))
+        return;
+    rc =
+        grp_join(x->srv->db.grp, uid, gid, x->srv->cfg.grp_max_groups, &unread);
+    reply_placed(x, rc, uid, unread);
+}
+
+void cmd_GRP_LEAVE(struct exec_ctx *x)
+{
+    uint64_t uid, gid;
+
+    if (!memb_args(x, &uid, &gid))
+        return;
+    reply_int(x->r, grp_leave(x->srv->db.grp, uid, gid));
+}
+
+/* Without ts, seen means the head: UINT64_MAX is at or after every post,
+ * so the store needs no second form (and replay needs no clock). */
+void cmd_GRP_SEEN(struct exec_ctx *x)
+{
+    uint64_t uid, gid, ts = UINT64_MAX, unread = 0;
+    int rc;
+
+    if (!memb_args(x, &uid, &gid) || (x->argc > 2 && !arg_u64(x, 2, "ts", &ts)))
+        return;
+    rc = grp_seen(x->srv->db.grp, uid, gid, ts, x->srv->cfg.grp_max_groups,
+                  &unread);
+    reply_placed(x, rc, uid, unread);
+}
+
+void cmd_GRP_UNREAD(struct exec_ctx *x)
+{
+    uint64_t uid, gid;
+
+    if (!memb_args(x, &uid, &gid))
+        return;
+    reply_int(x->r, capped(x, grp_unread(x->srv->db.grp, uid, gid)));
+}
+
+void cmd_GRP_TOTAL(struct exec_ctx *x)
+{
+    uint64_t uid;
+
+    if (!arg_u64(x, 0, "uid", &uid))
+        return;
+    reply_int(x->r, capped(x, grp_total(x->srv->db.grp, uid,
+                                        x->srv->cfg.unread_cap)));
+}
+
+void cmd_GRP_LIST(struct exec_ctx *x)
+{
+    const struct grp_store *s = x->srv->db.grp;
+    struct grp_item *items;
+    uint64_t uid;
+    uint32_t n;
+
+    if (!arg_u64(x, 0, "uid", &uid))
+        return;
+    n = grp_groups(s, uid);
+    items = malloc((n ? n : 1) * sizeof(*items));
+    if (items == NULL) {
+        reply_oom(x);
+        return;
+    }
+    n = grp_list(s, uid, items);
+    reply_arr(x->r, 2 * n);
+    for (uint32_t i = 0; i < n; i++) {
+        reply_int(x->r, items[i].gid);
+        reply_int(x->r, capped(x, items[i].unread));
+    }
+    free(items);
+}

@@ -1,0 +1,278 @@
+/*
+ * bc.c - BC: a u64map from channel id to its struct bc_chan, each channel
+ * holding its head and a u32map from uid to the low 32 bits of the user's
+ * offset.
+ *
+ * Why a table per channel rather than one per user: broadcast channels are
+ * few and their audiences huge, and the common user is in one or a few of
+ * them. A per-user u64map slot costs 18-21 bytes even with the offset
+ * inline; a per-channel u32map costs ~13 bytes per (user, channel), with
+ * one or with many channels per user. Forgetting a user (expiry, USER.DEL)
+ * visits each channel, which is cheap because channels are few.
+ *
+ * The store keeps running totals of entries and of the offset tables'
+ * bytes, updated around every insert, so bc_entries and bc_bytes are O(1);
+ * bc_audit recomputes both.
+ */
+#include "bc.h"
+
+#include "u32map.h"
+#include "u64map.h"
+
+#include <stdlib.h>
+
+struct bc_chan {
+    uint64_t head;
+    struct u32map *offs; /* uid -> (uint32_t)offset */
+};
+
+struct bc_store {
+    struct u64map *chans; /* ch -> struct bc_chan * */
+    size_t nchans;
+    size_t entries;    /* sum of u32map_count over channels */
+    size_t offs_bytes; /* sum of u32map_bytes over channels */
+};
+
+static inline struct bc_chan *chan_of(uint64_t w)
+{
+    return (struct bc_chan *)(uintptr_t)w;
+}
+
+/* ch's channel, created when new; NULL on allocation failure. */
+static struct bc_chan *chan_get(struct bc_store *s, uint64_t ch)
+{
+    uint64_t w = u64map_get(s->chans, ch);
+    struct bc_chan *c;
+
+    if (w != 0)
+        return chan_of(w);
+    c = malloc(sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    c->head = 0;
+    c->offs = u32map_create();
+    if (c->offs == NULL)
+        goto error;
+    if (u64map_put(s->chans, ch, (uint64_t)(uintptr_t)c) != 0)
+        goto error;
+    s->nchans++;
+    s->offs_bytes += u32map_bytes(c->offs);
+    return c;
+
+error:
+    u32map_destroy(c->offs);
+    free(c);
+    return NULL;
+}
+
+/* Sets uid's offset in c, adding the user when absent, and keeps the
+ * store's totals. 0 or -1 (nothing changed). */
+static int chan_put(struct bc_store *s, struct bc_chan *c, uint64_t uid,
+                    uint32_t off)
+{
+    size_t before = u32map_bytes(c->offs), n = u32map_count(c->offs);
+
+    if (u32map_put(c->offs, uid, off) != 0)
+        return -1;
+    s->offs_bytes = s->offs_bytes - before + u32map_bytes(c->offs);
+    s->entries = s->entries - n + u32map_count(c->offs);
+    return 0;
+}
+
+struct bc_store *bc_create(void)
+{
+    struct bc_store *s = calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return NULL;
+    s->chans = u64map_create();
+    if (s->chans == NULL) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void chan_free_visit(uint64_t ch, uint64_t w, void *ctx)
+{
+    (void)ch;
+    (void)ctx;
+    u32map_destroy(chan_of(w)->offs);
+    free(chan_of(w));
+}
+
+void bc_destroy(struct bc_store *s)
+{
+    uint64_t cursor = 0;
+
+    if (s == NULL)
+        return;
+    do
+        u64map_scan(s->chans, &cursor, SIZE_MAX, chan_free_visit, NULL);
+    while (cursor != 0);
+    u64map_destroy(s->chans);
+    free(s);
+}
+
+int bc_publish(struct bc_store *s, uint64_t ch, uint64_t *head)
+{
+    struct bc_chan *c = chan_get(s, ch);
+
+    if (c == NULL)
+        return -1;
+    *head = ++c->head;
+    return 0;
+}
+
+int bc_unread(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t *unread,
+              bool *registered)
+{
+    struct bc_chan *c = chan_get(s, ch);
+    const uint32_t *off;
+
+    if (c == NULL)
+        return -1;
+    off = u32map_ref(c->offs, uid);
+    *registered = off == NULL;
+    if (off != NULL) {
+        *unread = (uint32_t)((uint32_t)c->head - *off);
+        return 0;
+    }
+    *unread = 0;
+    return chan_put(s, c, uid, (uint32_t)c->head);
+}
+
+int bc_read(struct bc_store *s, uint64_t uid, uint64_t ch)
+{
+    struct bc_chan *c = chan_get(s, ch);
+
+    if (c == NULL)
+        return -1;
+    return chan_put(s, c, uid, (uint32_t)c->head);
+}
+
+struct chan_walk {
+    bc_chan_fn fn;
+    void *ctx;
+};
+
+static void chan_visit(uint64_t ch, uint64_t w, void *ctx)
+{
+    const struct chan_walk *cw = ctx;
+
+    cw->fn(ch, chan_of(w)->head, u32map_count(chan_of(w)->offs), cw->ctx);
+}
+
+size_t bc_scan_channels(const struct bc_store *s, uint64_t *cursor, size_t max,
+                        bc_chan_fn fn, void *ctx)
+{
+    struct chan_walk cw = {fn, ctx};
+
+    return u64map_scan(s->chans, cursor, max, chan_visit, &cw);
+}
+
+struct user_walk {
+    uint64_t head;
+    bc_user_fn fn;
+    void *ctx;
+};
+
+static void user_visit(uint64_t uid, uint32_t off, void *ctx)
+{
+    const struct user_walk *uw = ctx;
+
+    uw->fn(uid, (uint32_t)((uint32_t)uw->head - off), uw->ctx);
+}
+
+size_t bc_scan_users(const struct bc_store *s, uint64_t ch, uint64_t *cursor,
+                     size_t max, bc_user_fn fn, void *ctx)
+{
+    uint64_t w = u64map_get(s->chans, ch);
+    struct user_walk uw = {0, fn, ctx};
+
+    if (w == 0) {
+        *cursor = 0;
+        return 0;
+    }
+    uw.head = chan_of(w)->head;
+    return u32map_scan(chan_of(w)->offs, cursor, max, user_visit, &uw);
+}
+
+int bc_restore_channel(struct bc_store *s, uint64_t ch, uint64_t head)
+{
+    struct bc_chan *c;
+
+    if (u64map_get(s->chans, ch) != 0)
+        return 1;
+    c = chan_get(s, ch);
+    if (c == NULL)
+        return -1;
+    c->head = head;
+    return 0;
+}
+
+int bc_restore_user(struct bc_store *s, uint64_t ch, uint64_t uid,
+                    uint64_t unread)
+{
+    uint64_t w = u64map_get(s->chans, ch);
+    struct bc_chan *c = chan_of(w);
+
+    if (w == 0 || unread > c->head || unread > UINT32_MAX ||
+        u32map_ref(c->offs, uid) != NULL)
+        return 1;
+    return chan_put(s, c, uid, (uint32_t)(c->head - unread));
+}
+
+size_t bc_entries(const struct bc_store *s)
+{
+    return s->entries;
+}
+
+size_t bc_bytes(const struct bc_store *s)
+{
+    return sizeof(*s) + u64map_bytes(s->chans) +
+           s->nchans * sizeof(struct bc_chan) + s->offs_bytes;
+}
+
+struct audit_ctx {
+    const struct bc_chan *c;
+    size_t bad, entries, offs_bytes, nchans;
+};
+
+/* An offset ahead of the head shows as unread above the head (mod 2^32). */
+static void audit_offset(uint64_t uid, uint32_t off, void *ctx)
+{
+    struct audit_ctx *ac = ctx;
+    uint32_t unread = (uint32_t)ac->c->head - off;
+
+    (void)uid;
+    ac->bad += unread > ac->c->head;
+}
+
+static void audit_chan(uint64_t ch, uint64_t w, void *ctx)
+{
+    struct audit_ctx *ac = ctx;
+    uint64_t cursor = 0;
+
+    (void)ch;
+    ac->c = chan_of(w);
+    ac->bad += u32map_audit(ac->c->offs);
+    do
+        u32map_scan(ac->c->offs, &cursor, SIZE_MAX, audit_offset, ac);
+    while (cursor != 0);
+    ac->entries += u32map_count(ac->c->offs);
+    ac->offs_bytes += u32map_bytes(ac->c->offs);
+    ac->nchans++;
+}
+
+size_t bc_audit(const struct bc_store *s)
+{
+    struct audit_ctx ac = {NULL, 0, 0, 0, 0};
+    uint64_t cursor = 0;
+
+    do
+        u64map_scan(s->chans, &cursor, SIZE_MAX, audit_chan, &ac);
+    while (cursor != 0);
+    return ac.bad + u64map_audit(s->chans) + (ac.entries != s->entries) +
+           (ac.offs_bytes != s->offs_bytes) + (ac.nchans != s->nchans);
+}

@@ -1,0 +1,84 @@
+/*
+ * bc.h - BC, broadcast channels (SPEC 3.4).
+ *
+ * A channel is a head (the number of messages published to it) and, per
+ * user, an offset: the head when the user last read. unread = head -
+ * offset. Publishing bumps the head and touches nothing else, so it costs
+ * the same with ten users or a hundred million.
+ *
+ * A user with no offset in a channel (never seen, or expired) is
+ * registered at the head when it first asks, and so reads 0: a broadcast
+ * is for the users present when it is sent, and a new user is not flooded
+ * with the history. Channels come into existence on first use by any call.
+ *
+ * Width: offsets are kept as their low 32 bits and unread is computed
+ * modulo 2^32, so it is exact while a user is fewer than 2^32 (4.29
+ * billion) messages behind in a channel; further behind it would wrap.
+ * That is what buys 12-byte entries (u32map): broadcast channels publish
+ * system notices, not billions of messages, and expiry forgets users long
+ * inactive.
+ *
+ * Plain data structure: no requests, no sockets.
+ */
+#ifndef UR_BC_H
+#define UR_BC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct bc_store;
+
+struct bc_store *bc_create(void);
+void bc_destroy(struct bc_store *s);
+
+/* Publishes one message to ch; *head = the new head. 0, or -1 on
+ * allocation failure (no head or offset changed). */
+int bc_publish(struct bc_store *s, uint64_t ch, uint64_t *head);
+
+/*
+ * uid's unread in ch (head - offset). A user with no offset is registered
+ * at the head first (*registered = true; the caller must treat the read as
+ * a write) and reads 0. 0, or -1 on allocation failure (no offset changed).
+ */
+int bc_unread(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t *unread,
+              bool *registered);
+
+/* Marks everything in ch read by uid (offset = head), registering the user
+ * when new. 0, or -1 on allocation failure (no offset changed). */
+int bc_read(struct bc_store *s, uint64_t uid, uint64_t ch);
+
+/*
+ * Snapshots: walks over the channels and over one channel's users (as
+ * u64map_scan: start with *cursor = 0, done when it is 0 again). A user's
+ * offset travels as its unread count, which hides the width kept inside.
+ */
+typedef void (*bc_chan_fn)(uint64_t ch, uint64_t head, size_t users, void *ctx);
+size_t bc_scan_channels(const struct bc_store *s, uint64_t *cursor, size_t max,
+                        bc_chan_fn fn, void *ctx);
+typedef void (*bc_user_fn)(uint64_t uid, uint64_t unread, void *ctx);
+/* Walks channel ch's users; 0 with *cursor = 0 when there is no such
+ * channel. */
+size_t bc_scan_users(const struct bc_store *s, uint64_t ch, uint64_t *cursor,
+                     size_t max, bc_user_fn fn, void *ctx);
+
+/* Loading: adds channel ch with its head. 0; 1 when ch is already present
+ * (nothing changed); -1 on allocation failure. */
+int bc_restore_channel(struct bc_store *s, uint64_t ch, uint64_t head);
+/* Loading: uid reads `unread` in channel ch. 0; 1 when there is no such
+ * channel, unread is over its head or 2^32 - 1, or uid is already there
+ * (nothing changed); -1 on allocation failure. */
+int bc_restore_user(struct bc_store *s, uint64_t ch, uint64_t uid,
+                    uint64_t unread);
+
+/* (user, channel) offsets held. */
+size_t bc_entries(const struct bc_store *s);
+/* Bytes held: channel table, channels, offset tables (requested sizes). */
+size_t bc_bytes(const struct bc_store *s);
+
+/* Checks that no offset is ahead of its channel's head, that the entry and
+ * byte counts match the tables, and every table's structure. Returns the
+ * number of violations, 0 when healthy. O(entries). */
+size_t bc_audit(const struct bc_store *s);
+
+#endif

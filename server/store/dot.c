@@ -1,0 +1,183 @@
+/*
+ * dot.c - DOT over two containers:
+ *
+ *   dots   (denseid) dot id -> dense index 0..65535, and per index the push
+ *          time plus one (0: never pushed), 8 bytes.
+ *   clicks (listmap) uid -> the user's clicks, one 8-byte entry per dot:
+ *
+ *            63        48 47                      1  0
+ *           [ dot index  |  click time (47 bits)   | 1 ]
+ *
+ * A user who clicked one dot costs one map slot (~20 bytes); with n dots,
+ * one slot plus 8 + 8n bytes: ~11 bytes per (user, dot) at ten dots.
+ */
+#include "dot.h"
+
+#include "denseid.h"
+#include "listmap.h"
+
+#include <stdlib.h>
+
+/* denseid_intern's errors pass through as DOT_* errors, and listmap's
+ * -1 is DOT_ENOMEM. */
+_Static_assert((int)DOT_ENOMEM == (int)DENSEID_ENOMEM &&
+                   (int)DOT_EFULL == (int)DENSEID_EFULL,
+               "DOT and denseid error codes");
+
+struct dot_store {
+    struct denseid *dots; /* value: uint64_t push time + 1, 0 = never */
+    struct listmap *clicks;
+};
+
+static inline uint64_t *push_ref(const struct dot_store *s, uint32_t idx)
+{
+    return denseid_val(s->dots, idx);
+}
+
+struct dot_store *dot_create(void)
+{
+    struct dot_store *s = calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return NULL;
+    s->dots = denseid_create(sizeof(uint64_t), DOT_MAX_DOTS);
+    s->clicks = listmap_create(DOT_INDEX_BITS);
+    if (s->dots == NULL || s->clicks == NULL) {
+        dot_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+void dot_destroy(struct dot_store *s)
+{
+    if (s == NULL)
+        return;
+    denseid_destroy(s->dots);
+    listmap_destroy(s->clicks);
+    free(s);
+}
+
+int dot_push(struct dot_store *s, uint64_t dot, uint64_t ts, uint64_t *push)
+{
+    uint32_t idx;
+    uint64_t *p;
+    int rc;
+
+    if (ts > DOT_TS_MAX)
+        return DOT_ERANGE;
+    rc = denseid_intern(s->dots, dot, &idx);
+    if (rc != 0)
+        return rc;
+    p = push_ref(s, idx);
+    if (*p < ts + 1)
+        *p = ts + 1;
+    *push = *p - 1;
+    return 0;
+}
+
+int dot_click(struct dot_store *s, uint64_t uid, uint64_t dot, uint64_t ts)
+{
+    uint32_t idx;
+    uint64_t *e;
+    int rc;
+
+    if (ts > DOT_TS_MAX)
+        return DOT_ERANGE;
+    rc = denseid_intern(s->dots, dot, &idx);
+    if (rc != 0)
+        return rc;
+    e = listmap_find(s->clicks, uid, idx);
+    if (e == NULL)
+        return listmap_add(s->clicks, uid, dot_click_make(idx, ts));
+    if (dot_click_ts(*e) < ts)
+        *e = dot_click_make(idx, ts);
+    return 0;
+}
+
+bool dot_shown(const struct dot_store *s, uint64_t uid, uint64_t dot)
+{
+    uint64_t push, click;
+    uint32_t idx;
+
+    if (!denseid_find(s->dots, dot, &idx))
+        return false;
+    push = *push_ref(s, idx);
+    if (push == 0)
+        return false;
+    if (!listmap_lookup(s->clicks, uid, idx, &click))
+        return true; /* never clicked */
+    return dot_click_ts(click) < push - 1;
+}
+
+void dot_dot_at(const struct dot_store *s, uint32_t i, uint64_t *dot,
+                uint64_t *push)
+{
+    uint64_t p = *push_ref(s, i);
+
+    *dot = denseid_id(s->dots, i);
+    *push = p == 0 ? DOT_NEVER : p - 1;
+}
+
+int dot_put_dot(struct dot_store *s, uint64_t dot, uint64_t push)
+{
+    uint32_t idx;
+    int rc;
+
+    if (push != DOT_NEVER && push > DOT_TS_MAX)
+        return DOT_ERANGE;
+    if (denseid_find(s->dots, dot, &idx))
+        return 1;
+    rc = denseid_intern(s->dots, dot, &idx);
+    if (rc == 0 && push != DOT_NEVER)
+        *push_ref(s, idx) = push + 1;
+    return rc;
+}
+
+size_t dot_scan(const struct dot_store *s, uint64_t *cursor, size_t max,
+                dot_visit_fn fn, void *ctx)
+{
+    return listmap_scan(s->clicks, cursor, max, fn, ctx);
+}
+
+int dot_put_user(struct dot_store *s, uint64_t uid, uint32_t n,
+                 const uint64_t *clicks)
+{
+    return listmap_put(s->clicks, uid, clicks, n);
+}
+
+size_t dot_clicks(const struct dot_store *s)
+{
+    return listmap_entries(s->clicks);
+}
+
+size_t dot_users(const struct dot_store *s)
+{
+    return listmap_users(s->clicks);
+}
+
+size_t dot_dots(const struct dot_store *s)
+{
+    return denseid_count(s->dots);
+}
+
+size_t dot_bytes(const struct dot_store *s)
+{
+    return sizeof(*s) + denseid_bytes(s->dots) + listmap_bytes(s->clicks);
+}
+
+static size_t check_entry(uint64_t entry, const void *ctx)
+{
+    const struct dot_store *s = ctx;
+
+    return dot_click_dot(entry) >= denseid_count(s->dots);
+}
+
+size_t dot_audit(const struct dot_store *s)
+{
+    size_t bad = denseid_audit(s->dots);
+
+    for (uint32_t i = 0; i < denseid_count(s->dots); i++)
+        bad += *push_ref(s, i) > DOT_TS_MAX + 1;
+    return bad + listmap_audit(s->clicks, check_entry, s);
+}

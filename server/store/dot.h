@@ -1,0 +1,113 @@
+/*
+ * dot.h - DOT: red dots (SPEC 3.5). A global push time per dot, a last
+ * click time per (user, dot); a dot shows for a user when it was pushed and
+ * the user's last click is older than the push.
+ *
+ * Both times only move forward (each is the max of every time recorded), so
+ * a stale or replayed push never hides a dot a user has not seen, and a
+ * stale click never brings back one the user dismissed.
+ *
+ * Times are milliseconds, at most DOT_TS_MAX (the year 6429): that is what
+ * lets a click be stored with its dot's index in 8 bytes. At most
+ * DOT_MAX_DOTS distinct dot ids (pushed or clicked) per store.
+ */
+#ifndef UR_DOT_H
+#define UR_DOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DOT_TS_BITS 47
+#define DOT_TS_MAX ((UINT64_C(1) << DOT_TS_BITS) - 1)
+#define DOT_INDEX_BITS 16
+#define DOT_MAX_DOTS (UINT32_C(1) << DOT_INDEX_BITS)
+
+enum { DOT_ENOMEM = -1, DOT_EFULL = -2, DOT_ERANGE = -3 };
+
+struct dot_store;
+
+/* An empty store, or NULL on allocation failure. */
+struct dot_store *dot_create(void);
+void dot_destroy(struct dot_store *s);
+
+/*
+ * Records a push of dot at ts (<= DOT_TS_MAX): the dot's push time becomes
+ * the later of its old one and ts, and is stored in *push. 0, DOT_ENOMEM,
+ * DOT_EFULL (a new dot beyond DOT_MAX_DOTS) or DOT_ERANGE (ts too large);
+ * no push is recorded on error.
+ */
+int dot_push(struct dot_store *s, uint64_t dot, uint64_t ts, uint64_t *push);
+
+/*
+ * Records that uid clicked dot at ts (<= DOT_TS_MAX): the click time becomes
+ * the later of its old one and ts. A dot never pushed gets its index here
+ * too, so that a later push with an older ts still compares right. 0,
+ * DOT_ENOMEM, DOT_EFULL or DOT_ERANGE; no click is recorded on error (a
+ * dot new to the store may keep its number: invisible, never pushed).
+ */
+int dot_click(struct dot_store *s, uint64_t uid, uint64_t dot, uint64_t ts);
+
+/* Whether dot shows for uid: pushed, and never clicked or last clicked
+ * before the push time. */
+bool dot_shown(const struct dot_store *s, uint64_t uid, uint64_t dot);
+
+/* (user, dot) click entries held, users holding one, distinct dots. */
+size_t dot_clicks(const struct dot_store *s);
+size_t dot_users(const struct dot_store *s);
+size_t dot_dots(const struct dot_store *s);
+
+/* Bytes held by the store (requested sizes, as u64map counts them). */
+size_t dot_bytes(const struct dot_store *s);
+
+/*
+ * Walking and loading (snapshots). Dots are numbered 0 .. dot_dots() - 1 in
+ * the order they were first named; a user's clicks are 8-byte values that
+ * name a dot by its number, built and read with dot_click_*.
+ */
+#define DOT_NEVER UINT64_MAX /* the push time of a dot never pushed */
+
+/* Dot number i (< dot_dots): its id and push time (or DOT_NEVER). */
+void dot_dot_at(const struct dot_store *s, uint32_t i, uint64_t *dot,
+                uint64_t *push);
+
+/* Loading: adds dot, absent from the store, as the next number, with push
+ * time push (DOT_NEVER or <= DOT_TS_MAX). 0; 1 when dot is known (nothing
+ * changed); DOT_ENOMEM, DOT_EFULL or DOT_ERANGE. */
+int dot_put_dot(struct dot_store *s, uint64_t dot, uint64_t push);
+
+/* A click of dot number i (< DOT_MAX_DOTS) at ts (<= DOT_TS_MAX), and the
+ * two halves of one: [dot number: 16 | ts: 47 | 1]. */
+static inline uint64_t dot_click_make(uint32_t i, uint64_t ts)
+{
+    return (uint64_t)i << (64 - DOT_INDEX_BITS) | ts << 1 | 1;
+}
+
+static inline uint32_t dot_click_dot(uint64_t click)
+{
+    return (uint32_t)(click >> (64 - DOT_INDEX_BITS));
+}
+
+static inline uint64_t dot_click_ts(uint64_t click)
+{
+    return (click >> 1) & DOT_TS_MAX;
+}
+
+/* Cursor walk over the users with clicks, as u64map_scan: each visit
+ * gives one user's n clicks, ascending by dot number. */
+typedef void (*dot_visit_fn)(uint64_t uid, uint32_t n, const uint64_t *clicks,
+                             void *ctx);
+size_t dot_scan(const struct dot_store *s, uint64_t *cursor, size_t max,
+                dot_visit_fn fn, void *ctx);
+
+/* Loading: gives uid, which has no clicks, clicks[0..n): n >= 1, dot
+ * numbers strictly ascending and < dot_dots (the caller validates them).
+ * 0; 1 when uid already has clicks (nothing changed); DOT_ENOMEM. */
+int dot_put_user(struct dot_store *s, uint64_t uid, uint32_t n,
+                 const uint64_t *clicks);
+
+/* Structural checks (entries in order and in range, counts, the dot
+ * index); the number of violations, 0 when healthy. O(entries). */
+size_t dot_audit(const struct dot_store *s);
+
+#endif

@@ -1,0 +1,229 @@
+/*
+ * feed.c - FEED over two containers:
+ *
+ *   authors (denseid) author id -> dense index, and per index the post
+ *           count (u32). The counts of 4096 consecutive indices are one
+ *           flat array, so a read costs two loads per followee.
+ *   follows (listmap) uid -> the user's followees, one 8-byte edge each,
+ *           sorted by author index:
+ *
+ *            63         33 32                  1  0
+ *           [author index | snapshot (u32)      | 1 ]
+ *
+ * A user following n authors costs one map slot plus 8 + 8n bytes (one
+ * follow: the slot alone): ~8.1 bytes per edge at 200 follows.
+ *
+ * FEED.UNREAD is a walk over the user's edges with a random access into
+ * the counts per edge. The loads of successive edges do not depend on each
+ * other, so the processor overlaps their cache misses by itself: measured
+ * (bench/store_feed.c), a __builtin_prefetch a few edges ahead gained
+ * nothing, and the walk over 2,000 followees takes ~6 us.
+ */
+#include "feed.h"
+
+#include "denseid.h"
+#include "listmap.h"
+
+#include <stdlib.h>
+
+/* denseid_intern's errors pass through as FEED_* errors. */
+_Static_assert((int)FEED_ENOMEM == (int)DENSEID_ENOMEM &&
+                   (int)FEED_EFULL == (int)DENSEID_EFULL,
+               "FEED and denseid error codes");
+
+struct feed_store {
+    struct denseid *authors; /* value: uint32_t post count */
+    struct listmap *follows;
+};
+
+static inline uint32_t *count_ref(const struct feed_store *s, uint32_t idx)
+{
+    return denseid_val(s->authors, idx);
+}
+
+struct feed_store *feed_create(void)
+{
+    struct feed_store *s = calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return NULL;
+    s->authors = denseid_create(sizeof(uint32_t), FEED_MAX_AUTHORS);
+    s->follows = listmap_create(FEED_INDEX_BITS);
+    if (s->authors == NULL || s->follows == NULL) {
+        feed_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+void feed_destroy(struct feed_store *s)
+{
+    if (s == NULL)
+        return;
+    denseid_destroy(s->authors);
+    listmap_destroy(s->follows);
+    free(s);
+}
+
+int feed_post(struct feed_store *s, uint64_t author, uint64_t n,
+              uint32_t *count)
+{
+    uint32_t idx, *c;
+    int rc = denseid_intern(s->authors, author, &idx);
+
+    if (rc != 0)
+        return rc;
+    c = count_ref(s, idx);
+    *c = n >= (uint64_t)(FEED_COUNT_MAX - *c) ? FEED_COUNT_MAX
+                                              : *c + (uint32_t)n;
+    *count = *c;
+    return 0;
+}
+
+uint32_t feed_unpost(struct feed_store *s, uint64_t author, uint64_t n)
+{
+    uint32_t idx, *c;
+
+    if (!denseid_find(s->authors, author, &idx))
+        return 0;
+    c = count_ref(s, idx);
+    *c = n >= *c ? 0 : *c - (uint32_t)n;
+    return *c;
+}
+
+int feed_follow(struct feed_store *s, uint64_t uid, uint64_t author,
+                uint32_t max_follows)
+{
+    const uint64_t *e;
+    uint64_t one, edge;
+    uint32_t idx;
+    bool known = denseid_find(s->authors, author, &idx);
+    int rc;
+
+    if (known && listmap_lookup(s->follows, uid, idx, &one))
+        return 0;
+    /* The limit first: a refused follow must not create the author. */
+    if (listmap_get(s->follows, uid, &e, &one) >= max_follows)
+        return FEED_ELIMIT;
+    if (!known) {
+        rc = denseid_intern(s->authors, author, &idx);
+        if (rc != 0)
+            return rc;
+    }
+    edge = feed_edge_make(idx, *count_ref(s, idx));
+    if (listmap_add(s->follows, uid, edge) != 0)
+        return FEED_ENOMEM;
+    return 1;
+}
+
+bool feed_unfollow(struct feed_store *s, uint64_t uid, uint64_t author)
+{
+    uint32_t idx;
+
+    return denseid_find(s->authors, author, &idx) &&
+           listmap_del(s->follows, uid, idx);
+}
+
+/* The walk of feed_unread over e[0..n). */
+static uint64_t unread_sum(const struct feed_store *s, const uint64_t *e,
+                           uint32_t n, uint64_t cap)
+{
+    uint64_t sum = 0;
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t count = *count_ref(s, feed_edge_author(e[i]));
+        uint32_t snap = feed_edge_snapshot(e[i]);
+
+        if (count > snap) {
+            sum += count - snap;
+            if (sum > cap)
+                return cap + 1;
+        }
+    }
+    return sum;
+}
+
+uint64_t feed_unread(const struct feed_store *s, uint64_t uid, uint64_t cap)
+{
+    const uint64_t *e;
+    uint64_t one;
+    uint32_t n = listmap_get(s->follows, uid, &e, &one);
+
+    return unread_sum(s, e, n, cap);
+}
+
+void feed_reset(struct feed_store *s, uint64_t uid)
+{
+    uint64_t *e;
+    uint32_t n = listmap_edit(s->follows, uid, &e);
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t idx = feed_edge_author(e[i]);
+
+        e[i] = feed_edge_make(idx, *count_ref(s, idx));
+    }
+}
+
+void feed_author_at(const struct feed_store *s, uint32_t i, uint64_t *author,
+                    uint32_t *count)
+{
+    *author = denseid_id(s->authors, i);
+    *count = *count_ref(s, i);
+}
+
+int feed_put_author(struct feed_store *s, uint64_t author, uint32_t count)
+{
+    uint32_t idx;
+    int rc;
+
+    if (denseid_find(s->authors, author, &idx))
+        return 1;
+    rc = denseid_intern(s->authors, author, &idx);
+    if (rc == 0)
+        *count_ref(s, idx) = count;
+    return rc;
+}
+
+size_t feed_scan(const struct feed_store *s, uint64_t *cursor, size_t max,
+                 feed_visit_fn fn, void *ctx)
+{
+    return listmap_scan(s->follows, cursor, max, fn, ctx);
+}
+
+int feed_put_user(struct feed_store *s, uint64_t uid, uint32_t n,
+                  const uint64_t *edges)
+{
+    return listmap_put(s->follows, uid, edges, n);
+}
+
+size_t feed_edges(const struct feed_store *s)
+{
+    return listmap_entries(s->follows);
+}
+
+size_t feed_users(const struct feed_store *s)
+{
+    return listmap_users(s->follows);
+}
+
+size_t feed_authors(const struct feed_store *s)
+{
+    return denseid_count(s->authors);
+}
+
+size_t feed_bytes(const struct feed_store *s)
+{
+    return sizeof(*s) + denseid_bytes(s->authors) + listmap_bytes(s->follows);
+}
+
+static size_t check_edge(uint64_t e, const void *ctx)
+{
+    const struct feed_store *s = ctx;
+
+    return feed_edge_author(e) >= denseid_count(s->authors);
+}
+
+size_t feed_audit(const struct feed_store *s)
+{
+    return denseid_audit(s->authors) + listmap_audit(s->follows, check_edge, s);
+}

@@ -1,0 +1,122 @@
+/*
+ * feed.h - FEED: "N new posts" by followee snapshots (SPEC 3.6). A post
+ * count per author; per user, for each followee, a snapshot of that count
+ * taken at the last follow or reset:
+ *
+ *     unread(user) = sum over followees a of max(0, count[a] - snapshot[a])
+ *
+ * Posting is O(1) whatever the number of followers; reading is O(follows).
+ * Counts are u32: posts saturate at FEED_COUNT_MAX, deletions floor at 0.
+ * A deletion below a snapshot makes that followee's term 0 (never
+ * negative), and the followee's next posts fill the gap before they count.
+ */
+#ifndef UR_FEED_H
+#define UR_FEED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FEED_INDEX_BITS 31
+#define FEED_MAX_AUTHORS (UINT32_C(1) << FEED_INDEX_BITS)
+#define FEED_COUNT_MAX UINT32_MAX
+
+enum { FEED_ENOMEM = -1, FEED_EFULL = -2, FEED_ELIMIT = -3 };
+
+struct feed_store;
+
+/* An empty store, or NULL on allocation failure. */
+struct feed_store *feed_create(void);
+void feed_destroy(struct feed_store *s);
+
+/* Adds n posts to author (saturating); *count is the count after. 0,
+ * FEED_ENOMEM, or FEED_EFULL (a new author beyond FEED_MAX_AUTHORS). */
+int feed_post(struct feed_store *s, uint64_t author, uint64_t n,
+              uint32_t *count);
+
+/* Removes n posts from author, flooring at 0; the count after (0 for an
+ * author never seen, which is not created). */
+uint32_t feed_unpost(struct feed_store *s, uint64_t author, uint64_t n);
+
+/*
+ * uid follows author from now on: the snapshot is the author's current
+ * count, so earlier posts are not unread. 1 when new, 0 when uid already
+ * followed author (its snapshot unchanged), FEED_ELIMIT when uid already
+ * follows max_follows authors, FEED_ENOMEM or FEED_EFULL; no follow is
+ * recorded unless 1 is returned (after FEED_ENOMEM an author new to the
+ * store may keep its number, with a count of 0). O(follows).
+ */
+int feed_follow(struct feed_store *s, uint64_t uid, uint64_t author,
+                uint32_t max_follows);
+
+/* true if uid followed author (and no longer does). O(follows). */
+bool feed_unfollow(struct feed_store *s, uint64_t uid, uint64_t author);
+
+/* uid's unread count, exact up to cap; cap + 1 as soon as the sum passes
+ * cap (the rest of the followees are not read). O(follows). */
+uint64_t feed_unread(const struct feed_store *s, uint64_t uid, uint64_t cap);
+
+/* Every snapshot of uid := its followee's current count. O(follows). */
+void feed_reset(struct feed_store *s, uint64_t uid);
+
+/* Follow edges, users with at least one, authors known. */
+size_t feed_edges(const struct feed_store *s);
+size_t feed_users(const struct feed_store *s);
+size_t feed_authors(const struct feed_store *s);
+
+/* Bytes held by the store (requested sizes, as u64map counts them). */
+size_t feed_bytes(const struct feed_store *s);
+
+/*
+ * Walking and loading (snapshots). Authors are numbered 0 ..
+ * feed_authors() - 1 in the order they were first named; a user's follows
+ * are 8-byte edges that name an author by its number, built and read with
+ * feed_edge_*.
+ */
+
+/* Author number i (< feed_authors): its id and post count. */
+void feed_author_at(const struct feed_store *s, uint32_t i, uint64_t *author,
+                    uint32_t *count);
+
+/* Loading: adds author, absent from the store, as the next number with
+ * this post count. 0; 1 when author is known (nothing changed);
+ * FEED_ENOMEM or FEED_EFULL. */
+int feed_put_author(struct feed_store *s, uint64_t author, uint32_t count);
+
+/* An edge to author number i (< FEED_MAX_AUTHORS) with this snapshot, and
+ * the two halves of one: [author number: 31 | snapshot: 32 | 1]. Inline:
+ * FEED.UNREAD reads them in its inner loop. */
+static inline uint64_t feed_edge_make(uint32_t i, uint32_t snapshot)
+{
+    return (uint64_t)i << (64 - FEED_INDEX_BITS) | (uint64_t)snapshot << 1 | 1;
+}
+
+static inline uint32_t feed_edge_author(uint64_t edge)
+{
+    return (uint32_t)(edge >> (64 - FEED_INDEX_BITS));
+}
+
+static inline uint32_t feed_edge_snapshot(uint64_t edge)
+{
+    return (uint32_t)(edge >> 1);
+}
+
+/* Cursor walk over the users with follows, as u64map_scan: each visit
+ * gives one user's n edges, ascending by author number. */
+typedef void (*feed_visit_fn)(uint64_t uid, uint32_t n, const uint64_t *edges,
+                              void *ctx);
+size_t feed_scan(const struct feed_store *s, uint64_t *cursor, size_t max,
+                 feed_visit_fn fn, void *ctx);
+
+/* Loading: gives uid, which follows nobody, edges[0..n): n >= 1, author
+ * numbers strictly ascending and < feed_authors (the caller validates
+ * them); feed-max-follows is not applied. 0; 1 when uid already follows
+ * someone (nothing changed); FEED_ENOMEM. */
+int feed_put_user(struct feed_store *s, uint64_t uid, uint32_t n,
+                  const uint64_t *edges);
+
+/* Structural checks (edges in order and in range, counts, the author
+ * index); the number of violations, 0 when healthy. O(edges). */
+size_t feed_audit(const struct feed_store *s);
+
+#endif

@@ -1,0 +1,165 @@
+/*
+ * grp.h - GRP, group unread by read diffusion (SPEC 3.3).
+ *
+ * A group keeps its head (the seq of its newest message: seqs are assigned
+ * here, dense from 1) and the timestamps of its last `window` messages; a
+ * member keeps only the seq it has seen. A member's unread is head - seen.
+ * Posting touches the group alone, whatever the number of members.
+ *
+ * The window serves GRP.SEEN with a timestamp ("seen up to the last
+ * message posted at or before ts"). A ts older than the window means more
+ * than window - 1 unread: the member is placed just before the window, so
+ * with window = unread-cap + 1 every capped reply stays exact. Timestamps
+ * never go backwards inside a group: a post older than the group's newest
+ * message is recorded at the newest message's time, which keeps the window
+ * sorted. A group takes the window it is given at its next post; growing
+ * it keeps the timestamps it had, so until window more messages are
+ * posted, a ts older than those reads as "just before the kept ones".
+ *
+ * Widths: a member's seen is kept as its low 32 bits and unread computed
+ * modulo 2^32, exact while a member is fewer than 2^32 messages behind in
+ * one group (heads themselves are 64-bit). Window timestamps are kept as
+ * 32-bit offsets from a per-group base: when the kept messages span more
+ * than 2^32 ms (49.7 days) the oldest are recorded at the base, so a
+ * GRP.SEEN ts older than that base counts them as unread.
+ *
+ * Plain data structure: no requests, no sockets. Counts returned here are
+ * exact (within the widths above); capping for display is the caller's.
+ */
+#ifndef UR_GRP_H
+#define UR_GRP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Results of the calls that can fail. GRP_ENOMEM: an allocation failed and
+ * no seq, membership or count changed (a group created on the way may
+ * stay, empty and invisible to reads).
+ */
+#define GRP_OK 0
+#define GRP_ENOMEM (-1)
+#define GRP_ELIMIT (-2) /* the user is already in max_groups groups */
+
+struct grp_store;
+
+struct grp_store *grp_create(void);
+void grp_destroy(struct grp_store *s);
+
+/*
+ * Appends a message posted at ts to gid (created when new); *seq = its
+ * seq. window (1..GRP_WINDOW_MAX) is how many timestamps the group keeps
+ * from now on.
+ * GRP_OK or GRP_ENOMEM.
+ */
+int grp_post(struct grp_store *s, uint64_t gid, uint64_t ts, uint32_t window,
+             uint64_t *seq);
+
+/*
+ * Makes uid a member of gid at the head (past messages are not unread); a
+ * member stays where it is. *unread = uid's unread in gid after. GRP_OK,
+ * GRP_ENOMEM, or GRP_ELIMIT when joining would put uid in more than
+ * max_groups groups.
+ */
+int grp_join(struct grp_store *s, uint64_t uid, uint64_t gid,
+             uint32_t max_groups, uint64_t *unread);
+
+/* Removes uid from gid; true if it was a member. Never fails. */
+bool grp_leave(struct grp_store *s, uint64_t uid, uint64_t gid);
+
+/*
+ * Marks gid seen by uid up to the last message posted at or before ts
+ * (UINT64_MAX: the head). Monotonic: a member's seen never moves back. A
+ * non-member joins at that position (so messages after ts are unread).
+ * *unread = uid's unread in gid after. Results as grp_join.
+ */
+int grp_seen(struct grp_store *s, uint64_t uid, uint64_t gid, uint64_t ts,
+             uint32_t max_groups, uint64_t *unread);
+
+/* uid's unread in gid; 0 when not a member. */
+uint64_t grp_unread(const struct grp_store *s, uint64_t uid, uint64_t gid);
+
+/* The sum of uid's unread over its groups, stopping as soon as it exceeds
+ * limit: the result is exact when <= limit, else some value > limit. */
+uint64_t grp_total(const struct grp_store *s, uint64_t uid, uint64_t limit);
+
+/* Number of groups uid is in. */
+uint32_t grp_groups(const struct grp_store *s, uint64_t uid);
+
+struct grp_item {
+    uint64_t gid;
+    uint64_t unread;
+};
+
+/* Fills out[] (room for grp_groups(uid) items) with uid's groups that have
+ * unread messages, by ascending gid; returns how many. */
+uint32_t grp_list(const struct grp_store *s, uint64_t uid,
+                  struct grp_item *out);
+
+/*
+ * Snapshots. Groups are numbered 0 .. grp_group_count() - 1 in the order
+ * they were first used, and memberships name their group by that number;
+ * a store rebuilt by restoring groups in number order gives them the same
+ * numbers back. Memberships travel as unread counts, which hide the
+ * widths kept inside.
+ */
+struct grp_group_info {
+    uint64_t gid;
+    uint64_t head;
+    uint32_t window; /* timestamps kept at most; 0 before the first post */
+    uint32_t known;  /* timestamps kept now: of seqs head - known + 1 .. */
+};
+
+/* The largest window: unread-cap's maximum plus one. */
+#define GRP_WINDOW_MAX 1000001u
+
+uint32_t grp_group_count(const struct grp_store *s);
+/* Group number i (< grp_group_count). */
+void grp_group_info(const struct grp_store *s, uint32_t i,
+                    struct grp_group_info *gi);
+/* The timestamp of group i's k-th kept message (k < known), oldest first;
+ * non-decreasing in k. */
+uint64_t grp_group_ts(const struct grp_store *s, uint32_t i, uint32_t k);
+
+/* Cursor walk over the users (as u64map_scan: start with *cursor = 0,
+ * done when it is 0 again), up to max users a call: fn once per
+ * membership, a user's memberships in a row. */
+typedef void (*grp_member_fn)(uint64_t uid, uint32_t group, uint64_t unread,
+                              void *ctx);
+size_t grp_scan_members(const struct grp_store *s, uint64_t *cursor, size_t max,
+                        grp_member_fn fn, void *ctx);
+
+/*
+ * Loading: adds group gid as number grp_group_count(), with its head and
+ * the kept timestamps ts[0..known) (oldest first). 0; 1 when the data is
+ * not that of a group (gid already present, known > window or > head,
+ * window over GRP_WINDOW_MAX, timestamps going back): nothing changed;
+ * GRP_ENOMEM.
+ */
+int grp_restore_group(struct grp_store *s, uint64_t gid, uint64_t head,
+                      uint32_t window, uint32_t known, const uint64_t *ts);
+
+/* Loading: uid is a member of group number `group` with `unread` unread
+ * (the limit of max groups does not apply). 0; 1 when no such group,
+ * unread over its head or 2^32 - 1, or already a member: nothing changed;
+ * GRP_ENOMEM. */
+int grp_restore_member(struct grp_store *s, uint64_t uid, uint32_t group,
+                       uint64_t unread);
+
+/* Memberships held. */
+size_t grp_memberships(const struct grp_store *s);
+/* Bytes held: tables, groups, windows, membership records (requested
+ * sizes). */
+size_t grp_bytes(const struct grp_store *s);
+
+/*
+ * Checks every invariant: membership records canonical and sorted, seen
+ * never ahead of the head, windows sorted and consistent with heads, the
+ * gid <-> index tables in agreement, membership and byte counts equal to a
+ * recount, and the tables' own structure. Returns the number of
+ * violations, 0 when healthy. O(memberships + groups * window).
+ */
+size_t grp_audit(const struct grp_store *s);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * u32map.h - a compact map from u64 keys to u32 values: 12 bytes an entry
+ * plus ~6% slack, for the per-(user, x) tables where a 16-byte u64map slot
+ * at 80-90% load (18-21 bytes) is over budget (BC offsets: SPEC 3.4, goal
+ * <= 16 bytes per entry).
+ *
+ * Any u32 value may be stored, 0 included: presence is the key's, not the
+ * value's (unlike u64map). A key is stored as its 64-bit keyed hash, which
+ * is a bijection, so keys come back out for scans.
+ *
+ * Extendible hashing over sorted buckets: a directory indexed by the top
+ * hash bits picks a bucket, a bucket is a sorted array of hashes with the
+ * values beside them, sized to its count in x1.125 steps. A full bucket
+ * splits in two by the next hash bit; sparse buddies merge. No operation
+ * moves more than one or two buckets (<= U32MAP_BUCKET_MAX entries) apart
+ * from the directory (one pointer per ~400 keys) when it doubles or halves,
+ * so the worst pause does not grow with the number of keys.
+ *
+ * Not thread-safe. Pointers returned by u32map_ref are invalidated by the
+ * next put or delete on the same map.
+ */
+#ifndef UR_U32MAP_H
+#define UR_U32MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A bucket splits when it holds this many entries. */
+#define U32MAP_BUCKET_MAX 512u
+
+struct u32map;
+
+/* Sets the hash seed of maps created from now on (default: a constant). The
+ * server should call it once at start-up with a random value so that keys
+ * cannot be picked to pile up in one bucket. Not thread-safe. */
+void u32map_setup(uint64_t seed);
+
+/* An empty map, or NULL on allocation failure. */
+struct u32map *u32map_create(void);
+void u32map_destroy(struct u32map *m);
+
+/* Pointer to key's value, or NULL when absent. The caller may change the
+ * value through it. */
+uint32_t *u32map_ref(struct u32map *m, uint64_t key);
+
+/* true with *val set when key is present. */
+bool u32map_get(const struct u32map *m, uint64_t key, uint32_t *val);
+
+/* Sets key to val, inserting when absent. 0, or -1 on allocation failure
+ * (map unchanged). */
+int u32map_put(struct u32map *m, uint64_t key, uint32_t val);
+
+/* Removes key. true if it was present. Never fails: when a shrink cannot
+ * allocate, the bucket just stays larger. */
+bool u32map_del(struct u32map *m, uint64_t key);
+
+size_t u32map_count(const struct u32map *m);
+/* Bytes requested by the map: struct, directory, buckets. */
+size_t u32map_bytes(const struct u32map *m);
+
+/*
+ * Cursor walk (as u64map_scan): start with *cursor = 0; each call visits up
+ * to max entries and returns how many; *cursor is 0 when the walk is done.
+ * The map is kept in hash order and the cursor is the hash of the next
+ * entry, so changes between calls never make a walk revisit or miss an
+ * entry present for the whole walk. The callback must not change the map.
+ */
+typedef void (*u32map_visit_fn)(uint64_t key, uint32_t val, void *ctx);
+size_t u32map_scan(const struct u32map *m, uint64_t *cursor, size_t max,
+                   u32map_visit_fn fn, void *ctx);
+
+/* Checks every structural invariant (order, placement, counts, byte
+ * accounting); returns the number of violations, 0 when healthy. O(n). */
+size_t u32map_audit(const struct u32map *m);
+
+#endif

@@ -1,0 +1,228 @@
+/*
+ * test_bc.c - BC: registration at the head, counting later publishes only,
+ * reading, channels independent of each other, the entry and byte counts,
+ * and a randomized run against a model of plain arrays.
+ */
+#include "bc.h"
+#include "t.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rng(void)
+{
+    uint64_t x = rng_state;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+static uint64_t publish(struct bc_store *s, uint64_t ch)
+{
+    uint64_t head = 0;
+
+    CHECK_EQ_U64(bc_publish(s, ch, &head), 0);
+    return head;
+}
+
+/* BC.UNREAD; *registered says whether the user was new to the channel. */
+static uint64_t unread(struct bc_store *s, uint64_t uid, uint64_t ch,
+                       bool *registered)
+{
+    uint64_t u = UINT64_MAX;
+    bool reg;
+
+    CHECK_EQ_U64(bc_unread(s, uid, ch, &u, &reg), 0);
+    if (registered != NULL)
+        *registered = reg;
+    return u;
+}
+
+static void test_new_user_counts_later_publishes(void)
+{
+    struct bc_store *s = bc_create();
+    bool reg = false;
+
+    CHECK(s != NULL);
+    CHECK_EQ_U64(publish(s, 1), 1);
+    CHECK_EQ_U64(publish(s, 1), 2);
+    CHECK_EQ_U64(unread(s, 7, 1, &reg), 0); /* registered at the head */
+    CHECK(reg);
+    CHECK_EQ_U64(unread(s, 7, 1, &reg), 0);
+    CHECK(!reg);
+    CHECK_EQ_U64(publish(s, 1), 3);
+    CHECK_EQ_U64(publish(s, 1), 4);
+    CHECK_EQ_U64(unread(s, 7, 1, &reg), 2);
+    CHECK(!reg);
+    /* Another user arriving now starts from here. */
+    CHECK_EQ_U64(unread(s, 8, 1, &reg), 0);
+    CHECK(reg);
+    CHECK_EQ_U64(bc_entries(s), 2);
+    CHECK_EQ_U64(bc_audit(s), 0);
+    bc_destroy(s);
+    bc_destroy(NULL);
+}
+
+static void test_read_resets(void)
+{
+    struct bc_store *s = bc_create();
+
+    unread(s, 7, 1, NULL);
+    publish(s, 1);
+    publish(s, 1);
+    CHECK_EQ_U64(unread(s, 7, 1, NULL), 2);
+    CHECK_EQ_U64(bc_read(s, 7, 1), 0);
+    CHECK_EQ_U64(unread(s, 7, 1, NULL), 0);
+    publish(s, 1);
+    CHECK_EQ_U64(unread(s, 7, 1, NULL), 1);
+    /* READ registers a new user too. */
+    CHECK_EQ_U64(bc_read(s, 9, 1), 0);
+    CHECK_EQ_U64(bc_entries(s), 2);
+    publish(s, 1);
+    CHECK_EQ_U64(unread(s, 9, 1, NULL), 1);
+    CHECK_EQ_U64(bc_audit(s), 0);
+    bc_destroy(s);
+}
+
+static void test_channels_are_independent(void)
+{
+    struct bc_store *s = bc_create();
+    size_t empty = bc_bytes(s);
+
+    /* A channel nobody published to: registered at 0, the first publish
+     * counts. */
+    CHECK_EQ_U64(unread(s, 7, 2, NULL), 0);
+    CHECK_EQ_U64(publish(s, 2), 1);
+    CHECK_EQ_U64(unread(s, 7, 2, NULL), 1);
+    CHECK_EQ_U64(publish(s, 3), 1);
+    CHECK_EQ_U64(publish(s, UINT64_MAX), 1);
+    CHECK_EQ_U64(publish(s, 0), 1);
+    CHECK_EQ_U64(unread(s, 7, 2, NULL), 1);
+    CHECK_EQ_U64(unread(s, 7, 3, NULL), 0);
+    publish(s, 3);
+    CHECK_EQ_U64(unread(s, 7, 3, NULL), 1);
+    CHECK_EQ_U64(unread(s, 7, 2, NULL), 1);
+    bc_read(s, 7, 3);
+    CHECK_EQ_U64(unread(s, 7, 2, NULL), 1);
+    CHECK_EQ_U64(unread(s, UINT64_MAX, 0, NULL), 0);
+    CHECK_EQ_U64(bc_entries(s), 3);
+    CHECK(bc_bytes(s) > empty);
+    CHECK_EQ_U64(bc_audit(s), 0);
+    bc_destroy(s);
+}
+
+/* Many users in one channel: the tables grow through their splits, and
+ * the store's running counts match. */
+static void test_many_users(void)
+{
+    struct bc_store *s = bc_create();
+    size_t bad = 0;
+
+    for (uint64_t u = 0; u < 100000; u++) {
+        bool reg;
+        uint64_t v;
+
+        bad += bc_unread(s, u * 0x9e3779b97f4a7c15ULL, 5, &v, &reg) != 0;
+        bad += !reg || v != 0;
+        if (u % 1000 == 0)
+            publish(s, 5);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(bc_entries(s), 100000);
+    CHECK_EQ_U64(unread(s, 0, 5, NULL), 100);
+    CHECK_EQ_U64(unread(s, 99999 * 0x9e3779b97f4a7c15ULL, 5, NULL), 0);
+    /* One channel per user: within the 16-byte goal. */
+    CHECK(bc_bytes(s) < 16 * bc_entries(s));
+    CHECK_EQ_U64(bc_audit(s), 0);
+    bc_destroy(s);
+}
+
+/* Loading refuses what cannot be a channel or an offset. */
+static void test_restore(void)
+{
+    struct bc_store *s = bc_create();
+
+    CHECK_EQ_U64(bc_restore_channel(s, 5, 10), 0);
+    CHECK_EQ_U64(bc_restore_channel(s, 5, 10), 1);
+    CHECK_EQ_U64(bc_restore_channel(s, 6, 0), 0);
+    CHECK_EQ_U64(bc_restore_user(s, 5, 1, 4), 0);
+    CHECK_EQ_U64(bc_restore_user(s, 5, 1, 4), 1);  /* twice */
+    CHECK_EQ_U64(bc_restore_user(s, 7, 1, 0), 1);  /* no channel */
+    CHECK_EQ_U64(bc_restore_user(s, 5, 2, 11), 1); /* over the head */
+    CHECK_EQ_U64(bc_restore_user(s, 5, 2, 10), 0);
+    CHECK_EQ_U64(bc_entries(s), 2);
+    CHECK_EQ_U64(unread(s, 1, 5, NULL), 4);
+    CHECK_EQ_U64(unread(s, 2, 5, NULL), 10);
+    CHECK_EQ_U64(publish(s, 5), 11);
+    CHECK_EQ_U64(unread(s, 1, 5, NULL), 5);
+    CHECK_EQ_U64(bc_audit(s), 0);
+    bc_destroy(s);
+}
+
+/* ---- randomized, against plain arrays ------------------------------- */
+
+#define M_CHANS 5
+#define M_USERS 40
+
+static void test_random_vs_model(void)
+{
+    struct bc_store *s = bc_create();
+    uint64_t head[M_CHANS], off[M_USERS][M_CHANS], chs[M_CHANS], uids[M_USERS];
+    bool known[M_USERS][M_CHANS];
+    size_t bad = 0, entries = 0;
+
+    memset(head, 0, sizeof(head));
+    memset(known, 0, sizeof(known));
+    for (unsigned c = 0; c < M_CHANS; c++)
+        chs[c] = rng();
+    for (unsigned u = 0; u < M_USERS; u++)
+        uids[u] = rng();
+    for (int round = 0; round < 50000; round++) {
+        unsigned c = (unsigned)(rng() % M_CHANS);
+        unsigned u = (unsigned)(rng() % M_USERS);
+        unsigned op = (unsigned)(rng() % 10);
+        uint64_t got = 0;
+        bool reg;
+
+        if (op < 3) {
+            bad += bc_publish(s, chs[c], &got) != 0;
+            bad += got != ++head[c];
+        } else if (op < 8) {
+            bad += bc_unread(s, uids[u], chs[c], &got, &reg) != 0;
+            bad += reg != !known[u][c];
+            if (!known[u][c]) {
+                known[u][c] = true;
+                off[u][c] = head[c];
+                entries++;
+            }
+            bad += got != head[c] - off[u][c];
+        } else {
+            bad += bc_read(s, uids[u], chs[c]) != 0;
+            entries += !known[u][c];
+            known[u][c] = true;
+            off[u][c] = head[c];
+        }
+        if (round % 5000 == 0)
+            bad += bc_audit(s);
+    }
+    bad += bc_entries(s) != entries;
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(bc_audit(s), 0);
+    bc_destroy(s);
+}
+
+int main(void)
+{
+    T_RUN(test_new_user_counts_later_publishes);
+    T_RUN(test_read_resets);
+    T_RUN(test_channels_are_independent);
+    T_RUN(test_many_users);
+    T_RUN(test_restore);
+    T_RUN(test_random_vs_model);
+    T_END();
+}

@@ -1,0 +1,719 @@
+/*
+ * test_conv.c - CONV: the semantics of every operation at its edges
+ * (idempotent seqs, monotonic reads, mark-unread, recalls, mute), the
+ * storage forms a user moves through (one conversation, array, map) and a
+ * conversation's (compact, full record), saturation, memory per entry, the
+ * walk, the loaders' conv_put, and a long randomized run against a plain
+ * model.
+ */
+#include "conv.h"
+#include "t.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rng(void)
+{
+    uint64_t x = rng_state;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+/* One mutation that must succeed with the given [unread, total]. */
+#define UPD(s, op, uid, cid, arg, want_unread, want_total)                     \
+    do {                                                                       \
+        uint32_t u_ = 0xdead;                                                  \
+        uint64_t t_ = 0xdead;                                                  \
+        CHECK_EQ_U64(conv_update(s, op, uid, cid, arg, &u_, &t_), 0);          \
+        CHECK_EQ_U64(u_, want_unread);                                         \
+        CHECK_EQ_U64(t_, want_total);                                          \
+    } while (0)
+
+/* conv_list into flat[]: [cid, unread, ...]; returns the pair count. */
+struct flat {
+    uint64_t v[2 * 400];
+    size_t n;
+};
+
+static void flat_add(uint64_t cid, uint32_t unread, void *ctx)
+{
+    struct flat *f = ctx;
+
+    f->v[2 * f->n] = cid;
+    f->v[2 * f->n + 1] = unread;
+    f->n++;
+}
+
+static size_t list(const struct conv_store *s, uint64_t uid, size_t max,
+                   struct flat *f)
+{
+    size_t n = 0;
+
+    f->n = 0;
+    CHECK_EQ_U64(conv_list(s, uid, max, flat_add, f, &n), 0);
+    CHECK_EQ_U64(n, f->n);
+    return n;
+}
+
+static void test_empty(void)
+{
+    struct conv_store *s = conv_create();
+    struct flat f;
+    uint32_t u;
+    uint64_t t;
+
+    CHECK(s != NULL);
+    CHECK_EQ_U64(conv_get(s, 1, 2), 0);
+    CHECK_EQ_U64(conv_total(s, 1), 0);
+    CHECK_EQ_U64(list(s, 1, 100, &f), 0);
+    CHECK_EQ_U64(conv_del(s, 1, 2), 0);
+    /* Operations that leave the state all zero store nothing. */
+    UPD(s, CONV_OP_SEQ, 1, 2, 0, 0, 0);
+    UPD(s, CONV_OP_INCR, 1, 2, 0, 0, 0);
+    UPD(s, CONV_OP_READ, 1, 2, 0, 0, 0);
+    UPD(s, CONV_OP_READ_ALL, 1, 2, 0, 0, 0);
+    UPD(s, CONV_OP_RECALL, 1, 2, 0, 0, 0);
+    UPD(s, CONV_OP_MUTE, 1, 2, 0, 0, 0);
+    CHECK_EQ_U64(conv_count(s), 0);
+    CHECK_EQ_U64(conv_users(s), 0);
+    /* Out-of-range arguments are refused, nothing stored. */
+    CHECK_EQ_U64(conv_update(s, CONV_OP_MARKUNREAD, 1, 2, 0, &u, &t),
+                 CONV_EINVAL);
+    CHECK_EQ_U64(conv_update(s, CONV_OP_MUTE, 1, 2, 2, &u, &t), CONV_EINVAL);
+    CHECK_EQ_U64(conv_count(s), 0);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+    conv_destroy(NULL);
+}
+
+static void test_seq_is_idempotent(void)
+{
+    struct conv_store *s = conv_create();
+
+    UPD(s, CONV_OP_SEQ, 1, 10, 5, 5, 5);
+    UPD(s, CONV_OP_SEQ, 1, 10, 5, 5, 5); /* retried */
+    UPD(s, CONV_OP_SEQ, 1, 10, 3, 5, 5); /* replayed late */
+    UPD(s, CONV_OP_SEQ, 1, 10, 7, 7, 7);
+    UPD(s, CONV_OP_SEQ, 1, 11, 2, 2, 9); /* another conversation */
+    UPD(s, CONV_OP_SEQ, 2, 10, 1, 1, 1); /* another user */
+    CHECK_EQ_U64(conv_get(s, 1, 10), 7);
+    CHECK_EQ_U64(conv_total(s, 1), 9);
+    CHECK_EQ_U64(conv_count(s), 3);
+    CHECK_EQ_U64(conv_users(s), 2);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+static void test_seq_at_or_below_watermark_adds_nothing(void)
+{
+    struct conv_store *s = conv_create();
+
+    /* The read raced ahead of the increments: no ghost unread. */
+    UPD(s, CONV_OP_READ, 1, 10, 10, 0, 0);
+    UPD(s, CONV_OP_SEQ, 1, 10, 8, 0, 0);
+    UPD(s, CONV_OP_SEQ, 1, 10, 10, 0, 0);
+    UPD(s, CONV_OP_SEQ, 1, 10, 12, 2, 2);
+    CHECK_EQ_U64(conv_count(s), 1);
+    conv_destroy(s);
+}
+
+static void test_read_is_monotonic(void)
+{
+    struct conv_store *s = conv_create();
+
+    UPD(s, CONV_OP_SEQ, 1, 10, 10, 10, 10);
+    UPD(s, CONV_OP_READ, 1, 10, 6, 4, 4);
+    UPD(s, CONV_OP_READ, 1, 10, 3, 4, 4); /* stale: no move back */
+    UPD(s, CONV_OP_READ, 1, 10, 6, 4, 4);
+    UPD(s, CONV_OP_READ_ALL, 1, 10, 0, 0, 0);
+    UPD(s, CONV_OP_SEQ, 1, 10, 12, 2, 2);
+    UPD(s, CONV_OP_READ, 1, 10, 11, 1, 1);
+    /* Reading past max raises max: the late seqs add nothing. */
+    UPD(s, CONV_OP_READ, 1, 10, 20, 0, 0);
+    UPD(s, CONV_OP_SEQ, 1, 10, 20, 0, 0);
+    UPD(s, CONV_OP_SEQ, 1, 10, 21, 1, 1);
+    conv_destroy(s);
+}
+
+static void test_markunread_moves_back(void)
+{
+    struct conv_store *s = conv_create();
+
+    UPD(s, CONV_OP_SEQ, 1, 10, 10, 10, 10);
+    UPD(s, CONV_OP_READ_ALL, 1, 10, 0, 0, 0);
+    UPD(s, CONV_OP_MARKUNREAD, 1, 10, 8, 3, 3); /* 8, 9, 10 */
+    UPD(s, CONV_OP_MARKUNREAD, 1, 10, 10, 1, 1);
+    UPD(s, CONV_OP_MARKUNREAD, 1, 10, 2, 9, 9); /* back again */
+    UPD(s, CONV_OP_MARKUNREAD, 1, 10, 1, 10, 10);
+    /* Past max: the message exists, max follows; its SEQ adds nothing. */
+    UPD(s, CONV_OP_MARKUNREAD, 1, 10, 15, 1, 1);
+    UPD(s, CONV_OP_SEQ, 1, 10, 15, 1, 1);
+    UPD(s, CONV_OP_SEQ, 1, 10, 16, 2, 2);
+    /* A fresh conversation: exactly the one message is unread. */
+    UPD(s, CONV_OP_MARKUNREAD, 1, 11, 7, 1, 3);
+    UPD(s, CONV_OP_READ, 1, 11, 5, 1, 3); /* a stale read stays stale */
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+static void test_recall(void)
+{
+    struct conv_store *s = conv_create();
+
+    UPD(s, CONV_OP_SEQ, 1, 10, 10, 10, 10);
+    UPD(s, CONV_OP_RECALL, 1, 10, 4, 9, 9); /* unread one: once */
+    UPD(s, CONV_OP_RECALL, 1, 10, 4, 9, 9); /* twice = once */
+    UPD(s, CONV_OP_READ, 1, 10, 5, 5, 5);
+    UPD(s, CONV_OP_RECALL, 1, 10, 3, 5, 5); /* a read one: nothing */
+    UPD(s, CONV_OP_RECALL, 1, 10, 5, 5, 5); /* at the watermark: read */
+    UPD(s, CONV_OP_RECALL, 1, 10, 7, 4, 4);
+    /* Above max: remembered, so the message never counts. */
+    UPD(s, CONV_OP_RECALL, 1, 10, 12, 4, 4);
+    UPD(s, CONV_OP_SEQ, 1, 10, 12, 5, 5); /* 6, 8, 9, 10, 11 */
+    UPD(s, CONV_OP_SEQ, 1, 10, 13, 6, 6);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    /* Reading past the recalls forgets them... */
+    UPD(s, CONV_OP_READ_ALL, 1, 10, 0, 0, 0);
+    /* ...so moving the watermark back over one counts it again. */
+    UPD(s, CONV_OP_MARKUNREAD, 1, 10, 7, 7, 7);
+    UPD(s, CONV_OP_RECALL, 1, 10, 7, 6, 6); /* re-recalling fixes it */
+    /* Recall in a conversation never seen: remembered, count 0. */
+    UPD(s, CONV_OP_RECALL, 1, 11, 3, 0, 6);
+    CHECK_EQ_U64(conv_count(s), 2);
+    UPD(s, CONV_OP_SEQ, 1, 11, 5, 4, 10);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+static void test_recall_limit(void)
+{
+    struct conv_store *s = conv_create();
+    uint32_t u;
+    uint64_t t, i;
+
+    UPD(s, CONV_OP_SEQ, 1, 10, 5000, 5000, 5000);
+    for (i = 1; i <= CONV_RECALL_MAX; i++)
+        UPD(s, CONV_OP_RECALL, 1, 10, 2 * i, 5000 - i, 5000 - i);
+    CHECK_EQ_U64(conv_update(s, CONV_OP_RECALL, 1, 10, 4001, &u, &t),
+                 CONV_ELIMIT);
+    CHECK_EQ_U64(conv_get(s, 1, 10), 5000 - CONV_RECALL_MAX);
+    /* Recalling a remembered one again is no new memory: fine. */
+    UPD(s, CONV_OP_RECALL, 1, 10, 2, 5000 - CONV_RECALL_MAX,
+        5000 - CONV_RECALL_MAX);
+    /* Reading past some frees room. */
+    UPD(s, CONV_OP_READ, 1, 10, 10, 4990 - CONV_RECALL_MAX + 5,
+        4990 - CONV_RECALL_MAX + 5);
+    UPD(s, CONV_OP_RECALL, 1, 10, 4001, 4990 - CONV_RECALL_MAX + 4,
+        4990 - CONV_RECALL_MAX + 4);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+static void test_mute(void)
+{
+    struct conv_store *s = conv_create();
+
+    UPD(s, CONV_OP_SEQ, 1, 10, 5, 5, 5);
+    UPD(s, CONV_OP_SEQ, 1, 11, 3, 3, 8);
+    UPD(s, CONV_OP_MUTE, 1, 10, 1, 5, 3); /* keeps its count */
+    UPD(s, CONV_OP_MUTE, 1, 10, 1, 5, 3);
+    CHECK_EQ_U64(conv_get(s, 1, 10), 5);
+    CHECK_EQ_U64(conv_total(s, 1), 3);
+    UPD(s, CONV_OP_SEQ, 1, 10, 7, 7, 3);   /* counts on, muted */
+    UPD(s, CONV_OP_MUTE, 1, 10, 0, 7, 10); /* back into the total */
+    /* Muting a conversation never seen: remembered (count 0). */
+    UPD(s, CONV_OP_MUTE, 1, 12, 1, 0, 10);
+    CHECK_EQ_U64(conv_count(s), 3);
+    UPD(s, CONV_OP_SEQ, 1, 12, 4, 4, 10);
+    UPD(s, CONV_OP_READ_ALL, 1, 12, 0, 0, 10);
+    /* Unmuted with nothing else left: the state is zero, so it goes. */
+    UPD(s, CONV_OP_MUTE, 1, 13, 1, 0, 10);
+    UPD(s, CONV_OP_MUTE, 1, 13, 0, 0, 10);
+    CHECK_EQ_U64(conv_count(s), 3);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+static void test_del(void)
+{
+    struct conv_store *s = conv_create();
+
+    UPD(s, CONV_OP_SEQ, 1, 10, 5, 5, 5);
+    UPD(s, CONV_OP_SEQ, 1, 11, 3, 3, 8);
+    UPD(s, CONV_OP_RECALL, 1, 11, 2, 2, 7);
+    CHECK_EQ_U64(conv_del(s, 1, 11), 5);
+    CHECK_EQ_U64(conv_del(s, 1, 11), 5); /* absent: just the total */
+    CHECK_EQ_U64(conv_get(s, 1, 11), 0);
+    /* Deleted means forgotten: its seqs count afresh. */
+    UPD(s, CONV_OP_SEQ, 1, 11, 3, 3, 8);
+    CHECK_EQ_U64(conv_del(s, 1, 11), 5);
+    CHECK_EQ_U64(conv_del(s, 1, 10), 0);
+    CHECK_EQ_U64(conv_users(s), 0);
+    CHECK_EQ_U64(conv_count(s), 0);
+    CHECK_EQ_U64(conv_del(s, 9, 9), 0);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+static void test_list(void)
+{
+    struct conv_store *s = conv_create();
+    struct flat f;
+
+    UPD(s, CONV_OP_SEQ, 1, 30, 3, 3, 3);
+    UPD(s, CONV_OP_SEQ, 1, 10, 1, 1, 4);
+    UPD(s, CONV_OP_SEQ, 1, 20, 2, 2, 6);
+    UPD(s, CONV_OP_READ_ALL, 1, 20, 0, 0, 4); /* zero: not listed */
+    UPD(s, CONV_OP_SEQ, 1, UINT64_MAX, 9, 9, 13);
+    UPD(s, CONV_OP_MUTE, 1, UINT64_MAX, 1, 9, 4); /* muted: listed */
+    UPD(s, CONV_OP_MUTE, 1, 0, 1, 0, 4);
+    CHECK_EQ_U64(list(s, 1, 100, &f), 3);
+    CHECK_EQ_U64(f.v[0], 10);
+    CHECK_EQ_U64(f.v[1], 1);
+    CHECK_EQ_U64(f.v[2], 30);
+    CHECK_EQ_U64(f.v[3], 3);
+    CHECK_EQ_U64(f.v[4], UINT64_MAX);
+    CHECK_EQ_U64(f.v[5], 9);
+    CHECK_EQ_U64(list(s, 1, 2, &f), 2); /* the first two by cid */
+    CHECK_EQ_U64(f.v[2], 30);
+    CHECK_EQ_U64(list(s, 1, 0, &f), 0);
+    CHECK_EQ_U64(list(s, 2, 10, &f), 0);
+    /* A user with one conversation. */
+    UPD(s, CONV_OP_SEQ, 2, 5, 1, 1, 1);
+    CHECK_EQ_U64(list(s, 2, 10, &f), 1);
+    CHECK_EQ_U64(f.v[0], 5);
+    CHECK_EQ_U64(list(s, 2, 0, &f), 0);
+    conv_destroy(s);
+}
+
+static void test_incr_and_saturation(void)
+{
+    struct conv_store *s = conv_create();
+
+    UPD(s, CONV_OP_INCR, 1, 10, 1, 1, 1);
+    UPD(s, CONV_OP_INCR, 1, 10, 4, 5, 5);
+    UPD(s, CONV_OP_READ_ALL, 1, 10, 0, 0, 0);
+    UPD(s, CONV_OP_INCR, 1, 10, 2, 2, 2);
+    /* unread saturates at 2^32 - 1; the total is a u64 sum of those. */
+    UPD(s, CONV_OP_INCR, 1, 10, UINT64_C(1) << 32, CONV_UNREAD_MAX,
+        CONV_UNREAD_MAX);
+    UPD(s, CONV_OP_SEQ, 1, 11, UINT64_C(1) << 40, CONV_UNREAD_MAX,
+        2 * (uint64_t)CONV_UNREAD_MAX);
+    /* max saturates at 2^64 - 1. */
+    UPD(s, CONV_OP_INCR, 1, 10, UINT64_MAX, CONV_UNREAD_MAX,
+        2 * (uint64_t)CONV_UNREAD_MAX);
+    UPD(s, CONV_OP_INCR, 1, 10, 1, CONV_UNREAD_MAX,
+        2 * (uint64_t)CONV_UNREAD_MAX);
+    UPD(s, CONV_OP_READ_ALL, 1, 10, 0, 0, CONV_UNREAD_MAX);
+    UPD(s, CONV_OP_SEQ, 1, 10, UINT64_MAX, 0, CONV_UNREAD_MAX);
+    UPD(s, CONV_OP_MARKUNREAD, 1, 10, UINT64_MAX, 1, CONV_UNREAD_MAX + 1ULL);
+    /* Recalls below a saturated count: the total moves only with the
+     * reported (saturated) values. */
+    UPD(s, CONV_OP_RECALL, 1, 11, 5, CONV_UNREAD_MAX, CONV_UNREAD_MAX + 1ULL);
+    UPD(s, CONV_OP_READ, 1, 11, (UINT64_C(1) << 40) - 3, 3, 4);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+/* Wide values take the full record and come back to the compact word. */
+static void test_wide_values_round_trip(void)
+{
+    struct conv_store *s = conv_create();
+    size_t base;
+
+    UPD(s, CONV_OP_SEQ, 1, 10, 3, 3, 3);
+    base = conv_bytes(s);
+    UPD(s, CONV_OP_SEQ, 1, 10, 3000000, 3000000, 3000000); /* span >= 2^21 */
+    CHECK(conv_bytes(s) > base);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    UPD(s, CONV_OP_READ, 1, 10, 2999999, 1, 1);
+    CHECK_EQ_U64(conv_bytes(s), base);
+    UPD(s, CONV_OP_READ, 1, 10, UINT64_C(1) << 50, 0, 0); /* read >= 2^41 */
+    CHECK(conv_bytes(s) > base);
+    UPD(s, CONV_OP_SEQ, 1, 10, (UINT64_C(1) << 50) + 3, 3, 3);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    CHECK_EQ_U64(conv_del(s, 1, 10), 0);
+    UPD(s, CONV_OP_SEQ, 1, 10, 3, 3, 3);
+    CHECK_EQ_U64(conv_bytes(s), base);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+/* A user grows from one conversation through the array to the map and
+ * back; totals, order and accounting hold at every size. */
+static void test_user_forms(void)
+{
+    struct conv_store *s = conv_create();
+    const uint64_t n = 3 * CONV_SMALL_MAX;
+    size_t empty = conv_bytes(s), bad = 0;
+    uint64_t total = 0;
+    struct flat f;
+
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t cid = (i * 0x9e3779b97f4a7c15ULL) >> 1;
+
+        total += i % 7;
+        UPD(s, CONV_OP_INCR, 7, cid, i % 7, i % 7, total);
+        if (i % 7 == 0) /* zero unread but remembered: muted */
+            UPD(s, CONV_OP_MUTE, 7, cid, 1, 0, total);
+        bad += conv_audit(s);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(conv_count(s), n);
+    CHECK_EQ_U64(conv_users(s), 1);
+    CHECK_EQ_U64(list(s, 7, 1000, &f), n - (n + 6) / 7);
+    for (size_t i = 1; i < f.n; i++)
+        bad += f.v[2 * i] <= f.v[2 * i - 2];
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(list(s, 7, 5, &f), 5);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t cid = (i * 0x9e3779b97f4a7c15ULL) >> 1;
+
+        total -= i % 7;
+        CHECK_EQ_U64(conv_del(s, 7, cid), total);
+        bad += conv_audit(s);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(conv_users(s), 0);
+    CHECK_EQ_U64(conv_bytes(s), empty);
+    conv_destroy(s);
+}
+
+/* Memory per (user, conversation), table overhead included, requested
+ * sizes: the store's goal is <= 32 bytes (bench/store_conv.c measures the
+ * process at 1M). */
+static void test_memory_per_entry(void)
+{
+    struct conv_store *s = conv_create();
+
+    for (uint64_t u = 0; u < 50000; u++)
+        UPD(s, CONV_OP_SEQ, rng(), rng(), 1 + u % 1000, 1 + u % 1000,
+            1 + u % 1000);
+    CHECK(conv_bytes(s) < 32 * conv_count(s));
+    conv_destroy(s);
+    s = conv_create();
+    for (uint64_t u = 0; u < 5000; u++) {
+        uint64_t uid = rng();
+
+        for (uint64_t c = 0; c < 10; c++)
+            UPD(s, CONV_OP_SEQ, uid, rng(), 5, 5, 5 * (c + 1));
+    }
+    CHECK(conv_bytes(s) < 24 * conv_count(s));
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+struct scan_sum {
+    size_t convs;
+    uint64_t unread, read, recalls;
+};
+
+static void scan_visit(uint64_t uid, uint64_t cid, const struct conv_info *ci,
+                       void *ctx)
+{
+    struct scan_sum *ss = ctx;
+
+    (void)uid;
+    (void)cid;
+    ss->convs++;
+    ss->unread += ci->unread;
+    ss->read += ci->read;
+    ss->recalls += ci->nrecall;
+}
+
+static void test_scan(void)
+{
+    struct conv_store *s = conv_create();
+    struct scan_sum ss = {0, 0, 0, 0};
+    uint64_t cursor = 0;
+
+    for (uint64_t u = 1; u <= 300; u++)
+        for (uint64_t c = 1; c <= u % 5 + (u == 7 ? 200 : 0); c++)
+            UPD(s, CONV_OP_SEQ, u, c, 3, 3, 3 * c);
+    UPD(s, CONV_OP_READ, 3, 1, 1, 2, 8);
+    UPD(s, CONV_OP_RECALL, 3, 1, 2, 1, 7);
+    do
+        conv_scan(s, &cursor, 7, scan_visit, &ss);
+    while (cursor != 0);
+    CHECK_EQ_U64(ss.convs, conv_count(s));
+    CHECK_EQ_U64(ss.unread, 3 * conv_count(s) - 3 + 1);
+    CHECK_EQ_U64(ss.read, 1);
+    CHECK_EQ_U64(ss.recalls, 1);
+    conv_destroy(s);
+}
+
+/* conv_put, the loaders' way in: exact states go in, impossible ones and
+ * duplicates are refused with nothing stored. */
+static void test_put(void)
+{
+    struct conv_store *s = conv_create();
+    uint64_t rec[] = {5, 7, 40}, many[CONV_RECALL_MAX + 1];
+    struct conv_info ok = {3, 20, 0, true, 3, rec}, ci;
+    struct scan_sum ss = {0, 0, 0, 0};
+    uint64_t cursor = 0;
+
+    CHECK_EQ_U64(conv_put(s, 1, 10, &ok), 0); /* recall 40 above max */
+    CHECK_EQ_U64(conv_get(s, 1, 10), 20 - 3 - 2);
+    CHECK_EQ_U64(conv_total(s, 1), 0); /* muted */
+    ci = (struct conv_info){0, 9, 0, false, 0, NULL};
+    CHECK_EQ_U64(conv_put(s, 1, 11, &ci), 0);
+    ci = (struct conv_info){UINT64_C(1) << 50, UINT64_MAX, 0, false, 0, NULL};
+    CHECK_EQ_U64(conv_put(s, 1, 12, &ci), 0);
+    CHECK_EQ_U64(conv_total(s, 1), 9 + (uint64_t)CONV_UNREAD_MAX);
+    ci = (struct conv_info){0, 0, 0, true, 0, NULL}; /* muted only */
+    CHECK_EQ_U64(conv_put(s, 2, 10, &ci), 0);
+    for (uint64_t c = 100; c < 100 + 2 * CONV_SMALL_MAX; c++) {
+        ci = (struct conv_info){c, c + 1, 0, false, 0, NULL};
+        CHECK_EQ_U64(conv_put(s, 3, c, &ci), 0); /* through every form */
+    }
+    CHECK_EQ_U64(conv_total(s, 3), 2 * CONV_SMALL_MAX);
+    /* Already held: refused, unchanged. */
+    ci = (struct conv_info){0, 1, 0, false, 0, NULL};
+    CHECK_EQ_U64(conv_put(s, 1, 10, &ci), 1);
+    CHECK_EQ_U64(conv_put(s, 3, 150, &ci), 1);
+    CHECK_EQ_U64(conv_get(s, 1, 10), 15);
+    /* Impossible states. */
+    for (unsigned i = 0; i <= CONV_RECALL_MAX; i++)
+        many[i] = 10 + i;
+    {
+        uint64_t low[] = {3}, down[] = {9, 8}, twice[] = {9, 9};
+        struct conv_info bad[] = {
+            {5, 4, 0, false, 0, NULL},  /* read > max */
+            {0, 0, 0, false, 0, NULL},  /* all zero */
+            {3, 9, 0, false, 1, low},   /* recall at the watermark */
+            {3, 9, 0, false, 2, down},  /* not ascending */
+            {3, 9, 0, false, 2, twice}, /* twice */
+            {3, 9, 0, false, CONV_RECALL_MAX + 1, many},
+        };
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+            CHECK_EQ_U64(conv_put(s, 9, 9, &bad[i]), CONV_EINVAL);
+    }
+    CHECK_EQ_U64(conv_get(s, 9, 9), 0);
+    CHECK_EQ_U64(conv_count(s), 4 + 2 * CONV_SMALL_MAX);
+    ci = (struct conv_info){3, 2000, 0, false, CONV_RECALL_MAX, many};
+    CHECK_EQ_U64(conv_put(s, 9, 9, &ci), 0); /* exactly the limit */
+    CHECK_EQ_U64(conv_get(s, 9, 9), 2000 - 3 - CONV_RECALL_MAX);
+    do
+        conv_scan(s, &cursor, 3, scan_visit, &ss);
+    while (cursor != 0);
+    CHECK_EQ_U64(ss.recalls, 3 + CONV_RECALL_MAX);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+/* ---- The randomized run against a plain model ------------------------- */
+
+#define MU 6    /* users */
+#define MC 160  /* cids in the pool: user 3 goes past CONV_SMALL_MAX */
+#define MREC 64 /* recalled seqs a model conversation can hold */
+
+struct mconv {
+    uint64_t read, max;
+    bool muted;
+    unsigned nrec;
+    uint64_t rec[MREC]; /* unordered, all > read */
+};
+
+static const uint64_t m_uids[MU] = {0, 1, 42, UINT64_MAX, 123456789012345ULL,
+                                    7};
+static const unsigned m_pool[MU] = {1, 3, 20, MC, 130, 60};
+static struct mconv model[MU][MC];
+
+static uint64_t m_cid(unsigned j)
+{
+    return j == 0 ? 0 : j == 1 ? UINT64_MAX : j * 1000003ULL;
+}
+
+static uint32_t m_unread(const struct mconv *c)
+{
+    uint64_t u = c->max - c->read;
+
+    for (unsigned i = 0; i < c->nrec; i++)
+        u -= c->rec[i] <= c->max;
+    return u > CONV_UNREAD_MAX ? CONV_UNREAD_MAX : (uint32_t)u;
+}
+
+static uint64_t m_total(unsigned u)
+{
+    uint64_t t = 0;
+
+    for (unsigned j = 0; j < MC; j++)
+        if (!model[u][j].muted)
+            t += m_unread(&model[u][j]);
+    return t;
+}
+
+static size_t m_count(void)
+{
+    size_t n = 0;
+
+    for (unsigned u = 0; u < MU; u++)
+        for (unsigned j = 0; j < MC; j++)
+            n += model[u][j].read || model[u][j].max || model[u][j].muted ||
+                 model[u][j].nrec;
+    return n;
+}
+
+static void m_set_read(struct mconv *c, uint64_t read)
+{
+    unsigned k = 0;
+
+    c->read = read;
+    if (c->max < read)
+        c->max = read;
+    for (unsigned i = 0; i < c->nrec; i++)
+        if (c->rec[i] > read)
+            c->rec[k++] = c->rec[i];
+    c->nrec = k;
+}
+
+/* Mostly small seqs, so that they collide; now and then one at the edges
+ * of the compact encoding or of the u64 range. */
+static uint64_t m_seq(void)
+{
+    static const uint64_t edges[] = {UINT64_C(1) << 21, UINT64_C(1) << 41,
+                                     3000000, UINT64_MAX - 3};
+
+    if (rng() % 50 != 0)
+        return rng() % 120;
+    return edges[rng() % 4] + rng() % 4;
+}
+
+static void m_apply(struct mconv *c, enum conv_op op, uint64_t arg)
+{
+    bool have = false;
+
+    switch (op) {
+    case CONV_OP_INCR:
+        c->max = arg > UINT64_MAX - c->max ? UINT64_MAX : c->max + arg;
+        break;
+    case CONV_OP_SEQ:
+        c->max = arg > c->max ? arg : c->max;
+        break;
+    case CONV_OP_READ:
+        if (arg > c->read)
+            m_set_read(c, arg);
+        break;
+    case CONV_OP_READ_ALL:
+        m_set_read(c, c->max);
+        break;
+    case CONV_OP_MARKUNREAD:
+        m_set_read(c, arg - 1);
+        c->max = arg > c->max ? arg : c->max;
+        break;
+    case CONV_OP_RECALL:
+        for (unsigned i = 0; i < c->nrec; i++)
+            have |= c->rec[i] == arg;
+        if (arg > c->read && !have && c->nrec < MREC)
+            c->rec[c->nrec++] = arg;
+        break;
+    case CONV_OP_MUTE:
+        c->muted = arg;
+        break;
+    }
+}
+
+static void test_random_vs_model(void)
+{
+    struct conv_store *s = conv_create();
+    size_t wrong = 0, audits = 0;
+    const long ops = 300000;
+    struct flat f;
+
+    memset(model, 0, sizeof(model));
+    for (long i = 0; i < ops; i++) {
+        unsigned u = (unsigned)(rng() % MU), j = (unsigned)(rng() % m_pool[u]);
+        struct mconv *mc = &model[u][j];
+        uint64_t uid = m_uids[u], cid = m_cid(j), arg = m_seq(), t;
+        unsigned r = (unsigned)(rng() % 100);
+        enum conv_op op;
+        uint32_t un;
+
+        if (r < 8) {
+            wrong += conv_get(s, uid, cid) != m_unread(mc);
+            continue;
+        } else if (r < 12) {
+            wrong += conv_total(s, uid) != m_total(u);
+            continue;
+        } else if (r < 14) {
+            memset(mc, 0, sizeof(*mc));
+            wrong += conv_del(s, uid, cid) != m_total(u);
+            continue;
+        }
+        op = r < 20   ? CONV_OP_INCR
+             : r < 50 ? CONV_OP_SEQ
+             : r < 62 ? CONV_OP_READ
+             : r < 68 ? CONV_OP_READ_ALL
+             : r < 76 ? CONV_OP_MARKUNREAD
+             : r < 92 ? CONV_OP_RECALL
+                      : CONV_OP_MUTE;
+        if (op == CONV_OP_INCR)
+            arg = rng() % 30 == 0 ? UINT64_C(1) << 33 : rng() % 4;
+        if (op == CONV_OP_MARKUNREAD && arg == 0)
+            arg = 1;
+        if (op == CONV_OP_MUTE)
+            arg = rng() % 2;
+        if (op == CONV_OP_RECALL && mc->nrec == MREC)
+            continue; /* the model's own bound, far below the store's */
+        m_apply(mc, op, arg);
+        wrong += conv_update(s, op, uid, cid, arg, &un, &t) != 0;
+        wrong += un != m_unread(mc) || t != m_total(u);
+        if (i % 20000 == 0) {
+            audits += conv_audit(s);
+            wrong += conv_count(s) != m_count();
+        }
+    }
+    CHECK_EQ_U64(wrong, 0);
+    CHECK_EQ_U64(audits, 0);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    CHECK_EQ_U64(conv_count(s), m_count());
+    /* Every user's list: the non-zero ones of the model, by cid. */
+    for (unsigned u = 0; u < MU; u++) {
+        size_t k = 0;
+
+        list(s, m_uids[u], 1000, &f);
+        /* Pool order is ascending cid except 0 (first) and UINT64_MAX. */
+        for (unsigned j = 0; j < m_pool[u]; j++) {
+            unsigned jj = j == 0 ? 0 : j == m_pool[u] - 1 ? 1 : j + 1;
+
+            if (m_unread(&model[u][jj]) == 0)
+                continue;
+            wrong += k >= f.n || f.v[2 * k] != m_cid(jj) ||
+                     f.v[2 * k + 1] != m_unread(&model[u][jj]);
+            k++;
+        }
+        wrong += k != f.n;
+    }
+    CHECK_EQ_U64(wrong, 0);
+    conv_destroy(s);
+}
+
+int main(void)
+{
+    T_RUN(test_empty);
+    T_RUN(test_seq_is_idempotent);
+    T_RUN(test_seq_at_or_below_watermark_adds_nothing);
+    T_RUN(test_read_is_monotonic);
+    T_RUN(test_markunread_moves_back);
+    T_RUN(test_recall);
+    T_RUN(test_recall_limit);
+    T_RUN(test_mute);
+    T_RUN(test_del);
+    T_RUN(test_list);
+    T_RUN(test_incr_and_saturation);
+    T_RUN(test_wide_values_round_trip);
+    T_RUN(test_user_forms);
+    T_RUN(test_memory_per_entry);
+    T_RUN(test_scan);
+    T_RUN(test_put);
+    T_RUN(test_random_vs_model);
+    T_END();
+}

@@ -1,0 +1,559 @@
+/*
+ * test_grp.c - GRP: seqs, joining at the head, GRP.SEEN with a ts inside,
+ * before and after the window, monotonic seen, the early-stopping total,
+ * leaving, limits, window changes, timestamps that go backwards or span
+ * more than 32 bits, and a long randomized run against a model that keeps
+ * every message.
+ */
+#include "grp.h"
+#include "t.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CAP 9            /* the display cap of these tests */
+#define WINDOW (CAP + 1) /* what the server passes for it */
+#define MAXG 1000        /* grp-max-groups */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rng(void)
+{
+    uint64_t x = rng_state;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+static uint64_t post(struct grp_store *s, uint64_t gid, uint64_t ts)
+{
+    uint64_t seq = 0;
+
+    CHECK_EQ_U64(grp_post(s, gid, ts, WINDOW, &seq), GRP_OK);
+    return seq;
+}
+
+static uint64_t join(struct grp_store *s, uint64_t uid, uint64_t gid)
+{
+    uint64_t u = UINT64_MAX;
+
+    CHECK_EQ_U64(grp_join(s, uid, gid, MAXG, &u), GRP_OK);
+    return u;
+}
+
+static uint64_t seen(struct grp_store *s, uint64_t uid, uint64_t gid,
+                     uint64_t ts)
+{
+    uint64_t u = UINT64_MAX;
+
+    CHECK_EQ_U64(grp_seen(s, uid, gid, ts, MAXG, &u), GRP_OK);
+    return u;
+}
+
+static void test_seqs_are_dense_per_group(void)
+{
+    struct grp_store *s = grp_create();
+
+    CHECK(s != NULL);
+    CHECK_EQ_U64(post(s, 10, 1000), 1);
+    CHECK_EQ_U64(post(s, 10, 1001), 2);
+    CHECK_EQ_U64(post(s, 20, 1002), 1);
+    CHECK_EQ_U64(post(s, 10, 1003), 3);
+    CHECK_EQ_U64(post(s, 0, 5), 1);
+    CHECK_EQ_U64(post(s, UINT64_MAX, 5), 1);
+    CHECK_EQ_U64(post(s, 20, 1004), 2);
+    /* Posts create groups but no memberships. */
+    CHECK_EQ_U64(grp_memberships(s), 0);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+    grp_destroy(NULL);
+}
+
+static void test_join_at_head(void)
+{
+    struct grp_store *s = grp_create();
+
+    for (int i = 0; i < 5; i++)
+        post(s, 1, 100 + (uint64_t)i);
+    CHECK_EQ_U64(join(s, 7, 1), 0); /* past messages are not unread */
+    post(s, 1, 200);
+    post(s, 1, 201);
+    CHECK_EQ_U64(grp_unread(s, 7, 1), 2);
+    /* Joining again changes nothing. */
+    CHECK_EQ_U64(join(s, 7, 1), 2);
+    CHECK_EQ_U64(grp_unread(s, 7, 1), 2);
+    /* A group that never posted: joins at 0, the first post counts. */
+    CHECK_EQ_U64(join(s, 7, 2), 0);
+    post(s, 2, 300);
+    CHECK_EQ_U64(grp_unread(s, 7, 2), 1);
+    CHECK_EQ_U64(grp_groups(s, 7), 2);
+    CHECK_EQ_U64(grp_memberships(s), 2);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
+/* Messages at ts 1000, 1010, ..., 1000 + 10 * (n - 1). */
+static void post_n(struct grp_store *s, uint64_t gid, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        post(s, gid, 1000 + 10 * (uint64_t)i);
+}
+
+static void test_seen_inside_the_window(void)
+{
+    struct grp_store *s = grp_create();
+
+    join(s, 1, 5);
+    post_n(s, 5, 8); /* seqs 1..8 at 1000..1070 */
+    CHECK_EQ_U64(grp_unread(s, 1, 5), 8);
+    CHECK_EQ_U64(seen(s, 1, 5, 1025), 5); /* seen 1..3 */
+    CHECK_EQ_U64(seen(s, 1, 5, 1030), 4); /* a message at ts is seen */
+    CHECK_EQ_U64(seen(s, 1, 5, 1069), 1);
+    CHECK_EQ_U64(seen(s, 1, 5, 1070), 0);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
+static void test_seen_before_and_after_the_window(void)
+{
+    struct grp_store *s = grp_create();
+
+    join(s, 1, 5);
+    join(s, 2, 5);
+    join(s, 3, 5);
+    post_n(s, 5, 30); /* window keeps seqs 21..30 (1200..1290) */
+    /* Before the window: more than CAP unread, reported as CAP + 1. */
+    CHECK_EQ_U64(seen(s, 1, 5, 1150), CAP + 1);
+    CHECK_EQ_U64(seen(s, 2, 5, 0), CAP + 1);
+    /* The oldest kept message itself is exact. */
+    CHECK_EQ_U64(seen(s, 3, 5, 1200), CAP);
+    /* After the head: everything seen. */
+    CHECK_EQ_U64(seen(s, 1, 5, 99999), 0);
+    CHECK_EQ_U64(seen(s, 2, 5, UINT64_MAX), 0);
+    /* A small group keeps all of its messages: exact before the first. */
+    join(s, 4, 6);
+    post_n(s, 6, 3);
+    CHECK_EQ_U64(seen(s, 4, 6, 999), 3);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
+static void test_seen_is_monotonic(void)
+{
+    struct grp_store *s = grp_create();
+
+    join(s, 1, 5);
+    post_n(s, 5, 8);
+    CHECK_EQ_U64(seen(s, 1, 5, 1050), 2);
+    CHECK_EQ_U64(seen(s, 1, 5, 1010), 2); /* stale: no move back */
+    CHECK_EQ_U64(seen(s, 1, 5, 0), 2);
+    CHECK_EQ_U64(seen(s, 1, 5, UINT64_MAX), 0);
+    CHECK_EQ_U64(seen(s, 1, 5, 1000), 0);
+    post(s, 5, 2000);
+    CHECK_EQ_U64(seen(s, 1, 5, 1070), 1);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
+static void test_seen_joins_a_non_member(void)
+{
+    struct grp_store *s = grp_create();
+
+    post_n(s, 5, 8);
+    /* At the point given: only messages after ts are unread. */
+    CHECK_EQ_U64(seen(s, 1, 5, 1045), 3);
+    CHECK_EQ_U64(grp_groups(s, 1), 1);
+    /* Without a ts (the head): 0. */
+    CHECK_EQ_U64(seen(s, 2, 5, UINT64_MAX), 0);
+    /* A group nobody posted to yet. */
+    CHECK_EQ_U64(seen(s, 3, 77, 5), 0);
+    post(s, 77, 6);
+    CHECK_EQ_U64(grp_unread(s, 3, 77), 1);
+    CHECK_EQ_U64(grp_memberships(s), 3);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
+static void test_total_stops_early(void)
+{
+    struct grp_store *s = grp_create();
+
+    for (uint64_t g = 1; g <= 4; g++) {
+        join(s, 1, g);
+        for (uint64_t i = 0; i < g; i++)
+            post(s, g, 10);
+    }
+    /* 1 + 2 + 3 + 4, exact while within the limit. */
+    CHECK_EQ_U64(grp_total(s, 1, 10), 10);
+    CHECK_EQ_U64(grp_total(s, 1, 100), 10);
+    /* Past it: some value above the limit, without the whole sum. */
+    CHECK(grp_total(s, 1, 9) > 9);
+    CHECK_EQ_U64(grp_total(s, 1, 0), 1); /* stops after the first group */
+    CHECK_EQ_U64(grp_total(s, 99, 5), 0);
+    grp_destroy(s);
+}
+
+static void test_leave_and_non_members(void)
+{
+    struct grp_store *s = grp_create();
+    struct grp_item items[4];
+
+    join(s, 1, 5);
+    join(s, 1, 6);
+    join(s, 1, 7);
+    post(s, 5, 1);
+    post(s, 6, 1);
+    post(s, 7, 1);
+    CHECK(grp_leave(s, 1, 6));
+    CHECK(!grp_leave(s, 1, 6));
+    CHECK(!grp_leave(s, 1, 8)); /* unknown group */
+    CHECK(!grp_leave(s, 2, 5)); /* unknown user */
+    CHECK_EQ_U64(grp_unread(s, 1, 6), 0);
+    CHECK_EQ_U64(grp_unread(s, 2, 5), 0);
+    CHECK_EQ_U64(grp_unread(s, 1, 99), 0);
+    CHECK_EQ_U64(grp_total(s, 1, CAP), 2);
+    CHECK_EQ_U64(grp_list(s, 1, items), 2);
+    CHECK(items[0].gid == 5 && items[0].unread == 1);
+    CHECK(items[1].gid == 7 && items[1].unread == 1);
+    CHECK(grp_leave(s, 1, 5));
+    CHECK(grp_leave(s, 1, 7));
+    CHECK_EQ_U64(grp_groups(s, 1), 0);
+    CHECK_EQ_U64(grp_memberships(s), 0);
+    /* Rejoining starts at the head again. */
+    CHECK_EQ_U64(join(s, 1, 6), 0);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
+static void test_list_by_gid(void)
+{
+    struct grp_store *s = grp_create();
+    struct grp_item items[8];
+    uint64_t gids[] = {900, 3, UINT64_MAX, 0, 42};
+
+    for (int i = 0; i < 5; i++)
+        join(s, 1, gids[i]);
+    for (int i = 0; i < 5; i++)
+        for (int k = 0; k <= i; k++)
+            post(s, gids[i], 1);
+    seen(s, 1, 42, UINT64_MAX); /* no unread: left out */
+    CHECK_EQ_U64(grp_list(s, 1, items), 4);
+    CHECK(items[0].gid == 0 && items[0].unread == 4);
+    CHECK(items[1].gid == 3 && items[1].unread == 2);
+    CHECK(items[2].gid == 900 && items[2].unread == 1);
+    CHECK(items[3].gid == UINT64_MAX && items[3].unread == 3);
+    CHECK_EQ_U64(grp_list(s, 2, items), 0);
+    grp_destroy(s);
+}
+
+static void test_max_groups(void)
+{
+    struct grp_store *s = grp_create();
+    uint64_t u;
+
+    CHECK_EQ_U64(grp_join(s, 1, 10, 2, &u), GRP_OK);
+    CHECK_EQ_U64(grp_join(s, 1, 11, 2, &u), GRP_OK);
+    CHECK_EQ_U64(grp_join(s, 1, 12, 2, &u), GRP_ELIMIT);
+    CHECK_EQ_U64(grp_seen(s, 1, 12, 5, 2, &u), GRP_ELIMIT);
+    /* A member is never refused. */
+    CHECK_EQ_U64(grp_join(s, 1, 11, 2, &u), GRP_OK);
+    CHECK_EQ_U64(grp_seen(s, 1, 11, UINT64_MAX, 2, &u), GRP_OK);
+    CHECK_EQ_U64(grp_groups(s, 1), 2);
+    grp_leave(s, 1, 10);
+    CHECK_EQ_U64(grp_join(s, 1, 12, 2, &u), GRP_OK);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
+/* A post older than the group's newest counts at the newest's time. */
+static void test_old_timestamps_are_clamped(void)
+{
+    struct grp_store *s = grp_create();
+
+    join(s, 1, 5);
+    post(s, 5, 1000);
+    post(s, 5, 2000);
+    post(s, 5, 1500); /* recorded at 2000 */
+    post(s, 5, 3000);
+    CHECK_EQ_U64(seen(s, 1, 5, 1999), 3);
+    CHECK_EQ_U64(seen(s, 1, 5, 2000), 1);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
+/* The window follows the cap it is given at the next post. */
+static void test_window_changes(void)
+{
+    struct grp_store *s = grp_create();
+    uint64_t seq, u;
+
+    for (uint64_t i = 1; i <= 20; i++)
+        grp_post(s, 5, 1000 + i, 4, &seq); /* keeps 17..20 */
+    CHECK_EQ_U64(grp_seen(s, 1, 5, 1016, MAXG, &u), GRP_OK);
+    CHECK_EQ_U64(u, 4); /* before the window */
+    CHECK_EQ_U64(grp_seen(s, 2, 5, 1018, MAXG, &u), GRP_OK);
+    CHECK_EQ_U64(u, 2);
+    /* Larger: the kept timestamps stay, the window fills up again. */
+    grp_post(s, 5, 1021, 8, &seq);
+    CHECK_EQ_U64(grp_seen(s, 3, 5, 1017, MAXG, &u), GRP_OK);
+    CHECK_EQ_U64(u, 4); /* 18..21 */
+    CHECK_EQ_U64(grp_seen(s, 4, 5, 1000, MAXG, &u), GRP_OK);
+    CHECK_EQ_U64(u, 5); /* just before the 5 kept */
+    CHECK_EQ_U64(grp_audit(s), 0);
+    /* Smaller: the newest are kept. */
+    grp_post(s, 5, 1022, 2, &seq);
+    CHECK_EQ_U64(grp_seen(s, 5, 5, 1021, MAXG, &u), GRP_OK);
+    CHECK_EQ_U64(u, 1);
+    CHECK_EQ_U64(grp_seen(s, 6, 5, 1019, MAXG, &u), GRP_OK);
+    CHECK_EQ_U64(u, 2);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
+/* Kept timestamps spanning more than 2^32 ms still compare right. */
+static void test_wide_timestamps(void)
+{
+    struct grp_store *s = grp_create();
+    uint64_t day = 86400000, t0 = UINT64_C(1700000000000);
+
+    join(s, 1, 5);
+    join(s, 2, 5);
+    join(s, 3, 5);
+    post(s, 5, t0);
+    post(s, 5, t0 + 30 * day);
+    post(s, 5, t0 + 60 * day); /* rebases: t0 + 60d - t0 > 2^32 ms */
+    post(s, 5, t0 + 61 * day);
+    CHECK_EQ_U64(seen(s, 1, 5, t0 + 60 * day), 1);
+    CHECK_EQ_U64(seen(s, 2, 5, t0 + 45 * day), 2);
+    /* The oldest fell below the new base: a ts older than the base
+     * counts it unread (documented in grp.h); one at or after the base
+     * counts it seen, which is exact (its own ts is older still). */
+    CHECK_EQ_U64(seen(s, 3, 5, t0 + day), 4);
+    CHECK_EQ_U64(seen(s, 3, 5, t0 + 29 * day), 3);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    /* Far beyond 2^32 ms at once. */
+    post(s, 5, UINT64_MAX - 5);
+    CHECK_EQ_U64(grp_unread(s, 1, 5), 2);
+    CHECK_EQ_U64(seen(s, 1, 5, UINT64_MAX - 6), 1);
+    CHECK_EQ_U64(seen(s, 1, 5, UINT64_MAX - 5), 0);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
+/* Loading refuses what cannot be a group or a membership, and what it
+ * accepts behaves as the store it came from. */
+static void test_restore(void)
+{
+    struct grp_store *s = grp_create();
+    const uint64_t ts[4] = {100, 200, 200, 400}, back[2] = {300, 299};
+    struct grp_group_info gi;
+
+    CHECK_EQ_U64(grp_restore_group(s, 5, 10, 4, 4, ts), 0);
+    CHECK_EQ_U64(grp_restore_group(s, 5, 10, 4, 4, ts), 1); /* twice */
+    CHECK_EQ_U64(grp_restore_group(s, 6, 10, 3, 4, ts), 1); /* > window */
+    CHECK_EQ_U64(grp_restore_group(s, 6, 3, 4, 4, ts), 1);  /* > head */
+    CHECK_EQ_U64(grp_restore_group(s, 6, 3, 0, 0, ts), 1);  /* no window */
+    CHECK_EQ_U64(grp_restore_group(s, 6, 9, 2, 2, back), 1);
+    CHECK_EQ_U64(grp_restore_group(s, 6, 9, GRP_WINDOW_MAX + 1, 2, ts), 1);
+    CHECK_EQ_U64(grp_restore_group(s, 7, 0, 0, 0, NULL), 0); /* joined only */
+    CHECK_EQ_U64(grp_group_count(s), 2);
+    grp_group_info(s, 0, &gi);
+    CHECK(gi.gid == 5 && gi.head == 10 && gi.window == 4 && gi.known == 4);
+    CHECK_EQ_U64(grp_group_ts(s, 0, 0), 100);
+    CHECK_EQ_U64(grp_group_ts(s, 0, 3), 400);
+
+    CHECK_EQ_U64(grp_restore_member(s, 1, 0, 3), 0);
+    CHECK_EQ_U64(grp_restore_member(s, 1, 0, 3), 1);  /* twice */
+    CHECK_EQ_U64(grp_restore_member(s, 2, 2, 0), 1);  /* no group 2 */
+    CHECK_EQ_U64(grp_restore_member(s, 2, 0, 11), 1); /* over the head */
+    CHECK_EQ_U64(grp_restore_member(s, 1, 1, 0), 0);
+    CHECK_EQ_U64(grp_memberships(s), 2);
+    CHECK_EQ_U64(grp_unread(s, 1, 5), 3);
+    CHECK_EQ_U64(seen(s, 1, 5, 250), 1); /* seqs 7..10 kept: 9 at 200 */
+    CHECK_EQ_U64(post(s, 5, 500), 11);
+    CHECK_EQ_U64(post(s, 7, 1), 1);
+    CHECK_EQ_U64(grp_unread(s, 1, 7), 1);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
+/* ---- randomized, against a model that keeps every message ---------- */
+
+#define M_GROUPS 7
+#define M_USERS 9
+#define M_MSGS 3000
+#define M_MAXG 4
+
+struct m_group {
+    uint64_t gid;
+    uint32_t n;          /* head */
+    uint64_t ts[M_MSGS]; /* ts[seq - 1], clamped like the store */
+};
+
+struct m_user {
+    bool member[M_GROUPS];
+    uint64_t seen[M_GROUPS];
+};
+
+static struct m_group mg[M_GROUPS];
+static struct m_user mu[M_USERS];
+
+static uint64_t capped(uint64_t v)
+{
+    return v > CAP ? CAP + 1 : v;
+}
+
+static uint64_t m_pos(const struct m_group *g, uint64_t ts)
+{
+    uint64_t p = 0;
+
+    while (p < g->n && g->ts[p] <= ts)
+        p++;
+    return p;
+}
+
+static unsigned m_groups_of(unsigned u)
+{
+    unsigned n = 0;
+
+    for (unsigned g = 0; g < M_GROUPS; g++)
+        n += mu[u].member[g];
+    return n;
+}
+
+/* The model's JOIN (advance false) and SEEN (advance true). */
+static int m_place(unsigned u, unsigned g, uint64_t ts, bool advance,
+                   uint64_t *unread)
+{
+    uint64_t p = m_pos(&mg[g], ts);
+
+    if (mu[u].member[g]) {
+        if (advance && p > mu[u].seen[g])
+            mu[u].seen[g] = p;
+    } else {
+        if (m_groups_of(u) >= M_MAXG)
+            return GRP_ELIMIT;
+        mu[u].member[g] = true;
+        mu[u].seen[g] = p;
+    }
+    *unread = mg[g].n - mu[u].seen[g];
+    return GRP_OK;
+}
+
+static uint64_t m_unread(unsigned u, unsigned g)
+{
+    return mu[u].member[g] ? mg[g].n - mu[u].seen[g] : 0;
+}
+
+static void test_random_vs_model(void)
+{
+    struct grp_store *s = grp_create();
+    uint64_t uids[M_USERS], now = 1000;
+    size_t bad = 0;
+
+    memset(mg, 0, sizeof(mg));
+    memset(mu, 0, sizeof(mu));
+    for (unsigned g = 0; g < M_GROUPS; g++)
+        mg[g].gid = rng();
+    for (unsigned u = 0; u < M_USERS; u++)
+        uids[u] = rng();
+    for (int round = 0; round < 20000; round++) {
+        unsigned g = (unsigned)(rng() % M_GROUPS);
+        unsigned u = (unsigned)(rng() % M_USERS);
+        unsigned op = (unsigned)(rng() % 100);
+        uint64_t got = 0, want = 0;
+
+        if (op < 30 && mg[g].n < M_MSGS) {
+            /* Mostly forward in time, sometimes several at one ms,
+             * sometimes backwards (clamped). */
+            uint64_t ts = now, seq = 0;
+
+            if (rng() % 10 == 0)
+                ts = now - rng() % 50;
+            else
+                now = ts = now + rng() % 3;
+            if (mg[g].n > 0 && ts < mg[g].ts[mg[g].n - 1])
+                mg[g].ts[mg[g].n] = mg[g].ts[mg[g].n - 1];
+            else
+                mg[g].ts[mg[g].n] = ts;
+            mg[g].n++;
+            bad += grp_post(s, mg[g].gid, ts, WINDOW, &seq) != GRP_OK;
+            bad += seq != mg[g].n;
+        } else if (op < 40) {
+            int rc = grp_join(s, uids[u], mg[g].gid, M_MAXG, &got);
+
+            bad += rc != m_place(u, g, UINT64_MAX, false, &want);
+            bad += rc == GRP_OK && capped(got) != capped(want);
+        } else if (op < 45) {
+            bad += grp_leave(s, uids[u], mg[g].gid) != mu[u].member[g];
+            mu[u].member[g] = false;
+        } else if (op < 65) {
+            /* A ts near recent posts, or far back, or none (the head). */
+            uint64_t r = rng() % 10;
+            uint64_t ts = r < 6   ? now - rng() % 40
+                          : r < 8 ? now - rng() % 400
+                                  : UINT64_MAX;
+            int rc = grp_seen(s, uids[u], mg[g].gid, ts, M_MAXG, &got);
+
+            bad += rc != m_place(u, g, ts, true, &want);
+            bad += rc == GRP_OK && capped(got) != capped(want);
+        } else if (op < 80) {
+            bad += capped(grp_unread(s, uids[u], mg[g].gid)) !=
+                   capped(m_unread(u, g));
+        } else if (op < 90) {
+            uint64_t total = 0;
+
+            for (unsigned k = 0; k < M_GROUPS; k++)
+                total += m_unread(u, k);
+            got = grp_total(s, uids[u], CAP);
+            bad += total <= CAP ? got != total : got <= CAP;
+        } else {
+            struct grp_item items[M_GROUPS];
+            uint32_t n = grp_list(s, uids[u], items), k = 0;
+
+            bad += grp_groups(s, uids[u]) != m_groups_of(u);
+            for (uint32_t i = 1; i < n; i++)
+                bad += items[i].gid <= items[i - 1].gid;
+            for (unsigned x = 0; x < M_GROUPS; x++) {
+                if (m_unread(u, x) == 0)
+                    continue;
+                /* The model's groups in gid order are the store's. */
+                for (k = 0; k < n && items[k].gid != mg[x].gid; k++)
+                    ;
+                bad +=
+                    k == n || capped(items[k].unread) != capped(m_unread(u, x));
+                want++;
+            }
+            bad += n != want;
+        }
+        if (round % 2000 == 0)
+            bad += grp_audit(s);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
+int main(void)
+{
+    T_RUN(test_seqs_are_dense_per_group);
+    T_RUN(test_join_at_head);
+    T_RUN(test_seen_inside_the_window);
+    T_RUN(test_seen_before_and_after_the_window);
+    T_RUN(test_seen_is_monotonic);
+    T_RUN(test_seen_joins_a_non_member);
+    T_RUN(test_total_stops_early);
+    T_RUN(test_leave_and_non_members);
+    T_RUN(test_list_by_gid);
+    T_RUN(test_max_groups);
+    T_RUN(test_old_timestamps_are_clamped);
+    T_RUN(test_window_changes);
+    T_RUN(test_wide_timestamps);
+    T_RUN(test_restore);
+    T_RUN(test_random_vs_model);
+    T_END();
+}

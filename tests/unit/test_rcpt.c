@@ -1,0 +1,647 @@
+/*
+ * test_rcpt.c - RCPT store: who is a recipient (join after send, quit
+ * before and after send, the sender), reads and collapse, READUPTO, lists
+ * and paging, resends, retention with explicit times, limits, shared quit
+ * snapshots, and a long randomized run against a model made of plain
+ * arrays.
+ */
+#include "rcpt.h"
+#include "t.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DAY_MS (86400000ULL)
+#define T0 (1700000000000ULL) /* a send time, ms */
+#define NO_HORIZON 0          /* nothing expires */
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
+
+static uint64_t rng(void)
+{
+    uint64_t x = rng_state;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+/* Collects listed uids. */
+struct uids {
+    uint32_t n;
+    uint64_t v[512];
+};
+
+static void collect(uint64_t uid, void *ctx)
+{
+    struct uids *u = ctx;
+
+    if (u->n < 512)
+        u->v[u->n++] = uid;
+}
+
+/* The list as a string "1 2 3" for compact checks, or "ENOMSG". */
+static const char *list(struct rcpt_store *s, uint64_t gid, uint64_t msgid,
+                        bool want_read, uint32_t offset, uint32_t count)
+{
+    static char buf[4096];
+    struct uids u = {0, {0}};
+    uint32_t n = 12345;
+    size_t len = 0;
+
+    if (rcpt_list(s, gid, msgid, NO_HORIZON, want_read, offset, count, collect,
+                  &u, &n) != RCPT_OK)
+        return "ENOMSG";
+    if (n != u.n)
+        return "COUNT MISMATCH";
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < u.n; i++)
+        len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%llu",
+                                i ? " " : "", (unsigned long long)u.v[i]);
+    return buf;
+}
+
+static bool count_is(struct rcpt_store *s, uint64_t gid, uint64_t msgid,
+                     uint32_t read, uint32_t unread)
+{
+    uint32_t r = 0, u = 0;
+
+    return rcpt_count(s, gid, msgid, NO_HORIZON, &r, &u) == RCPT_OK &&
+           r == read && u == unread;
+}
+
+static uint32_t send(struct rcpt_store *s, uint64_t gid, uint64_t msgid,
+                     uint64_t sender)
+{
+    uint32_t n = 999999;
+
+    CHECK_EQ_U64(rcpt_send(s, gid, msgid, sender, T0, NO_HORIZON, &n), RCPT_OK);
+    return n;
+}
+
+static uint32_t join(struct rcpt_store *s, uint64_t gid, uint64_t uid)
+{
+    uint32_t m = 999999;
+
+    CHECK_EQ_U64(rcpt_join(s, gid, uid, 100000, &m), RCPT_OK);
+    return m;
+}
+
+static void test_empty(void)
+{
+    struct rcpt_store *s = rcpt_create();
+    uint32_t r, u;
+
+    CHECK(s != NULL);
+    CHECK_EQ_U64(rcpt_count(s, 1, 1, NO_HORIZON, &r, &u), RCPT_ENOMSG);
+    CHECK(strcmp(list(s, 1, 1, true, 0, 10), "ENOMSG") == 0);
+    CHECK_EQ_U64(rcpt_read(s, 1, 2, 1, NO_HORIZON), 0);
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 2, UINT64_MAX, NO_HORIZON), 0);
+    CHECK(!rcpt_quit(s, 1, 2));
+    CHECK_EQ_U64(rcpt_expire(s, 1, UINT64_MAX, 10), 0);
+    CHECK_EQ_U64(rcpt_expire_step(s, UINT64_MAX, 10), 0);
+    CHECK_EQ_U64(rcpt_groups(s), 0);
+    CHECK_EQ_U64(rcpt_messages(s), 0);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    rcpt_destroy(s);
+    rcpt_destroy(NULL);
+}
+
+static void test_mapids(void)
+{
+    struct rcpt_store *s = rcpt_create();
+
+    CHECK_EQ_U64(join(s, 7, 100), 0);
+    CHECK_EQ_U64(join(s, 7, 200), 1);
+    CHECK_EQ_U64(join(s, 7, 100), 0); /* already a member */
+    CHECK_EQ_U64(join(s, 8, 200), 0); /* mapids are per group */
+    CHECK(rcpt_quit(s, 7, 100));
+    CHECK(!rcpt_quit(s, 7, 100)); /* already quit */
+    CHECK(!rcpt_quit(s, 7, 300)); /* never joined */
+    CHECK_EQ_U64(join(s, 7, 300), 2);
+    CHECK_EQ_U64(join(s, 7, 100), 0); /* rejoin keeps the mapid */
+    CHECK(rcpt_quit(s, 7, 100));
+    CHECK_EQ_U64(rcpt_groups(s), 2);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    rcpt_destroy(s);
+}
+
+static void test_recipients(void)
+{
+    struct rcpt_store *s = rcpt_create();
+
+    for (uint64_t u = 1; u <= 5; u++)
+        join(s, 1, u);
+    CHECK(rcpt_quit(s, 1, 5));          /* quit before send: not a recipient */
+    CHECK_EQ_U64(send(s, 1, 10, 1), 3); /* 5 members - 1 quit - sender */
+    join(s, 1, 6);                      /* join after send: not one */
+    CHECK(rcpt_quit(s, 1, 4));          /* quit after send: still a recipient */
+    CHECK(count_is(s, 1, 10, 0, 3));
+    CHECK(strcmp(list(s, 1, 10, false, 0, 100), "2 3 4") == 0);
+    CHECK(strcmp(list(s, 1, 10, true, 0, 100), "") == 0);
+
+    CHECK_EQ_U64(rcpt_read(s, 1, 1, 10, NO_HORIZON), 0);  /* the sender */
+    CHECK_EQ_U64(rcpt_read(s, 1, 5, 10, NO_HORIZON), 0);  /* quit before */
+    CHECK_EQ_U64(rcpt_read(s, 1, 6, 10, NO_HORIZON), 0);  /* joined after */
+    CHECK_EQ_U64(rcpt_read(s, 1, 99, 10, NO_HORIZON), 0); /* stranger */
+    CHECK_EQ_U64(rcpt_read(s, 1, 2, 11, NO_HORIZON), 0);  /* no message */
+    CHECK_EQ_U64(rcpt_read(s, 1, 2, 10, NO_HORIZON), 1);
+    CHECK_EQ_U64(rcpt_read(s, 1, 2, 10, NO_HORIZON), 0); /* twice: once */
+    CHECK_EQ_U64(rcpt_read(s, 1, 4, 10, NO_HORIZON), 1); /* quit, reads */
+    CHECK(count_is(s, 1, 10, 2, 1));
+    CHECK(strcmp(list(s, 1, 10, true, 0, 100), "2 4") == 0);
+    CHECK(strcmp(list(s, 1, 10, false, 0, 100), "3") == 0);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+
+    /* The last reader collapses the message; everything still answers. */
+    CHECK_EQ_U64(rcpt_read(s, 1, 3, 10, NO_HORIZON), 1);
+    CHECK(count_is(s, 1, 10, 3, 0));
+    CHECK_EQ_U64(rcpt_read(s, 1, 3, 10, NO_HORIZON), 0);
+    CHECK(strcmp(list(s, 1, 10, true, 0, 100), "2 3 4") == 0);
+    CHECK(strcmp(list(s, 1, 10, false, 0, 100), "") == 0);
+
+    /* A sender who is not a member; a group nobody joined. */
+    CHECK_EQ_U64(send(s, 1, 11, 777), 4); /* 1, 2, 3, 6 */
+    CHECK(strcmp(list(s, 1, 11, false, 0, 100), "1 2 3 6") == 0);
+    CHECK_EQ_U64(send(s, 2, 1, 1), 0);
+    CHECK(count_is(s, 2, 1, 0, 0));
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    rcpt_destroy(s);
+}
+
+static void test_list_paging(void)
+{
+    struct rcpt_store *s = rcpt_create();
+    char want[2048];
+    size_t len = 0;
+
+    /* 300 members: bitmaps of 5 words; every third has read. */
+    for (uint64_t u = 0; u < 300; u++)
+        join(s, 3, 1000 + u);
+    CHECK_EQ_U64(send(s, 3, 1, 1000), 299);
+    for (uint64_t u = 1; u < 300; u += 3)
+        CHECK_EQ_U64(rcpt_read(s, 3, 1000 + u, 1, NO_HORIZON), 1);
+    CHECK(count_is(s, 3, 1, 100, 199));
+    /* READ list, page by page, equals the whole list. */
+    for (uint64_t u = 1; u < 300; u += 3)
+        len += (size_t)snprintf(want + len, sizeof(want) - len, "%s%llu",
+                                len ? " " : "", 1000 + (unsigned long long)u);
+    CHECK(strcmp(list(s, 3, 1, true, 0, UINT32_MAX), want) == 0);
+    CHECK(strcmp(list(s, 3, 1, true, 0, 3), "1001 1004 1007") == 0);
+    CHECK(strcmp(list(s, 3, 1, true, 21, 2), "1064 1067") == 0);
+    CHECK(strcmp(list(s, 3, 1, true, 99, 10), "1298") == 0);
+    CHECK(strcmp(list(s, 3, 1, true, 100, 10), "") == 0);
+    CHECK(strcmp(list(s, 3, 1, true, 5000, 10), "") == 0);
+    CHECK(strcmp(list(s, 3, 1, true, 0, 0), "") == 0);
+    /* UNREAD excludes the sender (1000). */
+    CHECK(strcmp(list(s, 3, 1, false, 0, 4), "1002 1003 1005 1006") == 0);
+    CHECK(strcmp(list(s, 3, 1, false, 198, 5), "1299") == 0);
+    rcpt_destroy(s);
+}
+
+static void test_read_upto(void)
+{
+    struct rcpt_store *s = rcpt_create();
+
+    join(s, 1, 1);
+    join(s, 1, 2);
+    join(s, 1, 3);
+    /* msgids out of order: kept by msgid, not by arrival. */
+    CHECK_EQ_U64(send(s, 1, 50, 1), 2);
+    CHECK_EQ_U64(send(s, 1, 20, 1), 2);
+    CHECK_EQ_U64(send(s, 1, 40, 2), 2);
+    CHECK_EQ_U64(send(s, 1, 60, 1), 2);
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 2, 45, NO_HORIZON), 1); /* 20; 40 own */
+    CHECK(count_is(s, 1, 20, 1, 1));
+    CHECK(count_is(s, 1, 50, 0, 2));
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 3, 50, NO_HORIZON), 3); /* 20 40 50 */
+    CHECK(count_is(s, 1, 20, 2, 0));                          /* collapsed */
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 3, 50, NO_HORIZON), 0);
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 2, UINT64_MAX, NO_HORIZON), 2);
+    CHECK(count_is(s, 1, 50, 2, 0));
+    CHECK(count_is(s, 1, 60, 1, 1));
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 9, UINT64_MAX, NO_HORIZON), 0);
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 3, 0, NO_HORIZON), 0);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    rcpt_destroy(s);
+}
+
+static void test_resend(void)
+{
+    struct rcpt_store *s = rcpt_create();
+    uint32_t n = 0;
+
+    join(s, 1, 1);
+    join(s, 1, 2);
+    join(s, 1, 3);
+    CHECK_EQ_U64(send(s, 1, 5, 1), 2);
+    CHECK_EQ_U64(rcpt_read(s, 1, 2, 5, NO_HORIZON), 1);
+    join(s, 1, 4);
+    /* The same send again: the same answer, nothing reset. */
+    CHECK_EQ_U64(send(s, 1, 5, 1), 2);
+    CHECK(count_is(s, 1, 5, 1, 1));
+    CHECK_EQ_U64(rcpt_send(s, 1, 5, 2, T0, NO_HORIZON, &n), RCPT_EEXIST);
+    CHECK_EQ_U64(rcpt_send(s, 1, 5, 4, T0, NO_HORIZON, &n), RCPT_EEXIST);
+    /* Non-members are indistinguishable as senders. */
+    CHECK_EQ_U64(send(s, 1, 6, 900), 4);
+    CHECK_EQ_U64(send(s, 1, 6, 901), 4);
+    CHECK_EQ_U64(rcpt_messages(s), 2);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    rcpt_destroy(s);
+}
+
+static void test_limits(void)
+{
+    struct rcpt_store *s = rcpt_create();
+    uint32_t m = 0, n = 0;
+
+    CHECK_EQ_U64(rcpt_join(s, 1, 10, 2, &m), RCPT_OK);
+    CHECK_EQ_U64(rcpt_join(s, 1, 11, 2, &m), RCPT_OK);
+    CHECK_EQ_U64(rcpt_join(s, 1, 12, 2, &m), RCPT_ELIMIT);
+    CHECK(rcpt_quit(s, 1, 10));
+    /* Quitting frees no mapid; a rejoin never hits the limit. */
+    CHECK_EQ_U64(rcpt_join(s, 1, 12, 2, &m), RCPT_ELIMIT);
+    CHECK_EQ_U64(rcpt_join(s, 1, 10, 2, &m), RCPT_OK);
+    CHECK_EQ_U64(m, 0);
+    /* A refused first join leaves no group behind. */
+    CHECK_EQ_U64(rcpt_join(s, 2, 10, 0, &m), RCPT_ELIMIT);
+    CHECK_EQ_U64(rcpt_groups(s), 1);
+    /* A send older than the horizon is refused, nothing stored. */
+    CHECK_EQ_U64(rcpt_send(s, 3, 1, 10, T0, T0 + 1, &n), RCPT_EEXPIRED);
+    CHECK_EQ_U64(rcpt_groups(s), 1);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    rcpt_destroy(s);
+}
+
+static void test_retention(void)
+{
+    struct rcpt_store *s = rcpt_create();
+    uint64_t h0 = T0 - 7 * DAY_MS; /* the horizon at T0 */
+    uint32_t n = 0, r, u;
+
+    join(s, 1, 1);
+    join(s, 1, 2);
+    for (uint64_t i = 0; i < 300; i++)
+        CHECK_EQ_U64(rcpt_send(s, 1, i, 1, T0 + i * 1000, h0, &n), RCPT_OK);
+    CHECK_EQ_U64(rcpt_messages(s), 300);
+    /* At T0 + 7 days + 100.5 s, messages sent before T0 + 100.5 s (kept to
+     * the second, rounded up: 0..100) are gone from every answer. */
+    uint64_t h = T0 + 100500;
+    CHECK_EQ_U64(rcpt_count(s, 1, 100, h, &r, &u), RCPT_ENOMSG);
+    CHECK_EQ_U64(rcpt_count(s, 1, 101, h, &r, &u), RCPT_OK);
+    CHECK_EQ_U64(rcpt_read(s, 1, 2, 50, h), 0);
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 2, 150, h), 50); /* 101..150 */
+    {
+        uint32_t k = 0;
+
+        CHECK_EQ_U64(rcpt_list(s, 1, 5, h, true, 0, 10, collect, NULL, &k),
+                     RCPT_ENOMSG);
+    }
+    /* Dropping is bounded per call, oldest first. */
+    CHECK_EQ_U64(rcpt_expire(s, 1, h, 40), 40);
+    CHECK_EQ_U64(rcpt_messages(s), 260);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    CHECK_EQ_U64(rcpt_expire(s, 1, h, 1000), 61);
+    CHECK_EQ_U64(rcpt_expire(s, 1, h, 1000), 0);
+    CHECK_EQ_U64(rcpt_messages(s), 199);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    /* A msgid sent again after it expired is a new message. */
+    CHECK_EQ_U64(rcpt_send(s, 1, 200, 2, T0 + 400000, h, &n), RCPT_EEXIST);
+    CHECK_EQ_U64(rcpt_send(s, 1, 5, 2, T0 + 400000, h, &n), RCPT_OK);
+    CHECK_EQ_U64(n, 1);
+    CHECK(count_is(s, 1, 5, 0, 1));
+    /* Sends drop expired messages of their own group as they go. */
+    for (uint64_t i = 1000; i < 1100; i++)
+        rcpt_send(s, 1, i, 1, T0 + 400000, T0 + 350000, &n);
+    CHECK_EQ_U64(rcpt_messages(s), 101);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    /* A quiet group is cleaned by the walk over groups; one nobody joined
+     * disappears with its last message. */
+    rcpt_send(s, 2, 1, 1, T0, h0, &n);
+    rcpt_send(s, 3, 1, 1, T0, h0, &n);
+    CHECK_EQ_U64(rcpt_groups(s), 3);
+    for (int i = 0; i < 10; i++)
+        rcpt_expire_step(s, UINT64_MAX, 1000);
+    CHECK_EQ_U64(rcpt_messages(s), 0);
+    CHECK_EQ_U64(rcpt_groups(s), 1); /* group 1 keeps its members */
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    rcpt_destroy(s);
+}
+
+/* A ts older than the messages before it (a client-given ts): it expires
+ * on time although it is not at the front, and its msgid can be sent
+ * again meanwhile. */
+static void test_retention_out_of_order(void)
+{
+    struct rcpt_store *s = rcpt_create();
+    uint32_t n = 0, r, u;
+
+    join(s, 1, 1);
+    join(s, 1, 2);
+    CHECK_EQ_U64(rcpt_send(s, 1, 10, 1, T0 + 10000, T0 - DAY_MS, &n), 0);
+    CHECK_EQ_U64(rcpt_send(s, 1, 20, 1, T0, T0 - DAY_MS, &n), 0);
+    CHECK_EQ_U64(rcpt_count(s, 1, 20, T0 + 5000, &r, &u), RCPT_ENOMSG);
+    CHECK_EQ_U64(rcpt_count(s, 1, 10, T0 + 5000, &r, &u), RCPT_OK);
+    CHECK_EQ_U64(rcpt_expire(s, 1, T0 + 5000, 10), 0); /* 10 is in front */
+    CHECK_EQ_U64(rcpt_send(s, 1, 20, 2, T0 + 20000, T0 + 5000, &n), 0);
+    CHECK_EQ_U64(n, 1);
+    CHECK(count_is(s, 1, 20, 0, 1));
+    CHECK_EQ_U64(rcpt_messages(s), 2);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    /* The replaced record goes with the front, the new one stays. */
+    CHECK_EQ_U64(rcpt_expire(s, 1, T0 + 10000 + 1, 10), 2);
+    CHECK_EQ_U64(rcpt_messages(s), 1);
+    CHECK(count_is(s, 1, 20, 0, 1));
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    rcpt_destroy(s);
+}
+
+/*
+ * Messages sent under one membership share one quit snapshot, and read
+ * messages keep no bitmap: 1000 fully read messages in a 200-member group
+ * with quits cost about a record and an index slot each.
+ */
+static void test_sharing_and_collapse(void)
+{
+    struct rcpt_store *s = rcpt_create();
+    size_t before, after;
+
+    for (uint64_t u = 0; u < 200; u++)
+        join(s, 1, u);
+    for (uint64_t u = 0; u < 200; u += 10)
+        rcpt_quit(s, 1, u);
+    before = rcpt_bytes(s);
+    for (uint64_t i = 0; i < 1000; i++) {
+        send(s, 1, i, 1);
+        for (uint64_t u = 0; u < 200; u++)
+            rcpt_read(s, 1, u, i, NO_HORIZON);
+    }
+    after = rcpt_bytes(s);
+    CHECK(count_is(s, 1, 999, 179, 0));
+    CHECK((after - before) / 1000 <= 36);
+    /* A quit between sends takes one new snapshot, shared again after. */
+    rcpt_quit(s, 1, 1);
+    before = rcpt_bytes(s);
+    for (uint64_t i = 1000; i < 1100; i++) {
+        send(s, 1, i, 2);
+        for (uint64_t u = 0; u < 200; u++)
+            rcpt_read(s, 1, u, i, NO_HORIZON);
+    }
+    CHECK(count_is(s, 1, 1050, 178, 0));
+    CHECK((rcpt_bytes(s) - before) / 100 <= 40);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    rcpt_destroy(s);
+}
+
+/*
+ * The index moves to a bigger (or smaller) table a few records per change:
+ * every message must stay findable in the middle of such moves, through
+ * growth from 8 slots to tens of thousands and back down with retention.
+ */
+static void test_index_migration(void)
+{
+    struct rcpt_store *s = rcpt_create();
+    uint32_t n = 0;
+    bool all = true;
+
+    join(s, 1, 1);
+    join(s, 1, 2);
+    for (uint64_t i = 0; i < 20000; i++) {
+        rcpt_send(s, 1, i * 13 + 5, 1, T0 + i * 1000, NO_HORIZON, &n);
+        all = all && count_is(s, 1, (rng() % (i + 1)) * 13 + 5, 0, 1);
+    }
+    CHECK(all);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    for (uint64_t i = 0; i < 19990; i++) {
+        uint64_t j = i + 1 + rng() % (19999 - i);
+        uint32_t r, u;
+
+        rcpt_expire(s, 1, T0 + (i + 1) * 1000, 1);
+        all = all && count_is(s, 1, j * 13 + 5, 0, 1) &&
+              rcpt_count(s, 1, i * 13 + 5, NO_HORIZON, &r, &u) == RCPT_ENOMSG;
+    }
+    CHECK(all);
+    CHECK_EQ_U64(rcpt_messages(s), 10);
+    /* Shrunk back: two chunks of 128 records at most, small tables. */
+    CHECK(rcpt_bytes(s) < 2 * 128 * 24 + 2048);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    rcpt_destroy(s);
+}
+
+/* ---- Randomized run against a model ------------------------------------ */
+
+#define MG 3   /* groups */
+#define MU 150 /* uids 0..MU-1 (3-word bitmaps) */
+#define MM 400 /* msgids 0..MM-1 */
+#define AGE_MS (600 * 1000ULL)
+
+struct mmsg {
+    bool exists;
+    uint64_t ts_ms;
+    uint32_t nmemb;      /* mapids at send */
+    uint32_t sender_map; /* mapid at send, or UINT32_MAX */
+    bool rcpt[MU];
+    bool read[MU];
+};
+
+struct mgroup {
+    int32_t mapid[MU];  /* -1: never joined */
+    uint32_t order[MU]; /* mapid -> uid */
+    bool quit[MU];
+    uint32_t nmap;
+    struct mmsg msg[MM];
+};
+
+static bool m_visible(const struct mmsg *m, uint64_t horizon)
+{
+    return m->exists && (m->ts_ms + 999) / 1000 * 1000 >= horizon;
+}
+
+static uint32_t m_sender_map(const struct mgroup *g, uint64_t uid,
+                             uint32_t nmemb)
+{
+    return g->mapid[uid] >= 0 && (uint32_t)g->mapid[uid] < nmemb
+               ? (uint32_t)g->mapid[uid]
+               : UINT32_MAX;
+}
+
+static void m_counts(const struct mmsg *m, uint32_t *r, uint32_t *u)
+{
+    *r = *u = 0;
+    for (int i = 0; i < MU; i++)
+        if (m->rcpt[i])
+            (*(m->read[i] ? r : u))++;
+}
+
+static void random_step(struct rcpt_store *s, struct mgroup *model,
+                        uint64_t now)
+{
+    uint64_t horizon = now - AGE_MS;
+    /* Group sizes differ: a small group collapses messages often, a large
+     * one spans several bitmap words and meets the member limit. */
+    static const uint32_t span[MG] = {MU, 8, 70};
+    uint32_t gi = (uint32_t)(rng() % MG), op = (uint32_t)(rng() % 100);
+    uint64_t uid = rng() % span[gi], msgid = rng() % MM;
+    struct mgroup *g = &model[gi];
+    uint64_t gid = 1000 + gi;
+
+    if (op < 8) {
+        uint32_t m = 0;
+        int rc = rcpt_join(s, gid, uid, 120, &m);
+
+        if (g->mapid[uid] < 0 && g->nmap >= 120) {
+            CHECK_EQ_U64(rc, RCPT_ELIMIT);
+            return;
+        }
+        if (g->mapid[uid] < 0) {
+            g->mapid[uid] = (int32_t)g->nmap;
+            g->order[g->nmap++] = (uint32_t)uid;
+        }
+        g->quit[uid] = false;
+        CHECK_EQ_U64(rc, RCPT_OK);
+        CHECK_EQ_U64(m, (uint32_t)g->mapid[uid]);
+    } else if (op < 11) {
+        bool was = g->mapid[uid] >= 0 && !g->quit[uid];
+
+        if (g->mapid[uid] >= 0)
+            g->quit[uid] = true;
+        CHECK_EQ_U64(rcpt_quit(s, gid, uid), was);
+    } else if (op < 25) {
+        struct mmsg *m = &g->msg[msgid];
+        uint32_t n = 0, want = 0;
+        int rc = rcpt_send(s, gid, msgid, uid, now, horizon, &n);
+
+        if (m_visible(m, horizon)) {
+            uint32_t r, u;
+
+            /* A resend: the same sender is the one whose mapid (below the
+             * message's member count) matches. */
+            m_counts(m, &r, &u);
+            if (m_sender_map(g, uid, m->nmemb) != m->sender_map) {
+                CHECK_EQ_U64(rc, RCPT_EEXIST);
+            } else {
+                CHECK_EQ_U64(rc, RCPT_OK);
+                CHECK_EQ_U64(n, r + u);
+            }
+            return;
+        }
+        memset(m, 0, sizeof(*m));
+        m->exists = true;
+        m->ts_ms = now;
+        m->nmemb = g->nmap;
+        m->sender_map = m_sender_map(g, uid, g->nmap);
+        for (uint32_t i = 0; i < MU; i++)
+            if (g->mapid[i] >= 0 && !g->quit[i] && i != uid) {
+                m->rcpt[i] = true;
+                want++;
+            }
+        CHECK_EQ_U64(rc, RCPT_OK);
+        CHECK_EQ_U64(n, want);
+    } else if (op < 60) {
+        struct mmsg *m = &g->msg[msgid];
+        uint32_t want = 0;
+
+        if (m_visible(m, horizon) && m->rcpt[uid] && !m->read[uid]) {
+            m->read[uid] = true;
+            want = 1;
+        }
+        CHECK_EQ_U64(rcpt_read(s, gid, uid, msgid, horizon), want);
+    } else if (op < 63) {
+        uint64_t want = 0;
+
+        for (uint64_t i = 0; i <= msgid; i++) {
+            struct mmsg *m = &g->msg[i];
+
+            if (m_visible(m, horizon) && m->rcpt[uid] && !m->read[uid]) {
+                m->read[uid] = true;
+                want++;
+            }
+        }
+        CHECK_EQ_U64(rcpt_read_upto(s, gid, uid, msgid, horizon), want);
+    } else if (op < 80) {
+        struct mmsg *m = &g->msg[msgid];
+        uint32_t r = 0, u = 0, wr, wu;
+        int rc = rcpt_count(s, gid, msgid, horizon, &r, &u);
+
+        if (!m_visible(m, horizon)) {
+            CHECK_EQ_U64(rc, RCPT_ENOMSG);
+            return;
+        }
+        m_counts(m, &wr, &wu);
+        CHECK_EQ_U64(rc, RCPT_OK);
+        CHECK(r == wr && u == wu);
+    } else if (op < 95) {
+        struct mmsg *m = &g->msg[msgid];
+        bool want_read = rng() & 1;
+        uint32_t off = (uint32_t)(rng() % 8 == 0 ? 0 : rng() % 60);
+        uint32_t cnt = (uint32_t)(rng() % 4 == 0 ? UINT32_MAX : rng() % 40);
+        struct uids got = {0, {0}};
+        uint32_t n = 0, seen = 0, k = 0;
+        bool ok = true;
+        int rc = rcpt_list(s, gid, msgid, horizon, want_read, off, cnt, collect,
+                           &got, &n);
+
+        if (!m_visible(m, horizon)) {
+            CHECK_EQ_U64(rc, RCPT_ENOMSG);
+            return;
+        }
+        CHECK_EQ_U64(rc, RCPT_OK);
+        /* The model's list: recipients in mapid order, filtered. */
+        for (uint32_t mp = 0; mp < g->nmap; mp++) {
+            uint32_t u = g->order[mp];
+
+            if (!m->rcpt[u] || m->read[u] != want_read)
+                continue;
+            if (seen++ < off || k >= cnt)
+                continue;
+            ok = ok && k < got.n && got.v[k] == u;
+            k++;
+        }
+        CHECK(ok && k == n && n == got.n);
+    } else {
+        rcpt_expire_step(s, horizon, 1 + rng() % 8);
+    }
+}
+
+/* 60k random operations on 3 groups of up to 120 of 150 uids (a limit the
+ * model hits), 400 msgids, time moving so that messages expire, checked
+ * against the model reply by reply, with audits along the way. */
+static void test_random_vs_model(void)
+{
+    struct rcpt_store *s = rcpt_create();
+    struct mgroup *model = calloc(MG, sizeof(*model));
+    uint64_t now = T0;
+
+    for (int gi = 0; gi < MG; gi++)
+        for (int u = 0; u < MU; u++)
+            model[gi].mapid[u] = -1;
+    for (int i = 0; i < 60000; i++) {
+        now += rng() % 200; /* ~10 minutes of retention = ~6000 steps */
+        random_step(s, model, now);
+        if (i % 5000 == 4999)
+            CHECK_EQ_U64(rcpt_audit(s), 0);
+    }
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    free(model);
+    rcpt_destroy(s);
+}
+
+int main(void)
+{
+    T_RUN(test_empty);
+    T_RUN(test_mapids);
+    T_RUN(test_recipients);
+    T_RUN(test_list_paging);
+    T_RUN(test_read_upto);
+    T_RUN(test_resend);
+    T_RUN(test_limits);
+    T_RUN(test_retention);
+    T_RUN(test_retention_out_of_order);
+    T_RUN(test_sharing_and_collapse);
+    T_RUN(test_index_migration);
+    T_RUN(test_random_vs_model);
+    T_END();
+}

@@ -1,0 +1,229 @@
+/*
+ * test_sec_grpbc.c - the GRP and BC sections of the snapshot: random stores
+ * survive a round trip exactly (groups with their windows, every
+ * membership, channels and every user's unread, and what the commands
+ * answer afterwards, posts included). The stores' restore calls, which
+ * judge the content, are tested in test_grp.c and test_bc.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "bc.h"
+#include "fsutil.h"
+#include "grp.h"
+#include "snapshot.h"
+#include "t.h"
+
+#define USERS 3000
+#define GROUPS 200
+#define CHANS 7
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rng(void)
+{
+    uint64_t x = rng_state;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+/* Snapshot of db, read back into *buf (malloc). */
+static size_t snap_bytes(const struct db *db, char **buf)
+{
+    char path[] = "/tmp/test_sec_grpbc.XXXXXX";
+    struct fs_map m;
+    uint64_t bytes = 0;
+    int fd = mkstemp(path);
+
+    CHECK(fd >= 0);
+    CHECK(snapshot_write(fd, db, 1, 0, &bytes) == 0);
+    close(fd);
+    CHECK(fs_map_open(&m, path) == 0);
+    *buf = malloc(m.len);
+    memcpy(*buf, m.data, m.len);
+    fs_map_close(&m);
+    unlink(path);
+    return (size_t)bytes;
+}
+
+/*
+ * Random GRP and BC data: groups never posted to, with a few posts, with
+ * full windows of several sizes and timestamps spanning more than 2^32
+ * ms; users in 0 to 30 groups, up to date or far behind; channels with
+ * and without publishes.
+ */
+static void fill(struct db *db)
+{
+    uint64_t seq, u, ts = UINT64_C(1700000000000);
+    bool reg;
+
+    CHECK(db_init(db) == 0);
+    for (unsigned g = 0; g < GROUPS; g++) {
+        unsigned posts = (unsigned)(g % 4 ? rng() % 300 : 0);
+        uint32_t window = g % 3 ? 100 : 7;
+
+        for (unsigned p = 0; p < posts; p++) {
+            ts += rng() % (g % 10 ? 1000 : UINT64_C(20) * 86400000);
+            CHECK(grp_post(db->grp, g * 31, ts, window, &seq) == GRP_OK);
+        }
+    }
+    for (unsigned i = 0; i < USERS; i++) {
+        unsigned n = (unsigned)(rng() % (i % 4 ? 3 : 30));
+
+        for (unsigned k = 0; k < n; k++) {
+            uint64_t gid = rng() % GROUPS * 31;
+
+            if (k % 2)
+                CHECK(grp_join(db->grp, i, gid, 100, &u) == GRP_OK);
+            else
+                CHECK(grp_seen(db->grp, i, gid, ts - rng() % 5000000, 100,
+                               &u) == GRP_OK);
+        }
+    }
+    for (unsigned c = 0; c < CHANS; c++)
+        for (unsigned i = 0; i < USERS; i++) {
+            if (rng() % 3 == 0)
+                CHECK(bc_unread(db->bc, i * 7919, c, &u, &reg) == 0);
+            if (i % (c + 2) == 0)
+                CHECK(bc_publish(db->bc, c, &u) == 0);
+        }
+}
+
+/* An order-independent digest of the walks' visits. */
+static void grp_visit(uint64_t uid, uint32_t group, uint64_t unread, void *ctx)
+{
+    uint64_t *sum = ctx, v[2] = {group, unread};
+
+    *sum += XXH3_64bits_withSeed(v, sizeof(v), uid);
+}
+
+static uint64_t grp_digest(const struct grp_store *s)
+{
+    uint64_t sum = 0, cursor = 0;
+
+    do
+        grp_scan_members(s, &cursor, 100, grp_visit, &sum);
+    while (cursor != 0);
+    for (uint32_t i = 0; i < grp_group_count(s); i++) {
+        struct grp_group_info gi;
+
+        grp_group_info(s, i, &gi);
+        sum += XXH3_64bits_withSeed(&gi, sizeof(gi), i);
+        for (uint32_t k = 0; k < gi.known; k++)
+            sum += grp_group_ts(s, i, k) * (k + 1);
+    }
+    return sum;
+}
+
+static void bc_user_visit(uint64_t uid, uint64_t unread, void *ctx)
+{
+    uint64_t *sum = ctx;
+
+    *sum += XXH3_64bits_withSeed(&unread, sizeof(unread), uid);
+}
+
+struct bc_walk {
+    const struct bc_store *s;
+    uint64_t sum;
+};
+
+static void bc_chan_visit(uint64_t ch, uint64_t head, size_t users, void *ctx)
+{
+    struct bc_walk *w = ctx;
+    uint64_t cursor = 0, v[2] = {head, users};
+
+    w->sum += XXH3_64bits_withSeed(v, sizeof(v), ch);
+    do
+        bc_scan_users(w->s, ch, &cursor, 100, bc_user_visit, &w->sum);
+    while (cursor != 0);
+}
+
+static uint64_t bc_digest(const struct bc_store *s)
+{
+    struct bc_walk w = {s, 0};
+    uint64_t cursor = 0;
+
+    do
+        bc_scan_channels(s, &cursor, 2, bc_chan_visit, &w);
+    while (cursor != 0);
+    return w.sum;
+}
+
+static void test_round_trip(void)
+{
+    struct db a, b;
+    struct snap_meta meta;
+    char *buf, err[256];
+    size_t len, bad = 0;
+    uint64_t seq1, seq2, ts = UINT64_C(1800000000000);
+
+    fill(&a);
+    len = snap_bytes(&a, &buf);
+    CHECK(db_init(&b) == 0);
+    CHECK(snapshot_load(buf, len, &b, &meta, err, sizeof(err)) == 0);
+    CHECK(grp_memberships(a.grp) > USERS);
+    CHECK(bc_entries(a.bc) > USERS);
+    CHECK_EQ_U64(grp_memberships(b.grp), grp_memberships(a.grp));
+    CHECK_EQ_U64(grp_group_count(b.grp), grp_group_count(a.grp));
+    CHECK_EQ_U64(bc_entries(b.bc), bc_entries(a.bc));
+    CHECK_EQ_U64(grp_digest(b.grp), grp_digest(a.grp));
+    CHECK_EQ_U64(bc_digest(b.bc), bc_digest(a.bc));
+    /* The same answers, also after the same new posts. */
+    for (unsigned g = 0; g < GROUPS; g += 7) {
+        CHECK(grp_post(a.grp, g * 31, ts, 100, &seq1) == GRP_OK);
+        CHECK(grp_post(b.grp, g * 31, ts, 100, &seq2) == GRP_OK);
+        bad += seq1 != seq2;
+    }
+    for (unsigned i = 0; i < USERS; i++) {
+        uint64_t gid = rng() % GROUPS * 31, t = ts - rng() % 10000000, u1, u2;
+        bool r1, r2;
+
+        bad +=
+            grp_total(a.grp, i, UINT64_MAX) != grp_total(b.grp, i, UINT64_MAX);
+        bad += grp_unread(a.grp, i, gid) != grp_unread(b.grp, i, gid);
+        bad += grp_seen(a.grp, i, gid, t, 100, &u1) !=
+               grp_seen(b.grp, i, gid, t, 100, &u2);
+        bad += u1 != u2;
+        bad += bc_unread(a.bc, i * 7919, i % CHANS, &u1, &r1) != 0 ||
+               bc_unread(b.bc, i * 7919, i % CHANS, &u2, &r2) != 0;
+        bad += u1 != u2 || r1 != r2;
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(db_audit(&b), 0);
+    db_deinit(&a);
+    db_deinit(&b);
+    free(buf);
+}
+
+/* An empty store writes sections that load back empty. */
+static void test_empty(void)
+{
+    struct db a, b;
+    struct snap_meta meta;
+    char *buf, err[256];
+    size_t len;
+
+    CHECK(db_init(&a) == 0);
+    len = snap_bytes(&a, &buf);
+    CHECK(db_init(&b) == 0);
+    CHECK(snapshot_load(buf, len, &b, &meta, err, sizeof(err)) == 0);
+    CHECK_EQ_U64(grp_group_count(b.grp), 0);
+    CHECK_EQ_U64(bc_entries(b.bc), 0);
+    db_deinit(&a);
+    db_deinit(&b);
+    free(buf);
+}
+
+int main(void)
+{
+    T_RUN(test_round_trip);
+    T_RUN(test_empty);
+    T_END();
+}

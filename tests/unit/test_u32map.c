@@ -1,0 +1,235 @@
+/*
+ * test_u32map.c - u32map: every call, zero values, splits and merges
+ * across many keys, the scan contract under changes, the memory per entry,
+ * and a long randomized run against u64map as the model.
+ */
+#include "t.h"
+#include "u32map.h"
+#include "u64map.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rng(void)
+{
+    uint64_t x = rng_state;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+static void test_empty(void)
+{
+    struct u32map *m = u32map_create();
+    uint32_t v = 7;
+    uint64_t cursor = 0;
+
+    CHECK(m != NULL);
+    CHECK_EQ_U64(u32map_count(m), 0);
+    CHECK(!u32map_get(m, 1, &v));
+    CHECK_EQ_U64(v, 7);
+    CHECK(u32map_ref(m, 1) == NULL);
+    CHECK(!u32map_del(m, 1));
+    CHECK_EQ_U64(u32map_scan(m, &cursor, 10, NULL, NULL), 0);
+    CHECK_EQ_U64(cursor, 0);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    u32map_destroy(m);
+    u32map_destroy(NULL);
+}
+
+static void test_basic(void)
+{
+    struct u32map *m = u32map_create();
+    size_t empty = u32map_bytes(m);
+    uint32_t v;
+
+    /* Zero is a value like any other; keys 0 and UINT64_MAX too. */
+    CHECK_EQ_U64(u32map_put(m, 0, 0), 0);
+    CHECK_EQ_U64(u32map_put(m, UINT64_MAX, UINT32_MAX), 0);
+    CHECK_EQ_U64(u32map_put(m, 42, 5), 0);
+    CHECK_EQ_U64(u32map_count(m), 3);
+    CHECK(u32map_get(m, 0, &v) && v == 0);
+    CHECK(u32map_get(m, UINT64_MAX, &v) && v == UINT32_MAX);
+    CHECK(u32map_get(m, 42, &v) && v == 5);
+    CHECK(!u32map_get(m, 43, &v));
+    /* put on a present key replaces; ref writes through. */
+    CHECK_EQ_U64(u32map_put(m, 42, 6), 0);
+    CHECK_EQ_U64(u32map_count(m), 3);
+    *u32map_ref(m, 42) = 9;
+    CHECK(u32map_get(m, 42, &v) && v == 9);
+    CHECK(u32map_bytes(m) > empty);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    CHECK(u32map_del(m, 0));
+    CHECK(!u32map_del(m, 0));
+    CHECK(!u32map_get(m, 0, &v));
+    CHECK(u32map_del(m, 42));
+    CHECK(u32map_del(m, UINT64_MAX));
+    /* An empty map gives its buckets back. */
+    CHECK_EQ_U64(u32map_count(m), 0);
+    CHECK_EQ_U64(u32map_bytes(m), empty);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    u32map_destroy(m);
+}
+
+/* Sequential keys (the worst case for a hash that did not mix) and random
+ * ones, through many splits, then all deleted again through merges. */
+static void test_grow_and_shrink(void)
+{
+    enum { N = 200000 };
+    static uint64_t rnd[N];
+    struct u32map *m = u32map_create();
+    size_t empty = u32map_bytes(m), bad = 0;
+    uint32_t v;
+
+    for (uint64_t i = 0; i < N; i++) {
+        rnd[i] = rng() | (UINT64_C(1) << 63);
+        bad += u32map_put(m, i, (uint32_t)(i * 3)) != 0;
+        bad += u32map_put(m, rnd[i], 1) != 0;
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u32map_count(m), 2 * N);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    for (uint64_t i = 0; i < N; i++)
+        bad += !u32map_get(m, i, &v) || v != (uint32_t)(i * 3);
+    CHECK_EQ_U64(bad, 0);
+    /* 12 bytes an entry plus the slack: well under 16. */
+    CHECK(u32map_bytes(m) < 14 * u32map_count(m));
+    for (uint64_t i = 0; i < N; i += 2)
+        bad += !u32map_del(m, i);
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    /* Half deleted: buckets shrink only below half full. */
+    CHECK(u32map_bytes(m) < 26 * u32map_count(m));
+    for (uint64_t i = 1; i < N; i += 2)
+        bad += !u32map_del(m, i) || u32map_get(m, i, &v);
+    for (uint64_t i = 0; i < N; i++)
+        bad += !u32map_get(m, rnd[i], &v) || v != 1;
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    for (uint64_t i = 0; i < N; i++)
+        bad += !u32map_del(m, rnd[i]);
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u32map_count(m), 0);
+    CHECK_EQ_U64(u32map_bytes(m), empty);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    u32map_destroy(m);
+}
+
+struct seen {
+    struct u64map *keys; /* key -> times visited */
+    size_t visits;
+};
+
+static void count_visit(uint64_t key, uint32_t val, void *ctx)
+{
+    struct seen *s = ctx;
+    uint64_t *r = u64map_ref(s->keys, key);
+
+    (void)val;
+    if (r != NULL)
+        (*r)++;
+    s->visits++;
+}
+
+/* Every key present for the whole walk is visited exactly once, even when
+ * keys come and go (and buckets split and merge) between calls. */
+static void test_scan_under_changes(void)
+{
+    struct u32map *m = u32map_create();
+    struct seen s = {u64map_create(), 0};
+    uint64_t cursor = 0, base = UINT64_C(1) << 40, bad = 0;
+    size_t calls = 0;
+
+    for (uint64_t i = 0; i < 50000; i++) {
+        u32map_put(m, i, (uint32_t)i);
+        u64map_put(s.keys, i, 1); /* 1 = present, not yet visited */
+    }
+    do {
+        u32map_scan(m, &cursor, 97, count_visit, &s);
+        /* Churn keys that are not part of the check. */
+        for (int j = 0; j < 60; j++)
+            u32map_put(m, base + rng() % 40000, 0);
+        for (int j = 0; j < 60; j++)
+            u32map_del(m, base + rng() % 40000);
+        calls++;
+    } while (cursor != 0);
+    for (uint64_t i = 0; i < 50000; i++)
+        bad += u64map_get(s.keys, i) != 2;
+    CHECK_EQ_U64(bad, 0);
+    CHECK(calls > 400);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    /* The keys come back out as they went in: the hash is inverted. */
+    {
+        struct u32map *one = u32map_create();
+        struct seen t = {u64map_create(), 0};
+        uint64_t c = 0, keys[] = {0, 1, 12345, UINT64_MAX, 0x8000000000000000};
+
+        for (int i = 0; i < 5; i++) {
+            u32map_put(one, keys[i], 1);
+            u64map_put(t.keys, keys[i], 1);
+        }
+        CHECK_EQ_U64(u32map_scan(one, &c, 100, count_visit, &t), 5);
+        CHECK_EQ_U64(c, 0);
+        for (int i = 0; i < 5; i++)
+            CHECK_EQ_U64(u64map_get(t.keys, keys[i]), 2);
+        /* max 0 visits nothing; max 2 stops with a cursor. */
+        CHECK_EQ_U64(u32map_scan(one, &c, 0, count_visit, &t), 0);
+        CHECK_EQ_U64(u32map_scan(one, &c, 2, count_visit, &t), 2);
+        CHECK(c != 0);
+        u64map_destroy(t.keys);
+        u32map_destroy(one);
+    }
+    u64map_destroy(s.keys);
+    u32map_destroy(m);
+}
+
+/* u64map holds the model: value + 1 (u64map cannot store 0). */
+static void test_random_vs_model(void)
+{
+    struct u32map *m = u32map_create();
+    struct u64map *model = u64map_create();
+    size_t bad = 0;
+
+    for (int round = 0; round < 400000; round++) {
+        /* Phases that fill toward ~20000 keys, then empty out: splits,
+         * merges, growth and shrinking all happen many times. */
+        bool filling = round / 50000 % 2 == 0;
+        uint64_t key = rng() % 20000 * 0x9e3779b97f4a7c15ULL;
+        uint32_t v, val = (uint32_t)rng();
+        unsigned op = (unsigned)(rng() % 10);
+
+        if (op < (filling ? 6u : 1u)) {
+            bad += u32map_put(m, key, val) != 0;
+            u64map_put(model, key, (uint64_t)val + 1);
+        } else if (op < 8) {
+            bad += u32map_del(m, key) != u64map_del(model, key);
+        } else {
+            uint64_t want = u64map_get(model, key);
+            bool got = u32map_get(m, key, &v);
+
+            bad += got != (want != 0) || (got && v != want - 1);
+        }
+        if (round % 50000 == 0)
+            bad += u32map_audit(m);
+    }
+    bad += u32map_count(m) != u64map_count(model);
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    u64map_destroy(model);
+    u32map_destroy(m);
+}
+
+int main(void)
+{
+    T_RUN(test_empty);
+    T_RUN(test_basic);
+    T_RUN(test_grow_and_shrink);
+    T_RUN(test_scan_under_changes);
+    T_RUN(test_random_vs_model);
+    T_END();
+}
