@@ -151,24 +151,51 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(STORE_SRC)
 	@mkdir -p build-fuzz
 	clang $(FUZZ_FLAGS) -o $@ $< $(PROTO_SRC) $(STORE_SRC)
 # The snapshot and journal loaders load into a db and replay through the
-# executor: they link persistence/ and the server, less the network.
+# executor, and fuzz_exec runs the executor itself: they link persistence/
+# and the server, less the network.
 FUZZ_SERVER_SRC := $(PERSIST_SRC) \
                    $(filter-out server/main.c server/net.c,$(SERVER_SRC))
-build-fuzz/fuzz_snapshot build-fuzz/fuzz_journal: build-fuzz/fuzz_%: \
+build-fuzz/fuzz_snapshot build-fuzz/fuzz_journal build-fuzz/fuzz_exec: \
+        build-fuzz/fuzz_%: \
         tests/fuzz/fuzz_%.c $(PROTO_SRC) $(STORE_SRC) $(FUZZ_SERVER_SRC)
 	@sh tools/deps.sh fuzz
 	@mkdir -p build-fuzz
 	clang $(FUZZ_FLAGS) -Ipersistence -o $@ $< $(PROTO_SRC) $(STORE_SRC) \
 	    $(FUZZ_SERVER_SRC) $(LIBS)
+# A crash, leak or failed check fails that target (its log's tail is
+# shown, the input left as build-fuzz/<name>-crash-*: add it to the corpus
+# with the fix) and the run, after every target ran; the last line counts
+# the targets that passed and failed.
 fuzz-run: fuzz
-	@for n in $(FUZZ_NAMES); do \
+	@pass=0; fail=0; for n in $(FUZZ_NAMES); do \
 	    tmp=$$(mktemp -d); \
 	    echo "fuzz $$n: $(FUZZ_SECONDS)s"; \
-	    build-fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) \
-	        -artifact_prefix=build-fuzz/ $$tmp tests/fuzz/corpus/$$n \
-	        2>build-fuzz/$$n.log || { tail -30 build-fuzz/$$n.log; \
-	        rm -rf $$tmp; exit 1; }; \
-	    tail -1 build-fuzz/$$n.log; rm -rf $$tmp; \
+	    if build-fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) \
+	        -artifact_prefix=build-fuzz/$$n- $$tmp tests/fuzz/corpus/$$n \
+	        2>build-fuzz/$$n.log; then \
+	        pass=$$((pass + 1)); tail -1 build-fuzz/$$n.log; \
+	    else \
+	        fail=$$((fail + 1)); tail -30 build-fuzz/$$n.log; \
+	    fi; \
+	    rm -rf $$tmp; \
+	done; \
+	echo "$$pass passed, $$fail failed"; [ $$fail -eq 0 ]
+
+# The integration tests named by VALGRIND_TESTS (patterns of run.py -k)
+# against unreadd under valgrind: harness.py starts the server through
+# UNREADD_WRAPPER, and a memory error or a definite leak makes it exit 99,
+# which fails the test.
+VALGRIND_TESTS ?= test_resp.py test_binary.py test_cnt.py \
+                  test_hardening.py::test_auth
+VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full \
+            --errors-for-leak-kinds=definite
+.PHONY: valgrind
+valgrind: all
+	@command -v valgrind >/dev/null || { echo "valgrind: not installed"; \
+	    exit 1; }
+	@for t in $(VALGRIND_TESTS); do \
+	    UNREADD_WRAPPER="$(VALGRIND)" UNREADD_TEST_IO_TIMEOUT=60 \
+	        python3 tests/run.py --build $(BUILD) -k $$t || exit 1; \
 	done
 
 FMT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
@@ -185,5 +212,29 @@ check-docs: $(BUILD)/gencmds
 
 clean:
 	rm -rf build build-asan build-ubsan build-fuzz
+
+# `make install` (PREFIX, DESTDIR as usual): the binaries, libunread with
+# its header and pkg-config file, and in $(DOCDIR) an example unreadd.conf
+# and systemd unit (docs/OPERATIONS.md).
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+DOCDIR  ?= $(PREFIX)/share/doc/unreadd
+PKG_VERSION := $(shell sed -n 's/^\#define UNREADD_VERSION "\(.*\)"/\1/p' \
+                   server/server.h)
+.PHONY: install
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+	    $(DESTDIR)$(INCDIR) $(DESTDIR)$(DOCDIR)
+	install -m 755 $(BUILD)/unreadd $(BUILD)/unread-cli $(BUILD)/unread-bench \
+	    $(DESTDIR)$(BINDIR)
+	install -m 644 $(BUILD)/libunread.a $(DESTDIR)$(LIBDIR)
+	install -m 755 $(BUILD)/libunread.so $(DESTDIR)$(LIBDIR)
+	install -m 644 client-lib/unread.h $(DESTDIR)$(INCDIR)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(PKG_VERSION)|' \
+	    client-lib/unread.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/unread.pc
+	install -m 644 docs/unreadd.conf docs/unreadd.service $(DESTDIR)$(DOCDIR)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

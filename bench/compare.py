@@ -2,16 +2,19 @@
 """unreadd and Redis side by side: `make bench` and `make bench-memory`.
 
     python3 bench/compare.py [--build DIR] [--memory] [--seconds S]
-                             [--reps N] [--keys N] [--workloads a,b]
-                             [--no-pin] [--json FILE]
+                             [--warmup S] [--reps N] [--keys N]
+                             [--workloads a,b] [--retry-budget S] [--no-pin]
+                             [--json FILE]
 
 Throughput (default): starts build/unreadd and redis-server (persistence
 off, free ports, temp dirs), preloads the same keyspace into both, then for
 every workload and pipeline depth runs build/unread-bench against unreadd
 (binary protocol) and Redis alternately, A B A B A B, so drift on a shared
-machine hits both. Prints one table: median ops/s of each, the ratio
-(median of the per-pair ratios, with min-max), p99 of each, and the CPU of
-the client and of each server, then the issue-3 goals as met/missed.
+machine hits both; a pair during which other processes were busy is run
+again while a time budget lasts. Prints one table: median ops/s of each,
+the ratio (median of the per-pair ratios, with min-max), p99 of each, and
+the CPU of the client, of each server and of everything else, then the
+issue-3 goals as met/missed.
 
 Memory (--memory): for every row of MEMORY, fresh servers, the row's load
 step for its keyspace into both (deep-pipelined), then bytes per key from
@@ -57,7 +60,8 @@ GOALS = {
     ("cnt-get", 1): 1.3, ("cnt-get", 16): 2.0,
 }
 MEMORY_GOAL = 0.25  # unreadd bytes / Redis bytes
-NOISE_CORES = 0.25  # others' CPU above this marks a row as noisy
+NOISE_CORES = 0.25  # others' CPU above this marks a run as noisy
+RETRY_NOISY = 2     # reruns of a noisy pair, while the budget lasts
 
 # `make bench-memory`: (family, workload whose load step fills it, keys,
 # unit). unreadd's own accounting is INFO memory `<family>_bytes`.
@@ -306,6 +310,40 @@ def median(xs):
     return statistics.median(xs)
 
 
+def pair(opts, pin, servers, workload, args, rep, budget):
+    """One A B pair. A pair during which other processes took more than
+    NOISE_CORES is run again (up to RETRY_NOISY times, while budget[0], the
+    seconds left for reruns, lasts) and the quietest attempt kept: noise on
+    the client's core hurts the faster server most, since it needs the most
+    client CPU."""
+    best, best_noise = None, None
+    for attempt in range(1 + RETRY_NOISY):
+        t0 = time.monotonic()
+        runs = []
+        for srv in servers:
+            r = bench(opts.build, pin, srv, workload, args)
+            r["server"] = srv.kind
+            r["rep"] = rep
+            runs.append(r)
+            say("  %-8s P%-2d %-7s #%d %9.0f ops/s  p99 %7.1f us  cores: "
+                "client %.2f server %.2f others %.2f steal %.2f" % (
+                    workload, r["pipeline"], srv.kind, rep + 1,
+                    r["ops_per_sec"], r["latency_us"]["p99"],
+                    r["client_cpu_cores"], r["server_cpu_cores"],
+                    r["others_cpu_cores"], r["steal_cores"]))
+        noise = max(r["others_cpu_cores"] for r in runs)
+        if best is None or noise < best_noise:
+            best, best_noise = runs, noise
+        cost = time.monotonic() - t0
+        if attempt > 0:
+            budget[0] -= cost
+        if noise <= NOISE_CORES or budget[0] < cost:
+            break
+        say("  (noisy: others used %.2f cores; running the pair again)" %
+            noise)
+    return best
+
+
 def throughput(opts, pin):
     servers = [Server("unreadd", opts.build, pin),
                Server("redis", opts.build, pin)]
@@ -320,6 +358,7 @@ def throughput(opts, pin):
         say("unreadd persistence config: %s" % (
             " ".join(x.decode() for x in persist) or "none in this build"))
         loaded = set()
+        budget = [opts.retry_budget]
         for wl in opts.workloads:
             family = wl.split("-")[0]
             if family not in loaded:
@@ -330,18 +369,7 @@ def throughput(opts, pin):
                     args = ["-c", CONNECTIONS, "-P", depth, "-d", opts.seconds,
                             "--warmup", opts.warmup, "-r", opts.keys,
                             "--seed", rep + 1]
-                    for srv in servers:
-                        r = bench(opts.build, pin, srv, wl, args)
-                        r["server"] = srv.kind
-                        r["rep"] = rep
-                        runs.append(r)
-                        say("  %-8s P%-2d %-7s #%d %9.0f ops/s  p99 %7.1f us"
-                            "  cores: client %.2f server %.2f others %.2f "
-                            "steal %.2f" % (
-                                wl, depth, srv.kind, rep + 1,
-                                r["ops_per_sec"], r["latency_us"]["p99"],
-                                r["client_cpu_cores"], r["server_cpu_cores"],
-                                r["others_cpu_cores"], r["steal_cores"]))
+                    runs += pair(opts, pin, servers, wl, args, rep, budget)
         if "cnt" in loaded:
             n = check_redis_totals(red, opts.keys)
             say("  redis: total == sum of parts in %d sampled users" % n)
@@ -494,6 +522,9 @@ def main():
     ap.add_argument("--keys", type=int, default=1000000,
                     help="preloaded keyspace (1000000)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--retry-budget", type=float, default=60,
+                    help="seconds that reruns of noisy pairs may take in "
+                    "all (60)")
     ap.add_argument("--no-pin", action="store_true")
     ap.add_argument("--json", help="write every run's figures here")
     opts = ap.parse_args()

@@ -18,54 +18,23 @@
 #define _GNU_SOURCE /* clock_gettime clocks, sysconf */
 #endif
 #include "conv.h"
+#include "store_util.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-/* splitmix64: a bijection of the counter, so random ids never repeat. */
-static uint64_t splitmix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-static uint64_t clock_ns(clockid_t id)
-{
-    struct timespec ts;
-
-    clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static size_t rss_bytes(void)
-{
-    unsigned long size = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-
-    if (f == NULL)
-        return 0;
-    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-        resident = 0;
-    fclose(f);
-    return resident * (size_t)sysconf(_SC_PAGESIZE);
-}
 
 /* Entry e: user e / per, conversation e. */
 static uint64_t uid_of(uint64_t e, unsigned per)
 {
-    return splitmix(e / per);
+    return su_splitmix(e / per);
 }
 
 static uint64_t cid_of(uint64_t e)
 {
-    return splitmix(e ^ 0x5555555555555555ULL);
+    return su_splitmix(e ^ 0x5555555555555555ULL);
 }
 
 enum bench_op { B_SEQ, B_READ, B_GET };
@@ -75,11 +44,11 @@ enum bench_op { B_SEQ, B_READ, B_GET };
 static double time_op(struct conv_store *s, uint64_t n, unsigned per,
                       enum bench_op op, uint64_t seq0, uint64_t salt)
 {
-    uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), sink = 0, total;
+    uint64_t t0 = su_cpu_ns(), sink = 0, total;
     uint32_t unread = 0;
 
     for (uint64_t k = 0; k < n; k++) {
-        uint64_t e = splitmix(k ^ salt) % n, uid = uid_of(e, per);
+        uint64_t e = su_splitmix(k ^ salt) % n, uid = uid_of(e, per);
 
         if (op == B_GET)
             unread = conv_get(s, uid, cid_of(e));
@@ -90,36 +59,35 @@ static double time_op(struct conv_store *s, uint64_t n, unsigned per,
     }
     if (sink == UINT64_MAX)
         printf("(sink)\n");
-    return (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / (double)n;
+    return (double)(su_cpu_ns() - t0) / (double)n;
 }
 
 static int run(uint64_t n, unsigned per)
 {
-    uint64_t worst = 0, slow = 0, t0, t1, total;
+    struct su_lat load = {0};
+    uint64_t t0, t1, total;
     size_t rss0, rss1, bytes;
     double seq_ns, read_ns, get_ns;
     struct conv_store *s;
     uint32_t unread;
 
-    rss0 = rss_bytes();
+    rss0 = su_rss_bytes();
     s = conv_create();
     if (s == NULL)
         return 1;
-    t0 = clock_ns(CLOCK_MONOTONIC);
+    t0 = su_clock_ns();
     for (uint64_t e = 0; e < n; e++) {
-        uint64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), d;
+        uint64_t c0 = su_cpu_ns();
 
         if (conv_update(s, CONV_OP_SEQ, uid_of(e, per), cid_of(e), 1 + e % 20,
                         &unread, &total) != 0) {
             fprintf(stderr, "out of memory at entry %" PRIu64 "\n", e);
             return 1;
         }
-        d = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
-        worst = d > worst ? d : worst;
-        slow += d > 100000;
+        su_lat_add(&load, su_cpu_ns() - c0, e);
     }
-    t1 = clock_ns(CLOCK_MONOTONIC);
-    rss1 = rss_bytes();
+    t1 = su_clock_ns();
+    rss1 = su_rss_bytes();
     bytes = conv_bytes(s);
     if (conv_count(s) != n || conv_audit(s) != 0) {
         fprintf(stderr, "store inconsistent after load\n");
@@ -143,7 +111,7 @@ static int run(uint64_t n, unsigned per)
     printf("load             %.3f s, %.0f ns/insert (with the timing calls); "
            "worst %.1f us of CPU, %" PRIu64 " over 100 us\n",
            (double)(t1 - t0) / 1e9, (double)(t1 - t0) / (double)n,
-           (double)worst / 1e3, slow);
+           (double)load.worst / 1e3, load.over100us);
     printf("ns/op            SEQ %.0f, READ %.0f, GET %.0f\n", seq_ns, read_ns,
            get_ns);
     printf(
@@ -151,7 +119,7 @@ static int run(uint64_t n, unsigned per)
         "store_bpe=%.2f rss_bytes=%zu rss_bpe=%.2f worst_insert_cpu_ns=%" PRIu64
         " seq_ns=%.0f read_ns=%.0f get_ns=%.0f\n\n",
         per, n, bytes, (double)bytes / (double)n, rss1 - rss0,
-        (double)(rss1 - rss0) / (double)n, worst, seq_ns, read_ns, get_ns);
+        (double)(rss1 - rss0) / (double)n, load.worst, seq_ns, read_ns, get_ns);
     conv_destroy(s);
     return 0;
 }
@@ -165,22 +133,15 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     static const unsigned dists[] = {1, 10};
-    uint64_t n = 1000000;
-    unsigned per = 0;
+    uint64_t n = 1000000, per = 0;
+    const struct su_opt opts[] = {{"-n", &n, NULL}, {"-c", &per, NULL}, {0}};
     int status = 0;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-n") == 0 && i + 1 < argc)
-            n = strtoull(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
-            per = (unsigned)strtoul(argv[++i], NULL, 10);
-        else
-            usage();
-    }
-    if (n == 0 || n < per)
+    if (su_parse_opts(argc, argv, opts) != 0 || n == 0 || n < per ||
+        per > UINT32_MAX)
         usage();
     if (per != 0)
-        return run(n, per);
+        return run(n, (unsigned)per);
     for (size_t d = 0; d < sizeof(dists) / sizeof(dists[0]); d++) {
         pid_t pid;
         int ws;

@@ -15,45 +15,13 @@
 #define _GNU_SOURCE /* clock_gettime clocks, sysconf */
 #endif
 #include "dot.h"
+#include "store_util.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #define CHECKS 2000000
-
-/* splitmix64: a bijection of the counter, so random ids never repeat. */
-static uint64_t splitmix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-static uint64_t clock_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static size_t rss_bytes(void)
-{
-    unsigned long size = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-
-    if (f == NULL)
-        return 0;
-    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-        resident = 0;
-    fclose(f);
-    return resident * (size_t)sysconf(_SC_PAGESIZE);
-}
 
 static void usage(void)
 {
@@ -62,16 +30,10 @@ static void usage(void)
     exit(2);
 }
 
-static void die(const char *what)
-{
-    fprintf(stderr, "store_dot: %s\n", what);
-    exit(1);
-}
-
 /* The dot id of dot number i (0..dots-1). */
 static uint64_t dot_id(uint64_t i)
 {
-    return splitmix(i ^ 0x5bd1e995);
+    return su_splitmix(i ^ 0x5bd1e995);
 }
 
 int main(int argc, char **argv)
@@ -80,57 +42,48 @@ int main(int argc, char **argv)
     uint64_t clicks, step, shown = 0;
     struct dot_store *s = dot_create();
     size_t rss0, rss1, bytes0, bytes;
+    const struct su_opt opts[] = {{"-u", &users, NULL},
+                                  {"-d", &per_user, NULL},
+                                  {"-n", &dots, NULL},
+                                  {0}};
 
-    for (int i = 1; i < argc; i++) {
-        uint64_t *opt = NULL;
-
-        if (strcmp(argv[i], "-u") == 0)
-            opt = &users;
-        else if (strcmp(argv[i], "-d") == 0)
-            opt = &per_user;
-        else if (strcmp(argv[i], "-n") == 0)
-            opt = &dots;
-        if (opt == NULL || i + 1 >= argc)
-            usage();
-        *opt = strtoull(argv[++i], NULL, 10);
-    }
-    if (s == NULL || users == 0 || per_user == 0 || per_user > dots ||
-        dots > DOT_MAX_DOTS)
+    if (su_parse_opts(argc, argv, opts) != 0 || s == NULL || users == 0 ||
+        per_user == 0 || per_user > dots || dots > DOT_MAX_DOTS)
         usage();
     for (uint64_t d = 0; d < dots; d++)
         if (dot_push(s, dot_id(d), 1000000 + d, &push) != 0)
-            die("dot_push failed");
+            su_die("dot_push failed");
 
     /* User u clicks dots first, first + step, ... (mod dots): distinct
      * (step is prime to dots), in an order that differs between users. */
     step = dots % 7 ? 7 : 1;
-    rss0 = rss_bytes();
+    rss0 = su_rss_bytes();
     bytes0 = dot_bytes(s);
-    t0 = clock_ns();
+    t0 = su_clock_ns();
     for (uint64_t u = 0; u < users; u++) {
-        uint64_t first = splitmix(u) % dots, uid = splitmix(u ^ 0xfeed);
+        uint64_t first = su_splitmix(u) % dots, uid = su_splitmix(u ^ 0xfeed);
 
         for (uint64_t k = 0; k < per_user; k++) {
             uint64_t d = (first + k * step) % dots;
 
-            if (dot_click(s, uid, dot_id(d), 999000 + splitmix(u + k) % 2000) !=
-                0)
-                die("dot_click failed");
+            if (dot_click(s, uid, dot_id(d),
+                          999000 + su_splitmix(u + k) % 2000) != 0)
+                su_die("dot_click failed");
         }
     }
-    t1 = clock_ns();
-    rss1 = rss_bytes();
+    t1 = su_clock_ns();
+    rss1 = su_rss_bytes();
     bytes = dot_bytes(s) - bytes0;
     clicks = dot_clicks(s);
     if (clicks != users * per_user || dot_audit(s) != 0)
-        die("store inconsistent after load");
+        su_die("store inconsistent after load");
 
     for (uint64_t i = 0; i < CHECKS; i++) {
-        uint64_t u = splitmix(i) % users;
+        uint64_t u = su_splitmix(i) % users;
 
-        shown += dot_shown(s, splitmix(u ^ 0xfeed), dot_id(i % dots));
+        shown += dot_shown(s, su_splitmix(u ^ 0xfeed), dot_id(i % dots));
     }
-    t2 = clock_ns();
+    t2 = su_clock_ns();
 
     printf("clicks           %" PRIu64 " users x %" PRIu64 " dots (%" PRIu64
            " entries) out of %" PRIu64 " dots\n",

@@ -21,48 +21,16 @@
 #define _GNU_SOURCE /* clock_gettime clocks, sysconf */
 #endif
 #include "feed.h"
+#include "store_util.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #define CAP 99
 #define SPEED_USERS 256
 #define SPEED_AUTHORS 1000000
 #define SPEED_CALLS 20000
-
-/* splitmix64: a bijection of the counter, so random ids never repeat. */
-static uint64_t splitmix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-static uint64_t clock_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static size_t rss_bytes(void)
-{
-    unsigned long size = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-
-    if (f == NULL)
-        return 0;
-    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-        resident = 0;
-    fclose(f);
-    return resident * (size_t)sysconf(_SC_PAGESIZE);
-}
 
 static void usage(void)
 {
@@ -71,25 +39,19 @@ static void usage(void)
     exit(2);
 }
 
-static void die(const char *what)
-{
-    fprintf(stderr, "store_feed: %s\n", what);
-    exit(1);
-}
-
 /* uid u follows n distinct random authors out of `authors` (author ids are
- * splitmix(index), so the author index order is random too). */
+ * su_splitmix(index), so the author index order is random too). */
 static void follow_random(struct feed_store *s, uint64_t uid, uint64_t n,
                           uint64_t authors, uint64_t seed)
 {
     uint64_t added = 0;
 
     for (uint64_t k = 0; added < n; k++) {
-        uint64_t a = splitmix(splitmix(seed + k) % authors);
+        uint64_t a = su_splitmix(su_splitmix(seed + k) % authors);
         int rc = feed_follow(s, uid, a, FEED_MAX_AUTHORS);
 
         if (rc < 0)
-            die("feed_follow failed");
+            su_die("feed_follow failed");
         added += (uint64_t)rc;
     }
 }
@@ -107,17 +69,17 @@ static struct mem_result memory_run(uint64_t users, uint64_t follows,
     uint32_t count;
 
     if (s == NULL || follows > authors)
-        die("bad memory run");
+        su_die("bad memory run");
     for (uint64_t a = 0; a < authors; a++)
-        if (feed_post(s, splitmix(a), 1 + a % 50, &count) != 0)
-            die("feed_post failed");
-    rss0 = rss_bytes();
+        if (feed_post(s, su_splitmix(a), 1 + a % 50, &count) != 0)
+            su_die("feed_post failed");
+    rss0 = su_rss_bytes();
     author_bytes = feed_bytes(s);
     for (uint64_t u = 0; u < users; u++)
-        follow_random(s, splitmix(u ^ 0xabcdef), follows, authors, u << 32);
-    rss1 = rss_bytes();
+        follow_random(s, su_splitmix(u ^ 0xabcdef), follows, authors, u << 32);
+    rss1 = su_rss_bytes();
     if (feed_edges(s) != users * follows || feed_audit(s) != 0)
-        die("store inconsistent after load");
+        su_die("store inconsistent after load");
     /* Edge cost: everything the follows added (the author table, loaded
      * first, is counted apart). */
     edge_bytes = feed_bytes(s) - author_bytes;
@@ -157,16 +119,16 @@ static struct speed_result time_unread(const struct feed_store *s,
     uint64_t total = 0, sum = 0;
 
     for (unsigned u = 0; u < SPEED_USERS; u++) {
-        want[u] = feed_unread(s, splitmix(u), CAP);
+        want[u] = feed_unread(s, su_splitmix(u), CAP);
         sum += want[u];
     }
     for (unsigned i = 0; i < SPEED_CALLS; i++) {
-        uint64_t uid = splitmix(i % SPEED_USERS), t0 = clock_ns(), got;
+        uint64_t uid = su_splitmix(i % SPEED_USERS), t0 = su_clock_ns(), got;
 
         got = feed_unread(s, uid, CAP);
-        ns[i] = clock_ns() - t0;
+        ns[i] = su_clock_ns() - t0;
         if (got != want[i % SPEED_USERS])
-            die("unexpected unread");
+            su_die("unexpected unread");
         total += ns[i];
     }
     qsort(ns, SPEED_CALLS, sizeof(ns[0]), cmp_u64);
@@ -188,12 +150,12 @@ static void speed_run(uint64_t follows, struct speed_result *full,
     uint32_t count;
 
     if (s == NULL || follows > SPEED_AUTHORS)
-        die("bad speed run");
+        su_die("bad speed run");
     for (uint64_t a = 0; a < SPEED_AUTHORS; a++)
-        if (feed_post(s, splitmix(a), 1 + a % 50, &count) != 0)
-            die("feed_post failed");
+        if (feed_post(s, su_splitmix(a), 1 + a % 50, &count) != 0)
+            su_die("feed_post failed");
     for (uint64_t u = 0; u < SPEED_USERS; u++)
-        follow_random(s, splitmix(u), follows, SPEED_AUTHORS, u << 32);
+        follow_random(s, su_splitmix(u), follows, SPEED_AUTHORS, u << 32);
     printf("FEED.UNREAD      %d users x %" PRIu64 " follows out of %d "
            "authors, cap %d\n",
            SPEED_USERS, follows, SPEED_AUTHORS, CAP);
@@ -201,13 +163,13 @@ static void speed_run(uint64_t follows, struct speed_result *full,
      * every user (~follows/40 of its followees). Then every author posts,
      * so each user's sum passes the cap early. */
     for (uint64_t a = 0; a < SPEED_AUTHORS; a += 40)
-        feed_post(s, splitmix(a), 1, &count);
+        feed_post(s, su_splitmix(a), 1, &count);
     for (uint64_t u = 0; u < SPEED_USERS; u++)
-        if (feed_unread(s, splitmix(u), CAP) > CAP)
-            die("too many unread for the full-walk case");
+        if (feed_unread(s, su_splitmix(u), CAP) > CAP)
+            su_die("too many unread for the full-walk case");
     *full = time_unread(s, "full walk");
     for (uint64_t a = 0; a < SPEED_AUTHORS; a++)
-        feed_post(s, splitmix(a), 1, &count);
+        feed_post(s, su_splitmix(a), 1, &count);
     *early = time_unread(s, "early stop");
     feed_destroy(s);
 }
@@ -217,24 +179,14 @@ int main(int argc, char **argv)
     uint64_t users = 5000, follows = 200, authors = 100000, ufollows = 2000;
     struct speed_result full, early;
     struct mem_result mem;
+    const struct su_opt opts[] = {{"-u", &users, NULL},
+                                  {"-f", &follows, NULL},
+                                  {"-a", &authors, NULL},
+                                  {"-F", &ufollows, NULL},
+                                  {0}};
 
-    for (int i = 1; i < argc; i++) {
-        uint64_t *opt = NULL;
-
-        if (strcmp(argv[i], "-u") == 0)
-            opt = &users;
-        else if (strcmp(argv[i], "-f") == 0)
-            opt = &follows;
-        else if (strcmp(argv[i], "-a") == 0)
-            opt = &authors;
-        else if (strcmp(argv[i], "-F") == 0)
-            opt = &ufollows;
-        if (opt == NULL || i + 1 >= argc)
-            usage();
-        *opt = strtoull(argv[++i], NULL, 10);
-    }
-    if (users == 0 || follows == 0 || follows > authors || ufollows == 0 ||
-        ufollows > SPEED_AUTHORS)
+    if (su_parse_opts(argc, argv, opts) != 0 || users == 0 || follows == 0 ||
+        follows > authors || ufollows == 0 || ufollows > SPEED_AUTHORS)
         usage();
     mem = memory_run(users, follows, authors);
     speed_run(ufollows, &full, &early);

@@ -22,47 +22,15 @@
 #define _GNU_SOURCE /* clock_gettime clocks, sysconf */
 #endif
 #include "grp.h"
+#include "store_util.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #define CAP 99
 #define CALLS 1000000
 #define T0 UINT64_C(1700000000000) /* the first post's ts */
-
-/* splitmix64: a bijection of the counter, so random ids never repeat. */
-static uint64_t splitmix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-static uint64_t clock_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static size_t rss_bytes(void)
-{
-    unsigned long size = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-
-    if (f == NULL)
-        return 0;
-    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-        resident = 0;
-    fclose(f);
-    return resident * (size_t)sysconf(_SC_PAGESIZE);
-}
 
 static void usage(void)
 {
@@ -71,22 +39,16 @@ static void usage(void)
     exit(2);
 }
 
-static void die(const char *what)
-{
-    fprintf(stderr, "store_grp: %s\n", what);
-    exit(1);
-}
-
 static uint64_t gid_of(uint64_t g)
 {
-    return splitmix(g ^ 0x6a09e667f3bcc909ULL);
+    return su_splitmix(g ^ 0x6a09e667f3bcc909ULL);
 }
 
 /* The k-th group of user i: distinct for k < per <= groups, as 7919 is a
  * prime that does not divide groups (main checks). */
 static uint64_t group_of(uint64_t i, uint64_t k, uint64_t groups)
 {
-    return (splitmix(i) + k * 7919) % groups;
+    return (su_splitmix(i) + k * 7919) % groups;
 }
 
 struct grp_bench {
@@ -97,56 +59,57 @@ struct grp_bench {
 /* ns per call of each operation over CALLS random (user, group) picks. */
 static double time_unread(const struct grp_bench *b)
 {
-    uint64_t t0 = clock_ns(), sum = 0;
+    uint64_t t0 = su_clock_ns(), sum = 0;
 
     for (uint64_t i = 0; i < CALLS; i++) {
-        uint64_t u = splitmix(i) % b->users;
+        uint64_t u = su_splitmix(i) % b->users;
 
-        sum += grp_unread(b->s, splitmix(u ^ 0xfeed),
+        sum += grp_unread(b->s, su_splitmix(u ^ 0xfeed),
                           gid_of(group_of(u, i % b->per, b->groups)));
     }
     if (sum == 0)
-        die("no unread at all");
-    return (double)(clock_ns() - t0) / CALLS;
+        su_die("no unread at all");
+    return (double)(su_clock_ns() - t0) / CALLS;
 }
 
 static double time_total(const struct grp_bench *b)
 {
-    uint64_t t0 = clock_ns(), sum = 0;
+    uint64_t t0 = su_clock_ns(), sum = 0;
 
     for (uint64_t i = 0; i < CALLS; i++)
-        sum += grp_total(b->s, splitmix(splitmix(i) % b->users ^ 0xfeed), CAP);
+        sum += grp_total(b->s, su_splitmix(su_splitmix(i) % b->users ^ 0xfeed),
+                         CAP);
     if (sum == 0)
-        die("no unread at all");
-    return (double)(clock_ns() - t0) / CALLS;
+        su_die("no unread at all");
+    return (double)(su_clock_ns() - t0) / CALLS;
 }
 
 /* SEEN at a ts in the middle of the window (monotonic: later calls on the
  * same membership mostly leave it, which is the common case too). */
 static double time_seen(const struct grp_bench *b)
 {
-    uint64_t t0 = clock_ns(), unread;
+    uint64_t t0 = su_clock_ns(), unread;
 
     for (uint64_t i = 0; i < CALLS; i++) {
-        uint64_t u = splitmix(i ^ 0x77) % b->users;
+        uint64_t u = su_splitmix(i ^ 0x77) % b->users;
 
-        if (grp_seen(b->s, splitmix(u ^ 0xfeed),
+        if (grp_seen(b->s, su_splitmix(u ^ 0xfeed),
                      gid_of(group_of(u, i % b->per, b->groups)),
                      T0 + b->posts / 2, 100000, &unread) != GRP_OK)
-            die("grp_seen failed");
+            su_die("grp_seen failed");
     }
-    return (double)(clock_ns() - t0) / CALLS;
+    return (double)(su_clock_ns() - t0) / CALLS;
 }
 
 static double time_post(const struct grp_bench *b)
 {
-    uint64_t t0 = clock_ns(), seq;
+    uint64_t t0 = su_clock_ns(), seq;
 
     for (uint64_t i = 0; i < CALLS; i++)
-        if (grp_post(b->s, gid_of(splitmix(i) % b->groups), T0 + b->posts + i,
-                     CAP + 1, &seq) != GRP_OK)
-            die("grp_post failed");
-    return (double)(clock_ns() - t0) / CALLS;
+        if (grp_post(b->s, gid_of(su_splitmix(i) % b->groups),
+                     T0 + b->posts + i, CAP + 1, &seq) != GRP_OK)
+            su_die("grp_post failed");
+    return (double)(su_clock_ns() - t0) / CALLS;
 }
 
 int main(int argc, char **argv)
@@ -156,43 +119,36 @@ int main(int argc, char **argv)
     double all_bpe, memb_bpe, rss_all, rss_memb, post_ns, unread_ns, seen_ns,
         total_ns;
     uint64_t seq, unread;
+    const struct su_opt opts[] = {{"-u", &b.users, NULL},
+                                  {"-g", &b.per, NULL},
+                                  {"-G", &b.groups, NULL},
+                                  {"-p", &b.posts, NULL},
+                                  {0}};
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-u") == 0 && i + 1 < argc)
-            b.users = strtoull(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "-g") == 0 && i + 1 < argc)
-            b.per = strtoull(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "-G") == 0 && i + 1 < argc)
-            b.groups = strtoull(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc)
-            b.posts = strtoull(argv[++i], NULL, 10);
-        else
-            usage();
-    }
-    if (b.users == 0 || b.per == 0 || b.groups < b.per ||
-        b.groups % 7919 == 0 || b.per > 100000)
+    if (su_parse_opts(argc, argv, opts) != 0 || b.users == 0 || b.per == 0 ||
+        b.groups < b.per || b.groups % 7919 == 0 || b.per > 100000)
         usage();
 
-    rss0 = rss_bytes();
+    rss0 = su_rss_bytes();
     b.s = grp_create();
     if (b.s == NULL)
-        die("grp_create failed");
+        su_die("grp_create failed");
     for (uint64_t g = 0; g < b.groups; g++)
         for (uint64_t p = 0; p < b.posts; p++)
             if (grp_post(b.s, gid_of(g), T0 + p, CAP + 1, &seq) != GRP_OK)
-                die("grp_post failed");
+                su_die("grp_post failed");
     gbytes = grp_bytes(b.s);
-    rss1 = rss_bytes();
+    rss1 = su_rss_bytes();
     for (uint64_t i = 0; i < b.users; i++)
         for (uint64_t k = 0; k < b.per; k++)
-            if (grp_join(b.s, splitmix(i ^ 0xfeed),
+            if (grp_join(b.s, su_splitmix(i ^ 0xfeed),
                          gid_of(group_of(i, k, b.groups)), 100000,
                          &unread) != GRP_OK)
-                die("grp_join failed");
-    rss2 = rss_bytes();
+                su_die("grp_join failed");
+    rss2 = su_rss_bytes();
     memb = grp_memberships(b.s);
     if (memb != b.users * b.per || grp_audit(b.s) != 0)
-        die("store inconsistent after load");
+        su_die("store inconsistent after load");
     all_bpe = (double)grp_bytes(b.s) / (double)memb;
     memb_bpe = (double)(grp_bytes(b.s) - gbytes) / (double)memb;
     rss_all = (double)(rss2 - rss0) / (double)memb;
@@ -210,7 +166,7 @@ int main(int argc, char **argv)
     /* Everyone has unread for TOTAL: one more post in every group. */
     for (uint64_t g = 0; g < b.groups; g++)
         if (grp_post(b.s, gid_of(g), T0 + b.posts, CAP + 1, &seq) != GRP_OK)
-            die("grp_post failed");
+            su_die("grp_post failed");
     unread_ns = time_unread(&b);
     total_ns = time_total(&b);
     seen_ns = time_seen(&b);
@@ -219,7 +175,7 @@ int main(int argc, char **argv)
            "%.1f ns, GRP.TOTAL (%" PRIu64 " groups) %.1f ns\n",
            post_ns, unread_ns, seen_ns, b.per, total_ns);
     if (grp_audit(b.s) != 0)
-        die("store inconsistent after the speed runs");
+        su_die("store inconsistent after the speed runs");
     printf("store_grp users=%" PRIu64 " groups_per_user=%" PRIu64
            " groups=%" PRIu64 " posts=%" PRIu64 " memberships=%zu "
            "store_bpe=%.2f rss_bpe=%.2f memb_store_bpe=%.2f "

@@ -26,13 +26,11 @@
 #define _GNU_SOURCE /* clock_gettime clocks, sysconf */
 #endif
 #include "rcpt.h"
+#include "store_util.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #define T0 1700000000000ULL
 
@@ -47,27 +45,6 @@ static uint64_t rng(void)
     x ^= x >> 27;
     rng_state = x;
     return x * 0x2545f4914f6cdd1dULL;
-}
-
-static uint64_t clock_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static size_t rss_bytes(void)
-{
-    unsigned long size = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-
-    if (f == NULL)
-        return 0;
-    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-        resident = 0;
-    fclose(f);
-    return resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
 static void usage(void)
@@ -119,17 +96,17 @@ static int load_group(struct rcpt_store *s, const struct params *p, uint64_t g,
             if (rcpt_join(s, g, uid_of(g, joined++), UINT32_MAX, &m) != 0)
                 return -1;
         }
-        t0 = clock_ns();
+        t0 = su_clock_ns();
         if (rcpt_send(s, g, msgid_of(i), sender, T0 + i, 0, &n) != RCPT_OK)
             return -1;
-        t1 = clock_ns();
+        t1 = su_clock_ns();
         t->send_ns += t1 - t0;
         t->sends++;
         if (i >= p->window) {
-            t0 = clock_ns();
+            t0 = su_clock_ns();
             for (uint64_t k = 0; k < joined; k++)
                 rcpt_read(s, g, uid_of(g, k), msgid_of(i - p->window), 0);
-            t1 = clock_ns();
+            t1 = su_clock_ns();
             t->read_ns += t1 - t0;
             t->reads += joined;
         }
@@ -152,26 +129,17 @@ int main(int argc, char **argv)
     size_t rss0, rss1, bytes, msgs;
     struct rcpt_store *s;
     double count_ns, list_ns, read_ns, upto_ns;
+    const struct su_opt opts[] = {{"-m", &p.members, NULL},
+                                  {"-g", &p.groups, NULL},
+                                  {"-n", &p.msgs, NULL},
+                                  {"-w", &p.window, NULL},
+                                  {0}};
 
-    for (int i = 1; i + 1 < argc; i += 2) {
-        uint64_t v = strtoull(argv[i + 1], NULL, 10);
-
-        if (strcmp(argv[i], "-m") == 0)
-            p.members = v;
-        else if (strcmp(argv[i], "-g") == 0)
-            p.groups = v;
-        else if (strcmp(argv[i], "-n") == 0)
-            p.msgs = v;
-        else if (strcmp(argv[i], "-w") == 0)
-            p.window = v;
-        else
-            usage();
-    }
-    if (argc % 2 == 0 || p.members < 2 || p.groups == 0 || p.msgs == 0 ||
-        p.window == 0)
+    if (su_parse_opts(argc, argv, opts) != 0 || p.members < 2 ||
+        p.groups == 0 || p.msgs == 0 || p.window == 0)
         usage();
 
-    rss0 = rss_bytes();
+    rss0 = su_rss_bytes();
     s = rcpt_create();
     if (s == NULL)
         return 1;
@@ -181,7 +149,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    rss1 = rss_bytes();
+    rss1 = su_rss_bytes();
     bytes = rcpt_bytes(s);
     msgs = rcpt_messages(s);
     if (msgs != p.groups * p.msgs || rcpt_audit(s) != 0) {
@@ -191,7 +159,7 @@ int main(int argc, char **argv)
 
     /* Steady state: COUNT of any message. */
     nops = 1000000;
-    t0 = clock_ns();
+    t0 = su_clock_ns();
     for (uint64_t i = 0; i < nops; i++) {
         uint32_t r, u;
 
@@ -199,11 +167,11 @@ int main(int argc, char **argv)
                    &u);
         sink += r + u;
     }
-    count_ns = (double)(clock_ns() - t0) / (double)nops;
+    count_ns = (double)(su_clock_ns() - t0) / (double)nops;
 
     /* LIST: a page of 20 unread readers of a window message. */
     nops = 100000;
-    t0 = clock_ns();
+    t0 = su_clock_ns();
     for (uint64_t i = 0; i < nops; i++) {
         uint32_t n;
 
@@ -211,26 +179,26 @@ int main(int argc, char **argv)
                   msgid_of(p.msgs - 1 - rng() % p.window), 0, false, 0, 20,
                   nop_uid, &sink, &n);
     }
-    list_ns = (double)(clock_ns() - t0) / (double)nops;
+    list_ns = (double)(su_clock_ns() - t0) / (double)nops;
 
     /* READ of a window message by any member (some are new marks). */
     nops = 1000000;
-    t0 = clock_ns();
+    t0 = su_clock_ns();
     for (uint64_t i = 0; i < nops; i++)
         sink += rcpt_read(s, 1 + rng() % p.groups, uid_of(1, rng() % p.members),
                           msgid_of(p.msgs - 1 - rng() % p.window), 0);
-    read_ns = (double)(clock_ns() - t0) / (double)nops;
+    read_ns = (double)(su_clock_ns() - t0) / (double)nops;
 
     /* READUPTO the newest message: walks the window's open messages. */
     nops = 2000;
-    t0 = clock_ns();
+    t0 = su_clock_ns();
     for (uint64_t i = 0; i < nops; i++) {
         uint64_t g = 1 + rng() % p.groups;
 
         sink +=
             rcpt_read_upto(s, g, uid_of(g, rng() % p.members), UINT64_MAX, 0);
     }
-    upto_ns = (double)(clock_ns() - t0) / (double)nops;
+    upto_ns = (double)(su_clock_ns() - t0) / (double)nops;
 
     printf("scenario         %" PRIu64 " groups x %" PRIu64
            " messages, %" PRIu64 " members (+1 quit and 1 join per 500 "

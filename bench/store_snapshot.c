@@ -14,20 +14,18 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cnt.h"
 #include "fsutil.h"
 #include "snapshot.h"
+#include "store_util.h"
 #include "u64map.h"
 
-static double now_s(void)
+/* Seconds between two su_clock_ns() readings. */
+static double secs(uint64_t from, uint64_t to)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)(to - from) / 1e9;
 }
 
 int main(int argc, char **argv)
@@ -38,9 +36,8 @@ int main(int argc, char **argv)
     struct snap_meta meta;
     struct fs_map m;
     struct db db;
-    uint64_t total, bytes;
+    uint64_t total, bytes, t0, t1, t2;
     uint32_t v;
-    double t0, t1, t2;
     int fd;
 
     if (db_init(&db) != 0)
@@ -61,19 +58,19 @@ int main(int argc, char **argv)
         perror(path);
         return 1;
     }
-    t0 = now_s();
+    t0 = su_clock_ns();
     if (snapshot_write(fd, &db, 0, 0, &bytes) != 0) {
         perror("snapshot_write");
         return 1;
     }
-    t1 = now_s();
+    t1 = su_clock_ns();
     fsync(fd);
-    t2 = now_s();
+    t2 = su_clock_ns();
     close(fd);
     printf("snapshot: %llu bytes (%.2f bytes/user)\n",
            (unsigned long long)bytes, (double)bytes / (double)users);
-    printf("write: %.3f s (%.2f M users/s), fsync: %.3f s\n", t1 - t0,
-           (double)users / (t1 - t0) / 1e6, t2 - t1);
+    printf("write: %.3f s (%.2f M users/s), fsync: %.3f s\n", secs(t0, t1),
+           (double)users / secs(t0, t1) / 1e6, secs(t1, t2));
     db_deinit(&db);
 
     /* A restarted server hashes with a new random seed. Loading with the
@@ -82,14 +79,14 @@ int main(int argc, char **argv)
     u64map_setup(0x5EED5EED5EED5EEDull);
     if (db_init(&db) != 0 || fs_map_open(&m, path) != 0)
         return 1;
-    t0 = now_s();
+    t0 = su_clock_ns();
     if (snapshot_load(m.data, m.len, &db, &meta, err, sizeof(err)) != 0) {
         fprintf(stderr, "load: %s\n", err);
         return 1;
     }
-    t1 = now_s();
-    printf("load: %.3f s (%.2f M users/s), %zu users\n", t1 - t0,
-           (double)users / (t1 - t0) / 1e6, cnt_users(db.cnt));
+    t1 = su_clock_ns();
+    printf("load: %.3f s (%.2f M users/s), %zu users\n", secs(t0, t1),
+           (double)users / secs(t0, t1) / 1e6, cnt_users(db.cnt));
     fs_map_close(&m);
     unlink(path);
     db_deinit(&db);

@@ -39,42 +39,32 @@ struct opts {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: unread-bench [options]\n"
-            "  -t, --target T        binary (unreadd binary protocol), text "
-            "(unreadd\n"
-            "                        over RESP) or redis (default binary)\n"
-            "  -h, --host HOST       server address (127.0.0.1)\n"
-            "  -p, --port PORT       server port (7460; 6379 for redis)\n"
-            "  -w, --workload NAME   what to send (cnt-get); --list shows "
-            "them\n"
-            "  -c, --connections N   connections (50)\n"
-            "  -P, --pipeline N      requests in flight per connection (1)\n"
-            "  -T, --threads N       client threads (one per core, at most "
-            "N\n"
-            "                        connections)\n"
-            "  -d, --duration S      measured seconds (5)\n"
-            "      --warmup S        seconds run first, not measured (0)\n"
-            "  -n, --requests N      run N operations instead of a duration\n"
-            "  -r, --keys N          key space: ids 0..N-1 (100000)\n"
-            "      --zipf S          Zipf-distributed keys, exponent S "
-            "(e.g. 0.99);\n"
-            "                        uniform when not given\n"
-            "      --types N         counter types in play, 1..%d (2)\n"
-            "      --preload         give every key its load step before "
-            "the run\n"
-            "      --load            only the load step of every key, "
-            "pipelined\n"
-            "      --audit           then DEBUG AUDIT on unreadd: must find "
-            "0\n"
-            "      --seed N          random seed (1)\n"
-            "  -j, --json            one JSON object on stdout\n"
-            "      --list            the workloads and their Redis "
-            "equivalents\n"
-            "Exit status: 0; 1 on a usage or connection failure; 2 when any "
-            "reply was\n"
-            "an error or of the wrong kind, or the audit found mismatches.\n",
-            BENCH_TYPES_MAX);
+    fprintf(
+        f,
+        "usage: unread-bench [options]\n"
+        "  -t, --target T       binary: unreadd, binary protocol (default)\n"
+        "                       text: unreadd over RESP; redis: Redis\n"
+        "  -h, --host HOST      server address (127.0.0.1)\n"
+        "  -p, --port PORT      server port (7460; 6379 for redis)\n"
+        "  -w, --workload NAME  what to send (cnt-get); see --list\n"
+        "  -c, --connections N  connections (50)\n"
+        "  -P, --pipeline N     requests in flight per connection (1)\n"
+        "  -T, --threads N      client threads (one per core)\n"
+        "  -d, --duration S     measured seconds (5)\n"
+        "      --warmup S       seconds run first, not measured (0)\n"
+        "  -n, --requests N     N operations instead of a duration\n"
+        "  -r, --keys N         key space: ids 0..N-1 (100000)\n"
+        "      --zipf S         Zipf keys with exponent S (default uniform)\n"
+        "      --types N        counter types in play, 1..%d (2)\n"
+        "      --preload        the load step of every key, then the run\n"
+        "      --load           only the load step of every key\n"
+        "      --audit          then DEBUG AUDIT on unreadd (must be 0)\n"
+        "      --seed N         random seed (1)\n"
+        "  -j, --json           one JSON object on stdout\n"
+        "      --list           the workloads and their Redis equivalents\n"
+        "Exit status 1 on a usage or connection failure, 2 when a reply\n"
+        "was an error or of the wrong kind or the audit found mismatches.\n",
+        BENCH_TYPES_MAX);
 }
 
 static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)

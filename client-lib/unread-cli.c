@@ -3,7 +3,7 @@
  * libunread.
  *
  *   unread-cli [-h host] [-p port | --cluster host:port,...] [-t ms]
- *              [--default N] [--raw|--no-raw] [CMD [ARG ...]]
+ *              [-a password] [--default N] [--raw|--no-raw] [CMD [ARG ...]]
  *
  * With a command: runs it once; exit status 0, 1 on an error reply or a
  * connection failure, or 2 when --default answered a read with the default
@@ -33,6 +33,7 @@ struct cli {
     const char *host;
     uint16_t port;
     const char *cluster; /* --cluster list, or NULL */
+    const char *auth;    /* -a password, or NULL */
     bool degraded;       /* --default given */
     uint64_t dflt;       /* its value */
     int timeout_ms;      /* per command; 0: none */
@@ -194,6 +195,7 @@ static struct unread *cli_open(const struct cli *cli, char *err, size_t errlen)
     o.write_timeout_ms = cli->timeout_ms;
     o.degraded = cli->degraded;
     o.default_value = cli->dflt;
+    o.password = cli->auth;
     if (cli->cluster != NULL)
         return unread_connect_cluster(cli->cluster, &o, err, errlen);
     snprintf(one, sizeof(one),
@@ -208,7 +210,7 @@ static bool cli_connect(struct cli *cli)
 
     if (cli->conn != NULL)
         return true;
-    if (cli->cluster != NULL || cli->degraded)
+    if (cli->cluster != NULL || cli->degraded || cli->auth != NULL)
         cli->conn = cli_open(cli, err, sizeof(err));
     else
         cli->conn = unread_connect(cli->host, cli->port, CLI_CONNECT_TIMEOUT_MS,
@@ -516,14 +518,17 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: unread-cli [-h host] [-p port | --cluster list] [-t ms] "
-            "[--default N]\n"
-            "                  [--raw|--no-raw] [command [arg ...]]\n"
+            "[-a password]\n"
+            "                  [--default N] [--raw|--no-raw] "
+            "[command [arg ...]]\n"
             "  -h host    server address or name (default 127.0.0.1)\n"
             "  -p port    server port (default %u)\n"
             "  --cluster host:port,host:port,...\n"
             "             shards: each command goes where libunread routes "
             "it\n"
             "  -t ms      timeout per command, 0 for none (default 0)\n"
+            "  -a password  the servers' requirepass, sent with AUTH on "
+            "connect\n"
             "  --default N  degraded mode: a read whose server is down "
             "answers N,\n"
             "             marked degraded (exit status 2)\n"
@@ -568,6 +573,8 @@ int main(int argc, char **argv)
                 return 1;
             }
             cli.port = (uint16_t)v;
+        } else if (strcmp(argv[i], "-a") == 0 && i + 1 < argc) {
+            cli.auth = argv[++i];
         } else if (strcmp(argv[i], "--cluster") == 0 && i + 1 < argc) {
             cli.cluster = argv[++i];
         } else if (strcmp(argv[i], "--default") == 0 && i + 1 < argc) {

@@ -56,7 +56,8 @@ UNREAD_SAME(UNREAD_ERR_TOOBIG, UR_E_TOOBIG);
 UNREAD_SAME(UNREAD_ERR_LIMIT, UR_E_LIMIT);
 UNREAD_SAME(UNREAD_ERR_PROTO, UR_E_PROTO);
 UNREAD_SAME(UNREAD_ERR_WRONGPASS, UR_E_WRONGPASS);
-UNREAD_SAME(UR_E__COUNT, 13); /* a new code in proto.h: add it to unread.h */
+UNREAD_SAME(UNREAD_ERR_EXECABORT, UR_E_EXECABORT);
+UNREAD_SAME(UR_E__COUNT, 14); /* a new code in proto.h: add it to unread.h */
 /* Reply kinds are the wire's value tags. */
 UNREAD_SAME(UNREAD_REPLY_INT, UR_VAL_INT);
 UNREAD_SAME(UNREAD_REPLY_STR, UR_VAL_STR);
@@ -77,6 +78,7 @@ _Static_assert(UNREAD_DEGRADED > UINT16_MAX, "a wire code could collide");
 #define UC_FIRST_SERVER 0   /* route of admin and unkeyed commands */
 #define UC_RCPT_FAMILY 0x07 /* opcode high byte of RCPT (ops.def ranges) */
 #define UC_SLOTS_KEEP 4096  /* slots an idle handle keeps */
+#define UC_BATCH_KEEP 65536 /* batch body bytes an idle handle keeps */
 
 /*
  * Writes every server must see, recognised by name as well as by
@@ -98,8 +100,20 @@ struct uc_server {
 struct uc_slot {
     uint32_t server;
     uint16_t op;
-    uint16_t span; /* on a request's first slot: its slot count */
-    int rc;        /* UC_PENDING, or the outcome decided without a reply */
+    uint16_t span;    /* on a request's first slot: its slot count */
+    int rc;           /* UC_PENDING, or the outcome decided without a reply */
+    uint16_t nbatch;  /* a batch frame: its command count */
+    bool batch_reads; /* ... all of them reads: degraded mode may answer */
+};
+
+/* The batch being queued (unread_batch_begin): its commands encoded as a
+ * batch frame's body, all routed to one server. */
+struct uc_batch {
+    bool open;
+    bool writes;     /* holds a command that is not a read */
+    uint32_t server; /* where its commands route */
+    uint16_t n;      /* commands */
+    struct ur_buf body;
 };
 
 /* One server's answer to one slot. */
@@ -128,15 +142,15 @@ struct unread {
     uint32_t last_srv;  /* server of the last synchronous reply */
     struct uc_res *res; /* nsrv: one request's replies */
     struct ur_buf dflt; /* reply body of a degraded read: INT default */
+    struct uc_batch batch;
+    struct ur_buf dflt_batch; /* ... of a degraded batch: ARRAY of defaults */
+    char *password; /* sent on every (re)connect (unread_auth), or NULL */
 
     char err[UNREAD_ERRLEN];
 };
 
-static int set_err(struct unread *c, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* Records the message for the last failure and returns rc. */
-static int set_err(struct unread *c, int rc, const char *fmt, ...)
+int uc_set_err(struct unread *c, int rc, const char *fmt, ...)
 {
     va_list ap;
 
@@ -310,6 +324,8 @@ static void slot_push(struct unread *c, uint32_t s, uint16_t op, size_t span,
     sl->op = op;
     sl->span = (uint16_t)span;
     sl->rc = rc;
+    sl->nbatch = op == UR_FRAME_OP_BATCH ? c->batch.n : 0;
+    sl->batch_reads = op == UR_FRAME_OP_BATCH && !c->batch.writes;
 }
 
 /* The round is over: every server may be tried again, and what a long
@@ -339,15 +355,15 @@ static int args_check(struct unread *c, unsigned argc,
     unsigned i;
 
     if (argc > UINT16_MAX)
-        return set_err(c, UNREAD_EUSAGE, "%u arguments: at most %u", argc,
-                       (unsigned)UINT16_MAX);
+        return uc_set_err(c, UNREAD_EUSAGE, "%u arguments: at most %u", argc,
+                          (unsigned)UINT16_MAX);
     for (i = 0; i < argc; i++) {
         if (argv[i].kind == UNREAD_ARG_INT)
             continue;
         if (argv[i].kind != UNREAD_ARG_STR || argv[i].len > UINT32_MAX ||
             (argv[i].str == NULL && argv[i].len > 0))
-            return set_err(c, UNREAD_EUSAGE,
-                           "argument %u: bad kind, length or pointer", i);
+            return uc_set_err(c, UNREAD_EUSAGE,
+                              "argument %u: bad kind, length or pointer", i);
     }
     return 0;
 }
@@ -368,7 +384,7 @@ static int req_queue(struct unread *c, uint32_t to, uint16_t op, unsigned argc,
     if (rc != 0)
         return rc;
     if (slots_reserve(c, n) != 0)
-        return set_err(c, UNREAD_ENOMEM, "out of memory queuing a request");
+        return uc_set_err(c, UNREAD_ENOMEM, "out of memory queuing a request");
     for (s = first; s < first + n; s++) {
         rc = server_ready(c, s);
         if (rc != 0) {
@@ -378,11 +394,14 @@ static int req_queue(struct unread *c, uint32_t to, uint16_t op, unsigned argc,
         }
     }
     for (s = first; s < first + n; s++) {
-        if (uc_conn_encode(&c->srv[s].conn, op, argc, argv) != 0) {
+        if ((op == UR_FRAME_OP_BATCH
+                 ? uc_conn_encode_batch(&c->srv[s].conn, c->batch.n,
+                                        c->batch.body.data, c->batch.body.len)
+                 : uc_conn_encode(&c->srv[s].conn, op, argc, argv)) != 0) {
             while (s-- > first)
                 uc_conn_unencode(&c->srv[s].conn);
-            return set_err(c, UNREAD_ENOMEM,
-                           "out of memory encoding a request");
+            return uc_set_err(c, UNREAD_ENOMEM,
+                              "out of memory encoding a request");
         }
     }
     for (s = first; s < first + n; s++)
@@ -406,7 +425,7 @@ static int flush_all(struct unread *c)
         if (rc == 0)
             continue;
         if (first == 0)
-            first = set_err(c, rc, "%s", c->srv[s].conn.err);
+            first = uc_set_err(c, rc, "%s", c->srv[s].conn.err);
         server_failed(c, s, rc);
     }
     c->pending += c->unflushed;
@@ -513,7 +532,8 @@ static void set_reply_err(struct unread *c, const struct uc_res *r)
 
     ur_val_reader_init(&rd, r->body, r->h.len);
     if (ur_val_next(&rd, &v))
-        set_err(c, r->rc, "%s %.*s", ur_err_prefix(v.code), (int)v.len, v.str);
+        uc_set_err(c, r->rc, "%s %.*s", ur_err_prefix(v.code), (int)v.len,
+                   v.str);
 }
 
 /*
@@ -521,22 +541,43 @@ static void set_reply_err(struct unread *c, const struct uc_res *r)
  * mapping - a read that could not reach its server is the default
  * (errstr keeps the reason), a write that never left is UNREAD_EUNAVAIL.
  */
-static void surface(struct unread *c, uint16_t op, struct uc_res *r)
+/* The reply body of a degraded batch of n reads: an ARRAY holding the
+ * default n times. 0, or -1 when out of memory. */
+static int degraded_batch(struct unread *c, uint16_t n)
 {
+    uint16_t i;
+    int rc;
+
+    c->dflt_batch.len = 0;
+    rc = ur_frame_put_arr(&c->dflt_batch, n);
+    for (i = 0; i < n && rc == 0; i++)
+        rc = ur_frame_put_int(&c->dflt_batch, c->opt.default_value);
+    return rc;
+}
+
+static void surface(struct unread *c, const struct uc_slot *sl,
+                    struct uc_res *r)
+{
+    bool batch = sl->op == UR_FRAME_OP_BATCH;
+
     if (r->rc > 0) {
         set_reply_err(c, r);
         return;
     }
     if (r->rc == 0 || r->rc == UNREAD_EMISMATCH)
         return;
-    set_err(c, r->rc, "%s", c->srv[r->server].conn.err);
+    uc_set_err(c, r->rc, "%s", c->srv[r->server].conn.err);
     if (!c->opt.degraded || !is_unreachable(r->rc))
         return;
-    if (op_is_read(op)) {
+    if (batch ? sl->batch_reads : op_is_read(sl->op)) {
+        if (batch && degraded_batch(c, sl->nbatch) != 0) {
+            r->rc = uc_set_err(c, UNREAD_ENOMEM, "out of memory");
+            return;
+        }
         r->rc = UNREAD_DEGRADED;
         memset(&r->h, 0, sizeof(r->h));
-        r->h.len = (uint32_t)c->dflt.len;
-        r->body = c->dflt.data;
+        r->h.len = (uint32_t)(batch ? c->dflt_batch.len : c->dflt.len);
+        r->body = batch ? c->dflt_batch.data : c->dflt.data;
     } else if (r->rc == UNREAD_ECONNECT) {
         r->rc = UNREAD_EUNAVAIL;
     }
@@ -559,7 +600,7 @@ static void req_read(struct unread *c, struct uc_res *out)
         *out = c->res[0];
     else
         combine(c, op, span, out);
-    surface(c, op, out);
+    surface(c, first, out);
 }
 
 /* One synchronous request to `to` (a server or UC_ALL), as uc_roundtrip. */
@@ -571,8 +612,11 @@ static int call(struct unread *c, uint32_t to, uint16_t op, unsigned argc,
     int rc;
 
     if (c->piping)
-        return set_err(c, UNREAD_EUSAGE,
-                       "a pipeline is open: read its replies or reset it");
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "a pipeline is open: read its replies or reset it");
+    if (c->batch.open)
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "a batch is open: execute it or reset it");
     rc = req_queue(c, to, op, argc, argv);
     if (rc != 0)
         return rc;
@@ -598,13 +642,19 @@ static int resolve_op(struct unread *c, const char *name, uint16_t opcode,
 {
     const struct ur_op *o;
 
+    if (name == NULL && opcode == UR_FRAME_OP_BATCH)
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "opcode 0x%04x is the batch frame: use "
+                          "unread_batch_begin",
+                          opcode);
     if (name == NULL) {
         *op = opcode;
         return 0;
     }
     o = ur_op_by_name(name, strlen(name));
     if (o == NULL)
-        return set_err(c, UNREAD_ERR_UNKNOWN, "ERR unknown command '%s'", name);
+        return uc_set_err(c, UNREAD_ERR_UNKNOWN, "ERR unknown command '%s'",
+                          name);
     *op = o->code;
     return 0;
 }
@@ -627,6 +677,23 @@ void unread_opts_init(struct unread_opts *o)
     o->ring_points = UC_DEFAULT_RING_POINTS;
 }
 
+/* Keeps a copy of password (NULL: none) for every server's connects.
+ * 0, or -1 when out of memory (the old one is kept). */
+static int password_set(struct unread *c, const char *password)
+{
+    char *copy = NULL;
+    size_t s;
+
+    if (password != NULL && (copy = strdup(password)) == NULL)
+        return -1;
+    free(c->password);
+    c->password = copy;
+    c->opt.password = copy;
+    for (s = 0; s < c->nsrv; s++)
+        c->srv[s].conn.password = copy;
+    return 0;
+}
+
 static void handle_free(struct unread *c)
 {
     size_t s;
@@ -636,6 +703,9 @@ static void handle_free(struct unread *c)
             uc_conn_deinit(&c->srv[s].conn);
     uc_ring_deinit(&c->ring);
     ur_buf_deinit(&c->dflt);
+    ur_buf_deinit(&c->dflt_batch);
+    ur_buf_deinit(&c->batch.body);
+    free(c->password);
     free(c->srv);
     free(c->res);
     free(c->slot);
@@ -681,6 +751,8 @@ static struct unread *handle_create(struct uc_addr *a, size_t n,
     c->addr = a;
     c->nsrv = n;
     ur_buf_init(&c->dflt);
+    ur_buf_init(&c->dflt_batch);
+    ur_buf_init(&c->batch.body);
     if (!opts_valid(o, n, err, errlen))
         goto error;
     c->opt = *o;
@@ -696,6 +768,10 @@ static struct unread *handle_create(struct uc_addr *a, size_t n,
     }
     for (i = 0; i < n; i++)
         uc_conn_init(&c->srv[i].conn, &a[i]);
+    if (password_set(c, o->password) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto error;
+    }
     for (i = 0; i < UC_NGLOBAL; i++) {
         op = ur_op_by_name(global_names[i], strlen(global_names[i]));
         c->global_op[i] = op != NULL ? op->code : 0;
@@ -774,6 +850,32 @@ struct unread *unread_connect_cluster(const char *servers,
     if (uc_addrs_parse(servers, UNREAD_DEFAULT_PORT, &a, &n, err, errlen) != 0)
         return NULL;
     return handle_create(a, n, &o, err, errlen);
+}
+
+int unread_auth(struct unread *c, const char *password)
+{
+    struct unread_arg a = {UNREAD_ARG_STR, 0, password, 0};
+    struct ur_frame_hdr h;
+    const char *body;
+    int rc, first = 0;
+    uint32_t s;
+
+    if (c->piping)
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "a pipeline is open: read its replies or reset it");
+    if (password_set(c, password) != 0)
+        return uc_set_err(c, UNREAD_ENOMEM, "out of memory");
+    if (password == NULL)
+        return 0;
+    a.len = strlen(password);
+    for (s = 0; s < c->nsrv; s++) {
+        if (c->srv[s].conn.fd < 0)
+            continue; /* authenticates when it connects */
+        rc = call(c, s, UR_OP_AUTH, 1, &a, &h, &body);
+        if (first == 0)
+            first = rc;
+    }
+    return first;
 }
 
 void unread_close(struct unread *c)
@@ -881,8 +983,8 @@ int uc_shape_err(struct unread *c, uint16_t op)
 {
     const struct ur_op *o = ur_op_by_code(op);
 
-    set_err(c, UNREAD_EPROTO, "%s: protocol error: unexpected reply to %s",
-            c->addr[c->last_srv].name, o != NULL ? o->name : "command");
+    uc_set_err(c, UNREAD_EPROTO, "%s: protocol error: unexpected reply to %s",
+               c->addr[c->last_srv].name, o != NULL ? o->name : "command");
     uc_conn_drop(&c->srv[c->last_srv].conn);
     return UNREAD_EPROTO;
 }
@@ -897,8 +999,8 @@ int uc_call_ints(struct unread *c, uint16_t op, unsigned argc,
     int rc;
 
     if (argc > UNREAD_CNT_TYPES + 1)
-        return set_err(c, UNREAD_EUSAGE, "%u integer arguments: at most %u",
-                       argc, (unsigned)UNREAD_CNT_TYPES + 1);
+        return uc_set_err(c, UNREAD_EUSAGE, "%u integer arguments: at most %u",
+                          argc, (unsigned)UNREAD_CNT_TYPES + 1);
     for (i = 0; i < argc; i++)
         argv[i] = unread_arg_int(v[i]);
     rc = uc_roundtrip(c, op, argc, argv, &h, &body);
@@ -1040,8 +1142,8 @@ int unread_cnt_clear(struct unread *c, uint64_t uid, const uint8_t *types,
     unsigned i;
 
     if (ntypes > UNREAD_CNT_TYPES || (ntypes > 0 && types == NULL))
-        return set_err(c, UNREAD_EUSAGE, "CNT.CLEAR: %u types, at most %u",
-                       ntypes, (unsigned)UNREAD_CNT_TYPES);
+        return uc_set_err(c, UNREAD_EUSAGE, "CNT.CLEAR: %u types, at most %u",
+                          ntypes, (unsigned)UNREAD_CNT_TYPES);
     args[0] = uid;
     for (i = 0; i < ntypes; i++)
         args[i + 1] = types[i];
@@ -1058,11 +1160,11 @@ static int reply_tree(struct unread *c, int status, uint32_t s,
     int rc = uc_tree_build(body, h->len, out);
 
     if (rc == UNREAD_ENOMEM)
-        return set_err(c, rc, "out of memory for a reply");
+        return uc_set_err(c, rc, "out of memory for a reply");
     if (rc != 0) {
         uc_conn_drop(&c->srv[s].conn);
-        return set_err(c, rc, "%s: protocol error: bad reply body",
-                       c->addr[s].name);
+        return uc_set_err(c, rc, "%s: protocol error: bad reply body",
+                          c->addr[s].name);
     }
     return status;
 }
@@ -1081,7 +1183,8 @@ static int command(struct unread *c, bool route_it, uint32_t to,
     rc = resolve_op(c, name, opcode, &op);
     if (rc != 0) {
         *out = uc_reply_error(rc, c->err);
-        return *out != NULL ? rc : set_err(c, UNREAD_ENOMEM, "out of memory");
+        return *out != NULL ? rc
+                            : uc_set_err(c, UNREAD_ENOMEM, "out of memory");
     }
     if (route_it)
         to = route(c, op, argc, argv);
@@ -1105,10 +1208,126 @@ int unread_command_shard(struct unread *c, size_t shard, const char *name,
 {
     if (shard >= c->nsrv) {
         *out = NULL;
-        return set_err(c, UNREAD_EUSAGE, "shard %zu: the handle has %zu", shard,
-                       c->nsrv);
+        return uc_set_err(c, UNREAD_EUSAGE, "shard %zu: the handle has %zu",
+                          shard, c->nsrv);
     }
     return command(c, false, (uint32_t)shard, name, opcode, argc, argv, out);
+}
+
+/* ---- Public: atomic batch ---------------------------------------------- */
+
+/* The open batch is over: the next one starts empty. A long batch's body
+ * is given back. */
+static void batch_clear(struct unread *c)
+{
+    struct uc_batch *b = &c->batch;
+
+    b->open = false;
+    b->writes = false;
+    b->server = UC_FIRST_SERVER;
+    b->n = 0;
+    b->body.len = 0;
+    ur_buf_shrink(&b->body, UC_BATCH_KEEP);
+}
+
+/*
+ * Adds one command to the open batch, or nothing (a usage error: a global
+ * write, another server than the batch's, too many commands or bytes; or
+ * out of memory). The commands are only encoded here; the server checks
+ * them when the batch arrives.
+ */
+static int batch_add(struct unread *c, uint16_t op, unsigned argc,
+                     const struct unread_arg *argv)
+{
+    struct uc_batch *b = &c->batch;
+    const struct ur_op *o = ur_op_by_code(op);
+    size_t mark = b->body.len;
+    uint32_t to;
+    int rc;
+
+    rc = args_check(c, argc, argv);
+    if (rc != 0)
+        return rc;
+    if (o != NULL && op_is_global(c, o))
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "%s cannot be batched: every server must apply it",
+                          o->name);
+    if (b->n == UINT16_MAX)
+        return uc_set_err(c, UNREAD_EUSAGE, "a batch holds at most %u commands",
+                          (unsigned)UINT16_MAX);
+    to = route(c, op, argc, argv);
+    if (b->n > 0 && to != b->server)
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "a batch runs on one server: this command goes to "
+                          "%s, the batch to %s",
+                          c->addr[to].name, c->addr[b->server].name);
+    if (ur_frame_put_sub_hdr(&b->body, op, (uint16_t)argc) != 0 ||
+        uc_put_args(&b->body, argc, argv) != 0) {
+        b->body.len = mark;
+        return uc_set_err(c, UNREAD_ENOMEM, "out of memory queuing a command");
+    }
+    if (b->body.len > UR_MAX_FRAME_CEILING) {
+        b->body.len = mark;
+        return uc_set_err(c, UNREAD_EUSAGE, "a batch is at most %u bytes",
+                          (unsigned)UR_MAX_FRAME_CEILING);
+    }
+    b->server = to;
+    b->n++;
+    b->writes |= !op_is_read(op);
+    return 0;
+}
+
+int unread_batch_begin(struct unread *c)
+{
+    if (c->batch.open)
+        return uc_set_err(c, UNREAD_EUSAGE, "a batch is already open");
+    c->batch.open = true;
+    return 0;
+}
+
+int unread_batch_exec(struct unread *c, struct unread_reply **out)
+{
+    uint16_t n = c->batch.n;
+    struct ur_frame_hdr h;
+    const char *body;
+    int rc;
+
+    *out = NULL;
+    if (!c->batch.open)
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "no batch open (unread_batch_begin)");
+    if (c->piping)
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "a pipeline is open: queue the batch with "
+                          "unread_pipe_batch");
+    c->batch.open = false; /* it is sent as one request of its own */
+    rc = call(c, c->batch.server, UR_FRAME_OP_BATCH, 0, NULL, &h, &body);
+    batch_clear(c);
+    if (rc < 0)
+        return rc;
+    rc = reply_tree(c, rc, c->last_srv, &h, body, out);
+    if (rc == 0 && ((*out)->kind != UNREAD_REPLY_ARRAY || (*out)->n != n)) {
+        unread_reply_free(*out);
+        *out = NULL;
+        return uc_shape_err(c, UR_FRAME_OP_BATCH);
+    }
+    return rc;
+}
+
+int unread_pipe_batch(struct unread *c)
+{
+    int rc;
+
+    if (!c->batch.open || !c->piping)
+        return uc_set_err(c, UNREAD_EUSAGE, "no batch open inside a pipeline");
+    rc = req_queue(c, c->batch.server, UR_FRAME_OP_BATCH, 0, NULL);
+    batch_clear(c);
+    return rc;
+}
+
+void unread_batch_reset(struct unread *c)
+{
+    batch_clear(c);
 }
 
 /* ---- Public: pipeline -------------------------------------------------- */
@@ -1116,7 +1335,10 @@ int unread_command_shard(struct unread *c, size_t shard, const char *name,
 int unread_pipe_begin(struct unread *c)
 {
     if (c->piping)
-        return set_err(c, UNREAD_EUSAGE, "a pipeline is already open");
+        return uc_set_err(c, UNREAD_EUSAGE, "a pipeline is already open");
+    if (c->batch.open)
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "a batch is open: execute it or reset it");
     c->piping = true;
     return 0;
 }
@@ -1127,21 +1349,26 @@ int unread_pipe_cmd(struct unread *c, const char *name, uint16_t opcode,
     uint16_t op = 0;
     int rc;
 
-    if (!c->piping)
-        return set_err(c, UNREAD_EUSAGE,
-                       "no pipeline open (unread_pipe_begin)");
+    if (!c->piping && !c->batch.open)
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "no pipeline open (unread_pipe_begin)");
     rc = resolve_op(c, name, opcode, &op);
     if (rc != 0)
         return rc;
+    if (c->batch.open)
+        return batch_add(c, op, argc, argv);
     return req_queue(c, route(c, op, argc, argv), op, argc, argv);
 }
 
-static int pipe_ints(struct unread *c, uint16_t op, unsigned argc,
-                     const uint64_t *v)
+int uc_pipe_ints(struct unread *c, uint16_t op, unsigned argc,
+                 const uint64_t *v)
 {
     struct unread_arg argv[UNREAD_CNT_TYPES + 1];
     unsigned i;
 
+    if (argc > UNREAD_CNT_TYPES + 1)
+        return uc_set_err(c, UNREAD_EUSAGE, "%u integer arguments: at most %u",
+                          argc, (unsigned)UNREAD_CNT_TYPES + 1);
     for (i = 0; i < argc; i++)
         argv[i] = unread_arg_int(v[i]);
     return unread_pipe_cmd(c, NULL, op, argc, argv);
@@ -1152,7 +1379,7 @@ int unread_pipe_cnt_incr(struct unread *c, uint64_t uid, unsigned type,
 {
     uint64_t a[3] = {uid, type, delta};
 
-    return pipe_ints(c, UR_OP_CNT_INCR, 3, a);
+    return uc_pipe_ints(c, UR_OP_CNT_INCR, 3, a);
 }
 
 int unread_pipe_cnt_decr(struct unread *c, uint64_t uid, unsigned type,
@@ -1160,7 +1387,7 @@ int unread_pipe_cnt_decr(struct unread *c, uint64_t uid, unsigned type,
 {
     uint64_t a[3] = {uid, type, delta};
 
-    return pipe_ints(c, UR_OP_CNT_DECR, 3, a);
+    return uc_pipe_ints(c, UR_OP_CNT_DECR, 3, a);
 }
 
 int unread_pipe_cnt_set(struct unread *c, uint64_t uid, unsigned type,
@@ -1168,24 +1395,24 @@ int unread_pipe_cnt_set(struct unread *c, uint64_t uid, unsigned type,
 {
     uint64_t a[3] = {uid, type, value};
 
-    return pipe_ints(c, UR_OP_CNT_SET, 3, a);
+    return uc_pipe_ints(c, UR_OP_CNT_SET, 3, a);
 }
 
 int unread_pipe_cnt_get(struct unread *c, uint64_t uid, unsigned type)
 {
     uint64_t a[2] = {uid, type};
 
-    return pipe_ints(c, UR_OP_CNT_GET, 2, a);
+    return uc_pipe_ints(c, UR_OP_CNT_GET, 2, a);
 }
 
 int unread_pipe_cnt_getall(struct unread *c, uint64_t uid)
 {
-    return pipe_ints(c, UR_OP_CNT_GETALL, 1, &uid);
+    return uc_pipe_ints(c, UR_OP_CNT_GETALL, 1, &uid);
 }
 
 int unread_pipe_cnt_total(struct unread *c, uint64_t uid)
 {
-    return pipe_ints(c, UR_OP_CNT_TOTAL, 1, &uid);
+    return uc_pipe_ints(c, UR_OP_CNT_TOTAL, 1, &uid);
 }
 
 int unread_pipe_cnt_clear(struct unread *c, uint64_t uid, const uint8_t *types,
@@ -1195,12 +1422,12 @@ int unread_pipe_cnt_clear(struct unread *c, uint64_t uid, const uint8_t *types,
     unsigned i;
 
     if (ntypes > UNREAD_CNT_TYPES || (ntypes > 0 && types == NULL))
-        return set_err(c, UNREAD_EUSAGE, "CNT.CLEAR: %u types, at most %u",
-                       ntypes, (unsigned)UNREAD_CNT_TYPES);
+        return uc_set_err(c, UNREAD_EUSAGE, "CNT.CLEAR: %u types, at most %u",
+                          ntypes, (unsigned)UNREAD_CNT_TYPES);
     a[0] = uid;
     for (i = 0; i < ntypes; i++)
         a[i + 1] = types[i];
-    return pipe_ints(c, UR_OP_CNT_CLEAR, ntypes + 1, a);
+    return uc_pipe_ints(c, UR_OP_CNT_CLEAR, ntypes + 1, a);
 }
 
 size_t unread_pipe_queued(const struct unread *c)
@@ -1216,8 +1443,8 @@ size_t unread_pipe_pending(const struct unread *c)
 int unread_pipe_flush(struct unread *c)
 {
     if (!c->piping)
-        return set_err(c, UNREAD_EUSAGE,
-                       "no pipeline open (unread_pipe_begin)");
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "no pipeline open (unread_pipe_begin)");
     return flush_all(c);
 }
 
@@ -1227,11 +1454,11 @@ int unread_pipe_read(struct unread *c, struct unread_reply **out)
 
     *out = NULL;
     if (!c->piping)
-        return set_err(c, UNREAD_EUSAGE, "no pipeline open");
+        return uc_set_err(c, UNREAD_EUSAGE, "no pipeline open");
     if (c->pending == 0)
-        return set_err(c, UNREAD_EUSAGE,
-                       "no reply pending (%zu queued: flush first)",
-                       c->unflushed);
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "no reply pending (%zu queued: flush first)",
+                          c->unflushed);
     req_read(c, &r);
     if (c->pending == 0 && c->unflushed == 0) {
         c->piping = false;
@@ -1246,6 +1473,7 @@ void unread_pipe_reset(struct unread *c)
 {
     size_t s;
 
+    unread_batch_reset(c);
     if (!c->piping)
         return;
     for (s = 0; s < c->nsrv; s++)

@@ -9,7 +9,9 @@
  * hashing), global writes (GRP.POST, BC.PUBLISH, DOT.PUSH, FEED.POST,
  * FEED.UNPOST) to every server, anything else to the first server. Calls
  * are synchronous (one request, one reply) or pipelined (queue many
- * requests, send them in one write per server, read the replies in order).
+ * requests, send them in one write per server, read the replies in order);
+ * an atomic batch runs several commands on one server with nothing in
+ * between.
  *
  * Threads: the library keeps no global state and takes no locks. A handle
  * must be used by one thread at a time (typically one handle per thread);
@@ -77,6 +79,8 @@ enum unread_result {
     UNREAD_ERR_LIMIT = 10,     /* a configured per-entity limit */
     UNREAD_ERR_PROTO = 11,     /* the server lost framing; it closes */
     UNREAD_ERR_WRONGPASS = 12, /* AUTH with a bad password */
+    UNREAD_ERR_EXECABORT = 13, /* text protocol's EXEC only: never sent on
+                                  the binary protocol the library speaks */
 
     /* Client-side failures. All but EUSAGE, and ENOMEM outside a
      * receive, close the connection (see "Reconnect" above). */
@@ -86,7 +90,9 @@ enum unread_result {
                               of the wrong shape for a typed call */
     UNREAD_ECLOSED = -4,   /* the server closed the connection */
     UNREAD_ECONNECT = -5,  /* (re)connect failed: refused, unreachable,
-                              name not resolved, connect timeout */
+                              name not resolved, connect timeout, or the
+                              password refused (errstr: the server's
+                              reply) */
     UNREAD_ENOMEM = -6,    /* allocation failed: while encoding a request or
                               copying a received reply the connection is
                               kept; while receiving it is closed */
@@ -138,6 +144,10 @@ struct unread_opts {
 
     unsigned ring_points; /* hash-ring points per server (160): every
                              client of a deployment must use the same */
+
+    const char *password; /* requirepass of the servers (NULL: none): sent
+                             with AUTH on every connect, and a server that
+                             refuses it fails the connect (copied) */
 };
 
 /* The defaults above. */
@@ -165,6 +175,15 @@ struct unread *unread_connect_cluster(const char *servers,
 /* Closes the connection and frees the handle and every reply buffer it
  * owns. Replies returned to the caller stay valid. NULL is a no-op. */
 void unread_close(struct unread *c);
+
+/*
+ * Authenticates with the servers' requirepass: sends AUTH on every open
+ * connection now, and on every later (re)connect (as opts.password does).
+ * NULL forgets the password. 0, or the first failure: UNREAD_ERR_WRONGPASS
+ * for a wrong password, UNREAD_ERR_ERR when a server has no password set,
+ * UNREAD_EUSAGE while a pipeline is open.
+ */
+int unread_auth(struct unread *c, const char *password);
 
 /*
  * Sets both the read and the write timeout, in milliseconds (<= 0: none):
@@ -434,6 +453,69 @@ int unread_pipe_read(struct unread *c, struct unread_reply **out);
  * reconnects. Always succeeds; a no-op when no pipeline is open.
  */
 void unread_pipe_reset(struct unread *c);
+
+/* ---- Atomic batch -------------------------------------------------------- */
+/*
+ * Several commands run by the server with nothing in between (the binary
+ * protocol's batch frame, docs/PROTOCOL.md): no other client sees some of
+ * them done and others not, and the server's journal keeps all or none.
+ *
+ *     unread_batch_begin(c);
+ *     unread_pipe_conv_seq(c, uid, cid, seq);      (queue helpers and
+ *     unread_pipe_cnt_incr(c, uid, TYPE_DM, 1);     unread_pipe_cmd add
+ *     rc = unread_batch_exec(c, &r);                to the open batch)
+ *     ... r->elem[0], r->elem[1] ...
+ *     unread_reply_free(r);
+ *
+ * While a batch is open, unread_pipe_cmd and every unread_pipe_* queue
+ * helper add one command to it (nothing is sent); a call that returns
+ * non-zero added nothing, and the batch stays open. Synchronous calls
+ * return UNREAD_EUSAGE meanwhile.
+ *
+ * One server runs a batch: on a cluster every command must route to the
+ * same server (the same uid, or the same RCPT gid), else its queue call
+ * returns UNREAD_EUSAGE. Global writes (GRP.POST, BC.PUBLISH, DOT.PUSH,
+ * FEED.POST, FEED.UNPOST, ...: every server must apply them) cannot be
+ * batched, on one server as on a cluster, so that code behaves the same
+ * on both: UNREAD_EUSAGE.
+ *
+ * The server first checks every command: an unknown opcode, a wrong
+ * argument count or a command that cannot be batched (SAVE, QUIT, ...)
+ * refuses the whole batch, nothing runs, and the result is that error
+ * (its message names the command, counting from 0: "batch op 1: ...").
+ * Otherwise every command runs; one that fails at run time (a bad
+ * argument, a limit) has its error in its place and does not undo the
+ * others.
+ *
+ * Degraded mode: a batch holding a write that cannot be sent is
+ * UNREAD_EUNAVAIL as a whole; a batch of reads only is UNREAD_DEGRADED,
+ * its reply an ARRAY holding the default once per command.
+ */
+
+/* Opens a batch. UNREAD_EUSAGE if one is open. Inside an open pipeline
+ * the batch becomes one request of it (unread_pipe_batch). */
+int unread_batch_begin(struct unread *c);
+
+/*
+ * Sends the open batch, waits for its reply and closes the batch
+ * (whatever the result). Results as for unread_command(): 0 with *out an
+ * ARRAY of one reply per command, in order (an UNREAD_REPLY_ERROR element
+ * for a command that failed at run time); > 0 when the server refused
+ * the batch as a whole (*out the ERROR reply; nothing ran);
+ * UNREAD_DEGRADED (see above); < 0 a client-side failure (*out NULL).
+ * UNREAD_EUSAGE when no batch is open, or a pipeline is.
+ */
+int unread_batch_exec(struct unread *c, struct unread_reply **out);
+
+/* Inside an open pipeline: closes the open batch and queues it as the
+ * pipeline's next request; its reply (the ARRAY, as unread_batch_exec's)
+ * is read with unread_pipe_read. UNREAD_EUSAGE when no batch or no
+ * pipeline is open. */
+int unread_pipe_batch(struct unread *c);
+
+/* Drops the open batch, if any; nothing was sent. unread_pipe_reset drops
+ * it too. */
+void unread_batch_reset(struct unread *c);
 
 /*
  * Typed calls of the other families, one section each, in SPEC order
@@ -725,6 +807,28 @@ int unread_pipe_rcpt_send(struct unread *c, uint64_t gid, uint64_t msgid,
 int unread_pipe_rcpt_read(struct unread *c, uint64_t gid, uint64_t uid,
                           const uint64_t *msgids, unsigned n);
 int unread_pipe_rcpt_count(struct unread *c, uint64_t gid, uint64_t msgid);
+
+/* ---- USER: per-user operations, FLUSHALL ------------------------------- */
+
+/*
+ * USER.INFO uid: everything the server holds about the user, for a person
+ * to read ("why does this badge say 7?"): *out is an ARRAY of STR lines
+ * (docs/COMMANDS.md, USER), freed with unread_reply_free(). Results as
+ * unread_command(). On a cluster, asks the user's server (RCPT state
+ * lives on the servers of its groups).
+ */
+int unread_user_info(struct unread *c, uint64_t uid, struct unread_reply **out);
+
+/* USER.DEL uid: erases the user from every family (RCPT keeps its
+ * receipts, anonymously); *removed = the entries removed. On a cluster
+ * every server erases, and *removed is the first server's count. */
+int unread_user_del(struct unread *c, uint64_t uid, uint64_t *removed);
+
+/* FLUSHALL: erases all data (every server of a cluster). */
+int unread_flushall(struct unread *c);
+
+/* Queue helper; reply: INT entries removed. */
+int unread_pipe_user_del(struct unread *c, uint64_t uid);
 
 #ifdef __cplusplus
 }

@@ -30,21 +30,19 @@ int unread_bc_read(struct unread *c, uint64_t uid, uint64_t ch)
 
 int unread_pipe_bc_publish(struct unread *c, uint64_t ch)
 {
-    struct unread_arg a = unread_arg_int(ch);
-
-    return unread_pipe_cmd(c, NULL, UR_OP_BC_PUBLISH, 1, &a);
+    return uc_pipe_ints(c, UR_OP_BC_PUBLISH, 1, &ch);
 }
 
 int unread_pipe_bc_unread(struct unread *c, uint64_t uid, uint64_t ch)
 {
-    struct unread_arg a[2] = {unread_arg_int(uid), unread_arg_int(ch)};
+    uint64_t a[2] = {uid, ch};
 
-    return unread_pipe_cmd(c, NULL, UR_OP_BC_UNREAD, 2, a);
+    return uc_pipe_ints(c, UR_OP_BC_UNREAD, 2, a);
 }
 
 int unread_pipe_bc_read(struct unread *c, uint64_t uid, uint64_t ch)
 {
-    struct unread_arg a[2] = {unread_arg_int(uid), unread_arg_int(ch)};
+    uint64_t a[2] = {uid, ch};
 
-    return unread_pipe_cmd(c, NULL, UR_OP_BC_READ, 2, a);
+    return uc_pipe_ints(c, UR_OP_BC_READ, 2, a);
 }

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ops.h"
+
 #ifndef MSG_NOSIGNAL
 #define MSG_NOSIGNAL 0 /* platforms without it: SO_NOSIGPIPE instead */
 #endif
@@ -208,6 +210,8 @@ void uc_conn_drop(struct uc_conn *k)
         ur_buf_shrink(&k->in, UC_IDLE_KEEP);
 }
 
+static int conn_auth(struct uc_conn *k, int connect_ms);
+
 int uc_conn_ensure(struct uc_conn *k, int connect_ms)
 {
     char b;
@@ -234,34 +238,64 @@ int uc_conn_ensure(struct uc_conn *k, int connect_ms)
     }
     if (k->fd >= 0)
         return 0;
-    return conn_open(k, connect_ms);
+    if (conn_open(k, connect_ms) != 0)
+        return UNREAD_ECONNECT;
+    return k->password != NULL ? conn_auth(k, connect_ms) : 0;
 }
 
 /* ---- Requests ---------------------------------------------------------- */
+
+/* The frame begun at mark, at off, is complete with argc (or its count
+ * of sub-requests): it is queued under the next request id. */
+static void encoded(struct uc_conn *k, size_t mark, size_t off, uint16_t argc)
+{
+    ur_frame_req_end(&k->out, off, argc);
+    k->last_frame = mark;
+    k->next_id++;
+    k->queued++;
+}
+
+int uc_put_args(struct ur_buf *b, unsigned argc, const struct unread_arg *argv)
+{
+    size_t mark = b->len;
+    unsigned i;
+    int rc = 0;
+
+    for (i = 0; i < argc && rc == 0; i++)
+        rc = argv[i].kind == UNREAD_ARG_INT
+                 ? ur_frame_put_arg_int(b, argv[i].num)
+                 : ur_frame_put_arg_str(b, argv[i].str, argv[i].len);
+    if (rc != 0)
+        b->len = mark;
+    return rc;
+}
 
 int uc_conn_encode(struct uc_conn *k, uint16_t op, unsigned argc,
                    const struct unread_arg *argv)
 {
     size_t mark = k->out.len, off;
-    unsigned i;
 
-    if (ur_frame_req_begin(&k->out, op, k->next_id, &off) != 0)
-        goto error;
-    for (i = 0; i < argc; i++) {
-        if (argv[i].kind == UNREAD_ARG_INT
-                ? ur_frame_put_arg_int(&k->out, argv[i].num) != 0
-                : ur_frame_put_arg_str(&k->out, argv[i].str, argv[i].len) != 0)
-            goto error;
+    if (ur_frame_req_begin(&k->out, op, k->next_id, &off) != 0 ||
+        uc_put_args(&k->out, argc, argv) != 0) {
+        k->out.len = mark;
+        return conn_err(k, UNREAD_ENOMEM, "out of memory encoding a request");
     }
-    ur_frame_req_end(&k->out, off, (uint16_t)argc);
-    k->last_frame = mark;
-    k->next_id++;
-    k->queued++;
+    encoded(k, mark, off, (uint16_t)argc);
     return 0;
+}
 
-error:
-    k->out.len = mark;
-    return conn_err(k, UNREAD_ENOMEM, "out of memory encoding a request");
+int uc_conn_encode_batch(struct uc_conn *k, uint16_t n, const char *body,
+                         size_t len)
+{
+    size_t mark = k->out.len, off;
+
+    if (ur_frame_req_begin(&k->out, UR_FRAME_OP_BATCH, k->next_id, &off) != 0 ||
+        ur_buf_append(&k->out, body, len) != 0) {
+        k->out.len = mark;
+        return conn_err(k, UNREAD_ENOMEM, "out of memory encoding a batch");
+    }
+    encoded(k, mark, off, n);
+    return 0;
 }
 
 void uc_conn_unencode(struct uc_conn *k)
@@ -433,4 +467,42 @@ int uc_conn_reply(struct uc_conn *k, const struct uc_deadline *d,
     k->expect_id++;
     k->inflight--;
     return 0;
+}
+
+/* ---- Authentication ----------------------------------------------------- */
+
+/*
+ * AUTH password on a new connection, before any request: a server that
+ * refuses it (or does not answer within connect_ms) is no more usable than
+ * one that cannot be reached, so the connection is dropped and the result
+ * is UNREAD_ECONNECT, with the server's reply or the failure in err.
+ */
+static int conn_auth(struct uc_conn *k, int connect_ms)
+{
+    struct uc_deadline d = uc_deadline(connect_ms, "AUTH");
+    struct unread_arg a = {UNREAD_ARG_STR, 0, k->password, strlen(k->password)};
+    struct ur_val_reader rd;
+    struct ur_frame_hdr h;
+    struct ur_val v;
+    const char *body;
+    int rc;
+
+    rc = uc_conn_encode(k, UR_OP_AUTH, 1, &a);
+    if (rc == 0)
+        rc = uc_conn_flush(k, &d);
+    if (rc == 0)
+        rc = uc_conn_reply(k, &d, &h, &body);
+    if (rc == 0 && h.op != 0) {
+        ur_val_reader_init(&rd, body, h.len);
+        if (ur_val_next(&rd, &v) && v.kind == UR_VAL_ERR)
+            conn_err(k, 0, "AUTH refused: %s %.*s", ur_err_prefix(v.code),
+                     (int)v.len, v.str);
+        else
+            conn_err(k, 0, "AUTH refused");
+        rc = UNREAD_ECONNECT;
+    }
+    if (rc == 0)
+        return 0;
+    uc_conn_drop(k);
+    return UNREAD_ECONNECT;
 }

@@ -33,6 +33,7 @@ struct uc_deadline {
 struct uc_conn {
     int fd;                  /* -1 while not connected */
     const struct uc_addr *a; /* borrowed from the handle */
+    const char *password;    /* AUTH after each connect, or NULL; borrowed */
 
     uint32_t next_id;   /* id of the next request encoded */
     uint32_t expect_id; /* id the next reply must carry */
@@ -61,12 +62,18 @@ void uc_conn_deinit(struct uc_conn *k);
  * none, and when an idle connection was closed by the server (restart,
  * QUIT, idle timeout), which a non-blocking peek sees for one syscall, so
  * the first request after a server restart is not sent into a dead socket.
- * The connect is bounded by connect_ms (<= 0: none). 0 or UNREAD_ECONNECT.
+ * A new connection sends AUTH first when there is a password. The connect
+ * and the AUTH round trip are each bounded by connect_ms (<= 0: none).
+ * 0 or UNREAD_ECONNECT (the server's refusal of the password included).
  */
 int uc_conn_ensure(struct uc_conn *k, int connect_ms);
 
 /* Forgets the connection and every frame queued or in flight on it. */
 void uc_conn_drop(struct uc_conn *k);
+
+/* Appends the arguments in the frame encoding (frame.h): 0, or -1 on
+ * allocation failure with nothing appended. */
+int uc_put_args(struct ur_buf *b, unsigned argc, const struct unread_arg *argv);
 
 /* Appends one request frame, or nothing: 0 or UNREAD_ENOMEM. The caller
  * has checked the arguments (kinds, at most 65535, lengths that fit u32).
@@ -74,7 +81,12 @@ void uc_conn_drop(struct uc_conn *k);
 int uc_conn_encode(struct uc_conn *k, uint16_t op, unsigned argc,
                    const struct unread_arg *argv);
 
-/* Takes back the frame the last uc_conn_encode appended (not yet sent). */
+/* Appends one batch frame of n sub-requests, body[0..len) (frame.h), or
+ * nothing: 0 or UNREAD_ENOMEM. */
+int uc_conn_encode_batch(struct uc_conn *k, uint16_t n, const char *body,
+                         size_t len);
+
+/* Takes back the frame the last uc_conn_encode* appended (not yet sent). */
 void uc_conn_unencode(struct uc_conn *k);
 
 /* Gives up every frame queued or in flight: unsent frames vanish; when

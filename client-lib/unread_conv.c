@@ -142,47 +142,45 @@ int unread_conv_list(struct unread *c, uint64_t uid, unsigned max,
     return 0;
 }
 
-/* Queues op with argc (2 or 3) integer arguments. */
-static int pipe_conv(struct unread *c, uint16_t op, unsigned argc, uint64_t uid,
-                     uint64_t cid, uint64_t arg)
-{
-    struct unread_arg argv[3] = {unread_arg_int(uid), unread_arg_int(cid),
-                                 unread_arg_int(arg)};
-
-    return unread_pipe_cmd(c, NULL, op, argc, argv);
-}
-
 int unread_pipe_conv_incr(struct unread *c, uint64_t uid, uint64_t cid,
                           uint64_t delta)
 {
-    return pipe_conv(c, UR_OP_CONV_INCR, 3, uid, cid, delta);
+    uint64_t a[3] = {uid, cid, delta};
+
+    return uc_pipe_ints(c, UR_OP_CONV_INCR, 3, a);
 }
 
 int unread_pipe_conv_seq(struct unread *c, uint64_t uid, uint64_t cid,
                          uint64_t seq)
 {
-    return pipe_conv(c, UR_OP_CONV_SEQ, 3, uid, cid, seq);
+    uint64_t a[3] = {uid, cid, seq};
+
+    return uc_pipe_ints(c, UR_OP_CONV_SEQ, 3, a);
 }
 
 int unread_pipe_conv_read(struct unread *c, uint64_t uid, uint64_t cid,
                           uint64_t seq)
 {
-    return pipe_conv(c, UR_OP_CONV_READ, 3, uid, cid, seq);
+    uint64_t a[3] = {uid, cid, seq};
+
+    return uc_pipe_ints(c, UR_OP_CONV_READ, 3, a);
 }
 
 int unread_pipe_conv_read_all(struct unread *c, uint64_t uid, uint64_t cid)
 {
-    return pipe_conv(c, UR_OP_CONV_READ, 2, uid, cid, 0);
+    uint64_t a[2] = {uid, cid};
+
+    return uc_pipe_ints(c, UR_OP_CONV_READ, 2, a);
 }
 
 int unread_pipe_conv_get(struct unread *c, uint64_t uid, uint64_t cid)
 {
-    return pipe_conv(c, UR_OP_CONV_GET, 2, uid, cid, 0);
+    uint64_t a[2] = {uid, cid};
+
+    return uc_pipe_ints(c, UR_OP_CONV_GET, 2, a);
 }
 
 int unread_pipe_conv_total(struct unread *c, uint64_t uid)
 {
-    struct unread_arg argv[1] = {unread_arg_int(uid)};
-
-    return unread_pipe_cmd(c, NULL, UR_OP_CONV_TOTAL, 1, argv);
+    return uc_pipe_ints(c, UR_OP_CONV_TOTAL, 1, &uid);
 }

@@ -33,14 +33,17 @@ int unread_dot_click(struct unread *c, uint64_t uid, uint64_t dot, uint64_t ts)
 }
 
 /* The arguments of DOT.CHECK (uid, then the dots), or NULL on allocation
- * failure. The caller frees them. */
-static struct unread_arg *check_argv(uint64_t uid, const uint64_t *dots,
-                                     unsigned n)
+ * failure (recorded for unread_errstr). The caller frees them. */
+static struct unread_arg *check_argv(struct unread *c, uint64_t uid,
+                                     const uint64_t *dots, unsigned n)
 {
     struct unread_arg *argv = malloc(((size_t)n + 1) * sizeof(*argv));
 
-    if (argv == NULL)
+    if (argv == NULL) {
+        uc_set_err(c, UNREAD_ENOMEM, "out of memory for DOT.CHECK of %u dots",
+                   n);
         return NULL;
+    }
     argv[0] = unread_arg_int(uid);
     for (unsigned i = 0; i < n; i++)
         argv[i + 1] = unread_arg_int(dots[i]);
@@ -66,7 +69,7 @@ static bool check_reply(struct ur_val_reader *rd, unsigned n, uint8_t *shown)
 int unread_dot_check(struct unread *c, uint64_t uid, const uint64_t *dots,
                      unsigned n, uint8_t *shown)
 {
-    struct unread_arg *argv = check_argv(uid, dots, n);
+    struct unread_arg *argv = check_argv(c, uid, dots, n);
     struct ur_val_reader rd;
     struct ur_frame_hdr h;
     const char *body;
@@ -94,24 +97,23 @@ int unread_dot_check(struct unread *c, uint64_t uid, const uint64_t *dots,
 
 int unread_pipe_dot_push(struct unread *c, uint64_t dot, uint64_t ts)
 {
-    struct unread_arg a[2] = {unread_arg_int(dot), unread_arg_int(ts)};
+    uint64_t a[2] = {dot, ts};
 
-    return unread_pipe_cmd(c, NULL, UR_OP_DOT_PUSH, ts_argc(2, ts), a);
+    return uc_pipe_ints(c, UR_OP_DOT_PUSH, ts_argc(2, ts), a);
 }
 
 int unread_pipe_dot_click(struct unread *c, uint64_t uid, uint64_t dot,
                           uint64_t ts)
 {
-    struct unread_arg a[3] = {unread_arg_int(uid), unread_arg_int(dot),
-                              unread_arg_int(ts)};
+    uint64_t a[3] = {uid, dot, ts};
 
-    return unread_pipe_cmd(c, NULL, UR_OP_DOT_CLICK, ts_argc(3, ts), a);
+    return uc_pipe_ints(c, UR_OP_DOT_CLICK, ts_argc(3, ts), a);
 }
 
 int unread_pipe_dot_check(struct unread *c, uint64_t uid, const uint64_t *dots,
                           unsigned n)
 {
-    struct unread_arg *argv = check_argv(uid, dots, n);
+    struct unread_arg *argv = check_argv(c, uid, dots, n);
     int rc;
 
     if (argv == NULL)

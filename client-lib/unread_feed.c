@@ -78,41 +78,40 @@ int unread_feed_reset(struct unread *c, uint64_t uid)
     return rc;
 }
 
-/* Queues op with two integer arguments (one when b_used is false). */
-static int pipe_pair(struct unread *c, uint16_t op, uint64_t a, uint64_t b,
-                     bool b_used)
-{
-    struct unread_arg argv[2] = {unread_arg_int(a), unread_arg_int(b)};
-
-    return unread_pipe_cmd(c, NULL, op, b_used ? 2 : 1, argv);
-}
-
 int unread_pipe_feed_post(struct unread *c, uint64_t author, uint32_t n)
 {
-    return pipe_pair(c, UR_OP_FEED_POST, author, n, true);
+    uint64_t a[2] = {author, n};
+
+    return uc_pipe_ints(c, UR_OP_FEED_POST, 2, a);
 }
 
 int unread_pipe_feed_unpost(struct unread *c, uint64_t author, uint32_t n)
 {
-    return pipe_pair(c, UR_OP_FEED_UNPOST, author, n, true);
+    uint64_t a[2] = {author, n};
+
+    return uc_pipe_ints(c, UR_OP_FEED_UNPOST, 2, a);
 }
 
 int unread_pipe_feed_follow(struct unread *c, uint64_t uid, uint64_t author)
 {
-    return pipe_pair(c, UR_OP_FEED_FOLLOW, uid, author, true);
+    uint64_t a[2] = {uid, author};
+
+    return uc_pipe_ints(c, UR_OP_FEED_FOLLOW, 2, a);
 }
 
 int unread_pipe_feed_unfollow(struct unread *c, uint64_t uid, uint64_t author)
 {
-    return pipe_pair(c, UR_OP_FEED_UNFOLLOW, uid, author, true);
+    uint64_t a[2] = {uid, author};
+
+    return uc_pipe_ints(c, UR_OP_FEED_UNFOLLOW, 2, a);
 }
 
 int unread_pipe_feed_unread(struct unread *c, uint64_t uid)
 {
-    return pipe_pair(c, UR_OP_FEED_UNREAD, uid, 0, false);
+    return uc_pipe_ints(c, UR_OP_FEED_UNREAD, 1, &uid);
 }
 
 int unread_pipe_feed_reset(struct unread *c, uint64_t uid)
 {
-    return pipe_pair(c, UR_OP_FEED_RESET, uid, 0, false);
+    return uc_pipe_ints(c, UR_OP_FEED_RESET, 1, &uid);
 }

@@ -93,30 +93,27 @@ int unread_grp_list(struct unread *c, uint64_t uid, struct unread_grp_item *out,
 
 int unread_pipe_grp_post(struct unread *c, uint64_t gid, uint64_t ts)
 {
-    struct unread_arg a[2] = {unread_arg_int(gid), unread_arg_int(ts)};
+    uint64_t a[2] = {gid, ts};
 
-    return unread_pipe_cmd(c, NULL, UR_OP_GRP_POST, ts_argc(2, ts), a);
+    return uc_pipe_ints(c, UR_OP_GRP_POST, ts_argc(2, ts), a);
 }
 
 int unread_pipe_grp_seen(struct unread *c, uint64_t uid, uint64_t gid,
                          uint64_t ts)
 {
-    struct unread_arg a[3] = {unread_arg_int(uid), unread_arg_int(gid),
-                              unread_arg_int(ts)};
+    uint64_t a[3] = {uid, gid, ts};
 
-    return unread_pipe_cmd(c, NULL, UR_OP_GRP_SEEN, ts_argc(3, ts), a);
+    return uc_pipe_ints(c, UR_OP_GRP_SEEN, ts_argc(3, ts), a);
 }
 
 int unread_pipe_grp_unread(struct unread *c, uint64_t uid, uint64_t gid)
 {
-    struct unread_arg a[2] = {unread_arg_int(uid), unread_arg_int(gid)};
+    uint64_t a[2] = {uid, gid};
 
-    return unread_pipe_cmd(c, NULL, UR_OP_GRP_UNREAD, 2, a);
+    return uc_pipe_ints(c, UR_OP_GRP_UNREAD, 2, a);
 }
 
 int unread_pipe_grp_total(struct unread *c, uint64_t uid)
 {
-    struct unread_arg a = unread_arg_int(uid);
-
-    return unread_pipe_cmd(c, NULL, UR_OP_GRP_TOTAL, 1, &a);
+    return uc_pipe_ints(c, UR_OP_GRP_TOTAL, 1, &uid);
 }

@@ -42,9 +42,19 @@ int uc_call_ints(struct unread *c, uint16_t op, unsigned argc,
 int uc_call_int(struct unread *c, uint16_t op, unsigned argc,
                 const uint64_t *args, uint64_t *out);
 
+/* Queues op with integer arguments v[0..argc) (at most 65) on the open
+ * pipeline: unread_pipe_cmd's contract. */
+int uc_pipe_ints(struct unread *c, uint16_t op, unsigned argc,
+                 const uint64_t *v);
+
 /* Reply readers: the next value is an integer / an array header. */
 bool uc_rd_int(struct ur_val_reader *rd, uint64_t *v);
 bool uc_rd_arr(struct ur_val_reader *rd, uint32_t *count);
+
+/* Records the message unread_errstr gives for the failure a call is about
+ * to return; returns rc. */
+int uc_set_err(struct unread *c, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* A typed call got a reply of the wrong shape: records the error, drops
  * the connection, returns UNREAD_EPROTO. */

@@ -56,14 +56,18 @@ int unread_rcpt_send(struct unread *c, uint64_t gid, uint64_t msgid,
 }
 
 /* The arguments of RCPT.READ (gid, uid, then the msgids), or NULL on
- * allocation failure. The caller frees them. */
-static struct unread_arg *read_argv(uint64_t gid, uint64_t uid,
-                                    const uint64_t *msgids, unsigned n)
+ * allocation failure (recorded for unread_errstr). The caller frees them. */
+static struct unread_arg *read_argv(struct unread *c, uint64_t gid,
+                                    uint64_t uid, const uint64_t *msgids,
+                                    unsigned n)
 {
     struct unread_arg *argv = malloc(((size_t)n + 2) * sizeof(*argv));
 
-    if (argv == NULL)
+    if (argv == NULL) {
+        uc_set_err(c, UNREAD_ENOMEM,
+                   "out of memory for RCPT.READ of %u messages", n);
         return NULL;
+    }
     argv[0] = unread_arg_int(gid);
     argv[1] = unread_arg_int(uid);
     for (unsigned i = 0; i < n; i++)
@@ -74,7 +78,7 @@ static struct unread_arg *read_argv(uint64_t gid, uint64_t uid,
 int unread_rcpt_read(struct unread *c, uint64_t gid, uint64_t uid,
                      const uint64_t *msgids, unsigned n, uint64_t *marked)
 {
-    struct unread_arg *argv = read_argv(gid, uid, msgids, n);
+    struct unread_arg *argv = read_argv(c, gid, uid, msgids, n);
     struct ur_val_reader rd;
     struct ur_frame_hdr h;
     const char *body;
@@ -190,25 +194,23 @@ int unread_rcpt_list(struct unread *c, uint64_t gid, uint64_t msgid,
 
 int unread_pipe_rcpt_join(struct unread *c, uint64_t gid, uint64_t uid)
 {
-    struct unread_arg a[2] = {unread_arg_int(gid), unread_arg_int(uid)};
+    uint64_t a[2] = {gid, uid};
 
-    return unread_pipe_cmd(c, NULL, UR_OP_RCPT_JOIN, 2, a);
+    return uc_pipe_ints(c, UR_OP_RCPT_JOIN, 2, a);
 }
 
 int unread_pipe_rcpt_send(struct unread *c, uint64_t gid, uint64_t msgid,
                           uint64_t sender, uint64_t ts)
 {
-    struct unread_arg a[4] = {unread_arg_int(gid), unread_arg_int(msgid),
-                              unread_arg_int(sender), unread_arg_int(ts)};
+    uint64_t a[4] = {gid, msgid, sender, ts};
 
-    return unread_pipe_cmd(c, NULL, UR_OP_RCPT_SEND,
-                           ts == UNREAD_RCPT_NOW ? 3 : 4, a);
+    return uc_pipe_ints(c, UR_OP_RCPT_SEND, ts == UNREAD_RCPT_NOW ? 3 : 4, a);
 }
 
 int unread_pipe_rcpt_read(struct unread *c, uint64_t gid, uint64_t uid,
                           const uint64_t *msgids, unsigned n)
 {
-    struct unread_arg *argv = read_argv(gid, uid, msgids, n);
+    struct unread_arg *argv = read_argv(c, gid, uid, msgids, n);
     int rc;
 
     if (argv == NULL)
@@ -220,7 +222,7 @@ int unread_pipe_rcpt_read(struct unread *c, uint64_t gid, uint64_t uid,
 
 int unread_pipe_rcpt_count(struct unread *c, uint64_t gid, uint64_t msgid)
 {
-    struct unread_arg a[2] = {unread_arg_int(gid), unread_arg_int(msgid)};
+    uint64_t a[2] = {gid, msgid};
 
-    return unread_pipe_cmd(c, NULL, UR_OP_RCPT_COUNT, 2, a);
+    return uc_pipe_ints(c, UR_OP_RCPT_COUNT, 2, a);
 }

@@ -55,48 +55,90 @@ int journal_hdr_check(const char *buf, size_t len, uint64_t *seg,
     return 0;
 }
 
+/* Appends a record header (patched by rec_end), clock_ms and a request
+ * frame header for opcode. 0, or -1 (no memory; the caller cuts b back). */
+static int rec_begin(struct ur_buf *b, uint64_t clock_ms, uint16_t opcode)
+{
+    size_t hdr_off;
+
+    if (ur_buf_reserve(b, JOURNAL_REC_HDR + 8) != 0)
+        return -1;
+    b->len += JOURNAL_REC_HDR;
+    le_wr64(b->data + b->len, clock_ms);
+    b->len += 8;
+    return ur_frame_req_begin(b, opcode, 0, &hdr_off);
+}
+
+/* Completes the record at start, which runs to the end of b: the frame's
+ * length and argc, the payload length and its checksum. */
+static void rec_end(struct ur_buf *b, size_t start, uint16_t argc)
+{
+    size_t payload = b->len - start - JOURNAL_REC_HDR;
+
+    ur_frame_req_end(b, start + JOURNAL_REC_HDR + 8, argc);
+    le_wr32(b->data + start, (uint32_t)payload);
+    le_wr64(b->data + start + 4,
+            XXH3_64bits(b->data + start + JOURNAL_REC_HDR, payload));
+}
+
 int journal_rec_append(struct ur_buf *b, uint64_t clock_ms, uint16_t opcode,
                        uint32_t argc, const struct ur_arg *argv)
 {
-    size_t start = b->len, hdr_off, payload;
-    int rc = 0;
+    size_t start = b->len, payload;
 
     if (argc > JOURNAL_MAX_ARGS) {
         errno = E2BIG;
         return -1;
     }
-    /* One reservation for the whole record: the encoders then only check. */
-    payload = 8 + UR_FRAME_HDR;
-    for (uint32_t i = 0; i < argc; i++)
-        payload += argv[i].kind == UR_ARG_INT ? 9 : 5 + (size_t)argv[i].len;
+    payload = 8 + UR_FRAME_HDR + ur_frame_args_len(argc, argv);
     if (payload > JOURNAL_REC_MAX) {
         errno = E2BIG;
         return -1;
     }
-    if (ur_buf_reserve(b, JOURNAL_REC_HDR + payload) != 0)
-        goto nomem;
-    b->len += JOURNAL_REC_HDR;
-    le_wr64(b->data + b->len, clock_ms);
-    b->len += 8;
-    rc |= ur_frame_req_begin(b, opcode, 0, &hdr_off);
-    for (uint32_t i = 0; i < argc && rc == 0; i++) {
-        if (argv[i].kind == UR_ARG_INT)
-            rc |= ur_frame_put_arg_int(b, argv[i].num);
-        else
-            rc |= ur_frame_put_arg_str(b, argv[i].str, argv[i].len);
+    /* One reservation for the whole record: the encoders then only check. */
+    if (ur_buf_reserve(b, JOURNAL_REC_HDR + payload) != 0 ||
+        rec_begin(b, clock_ms, opcode) != 0 ||
+        ur_frame_put_args(b, argc, argv) != 0) {
+        b->len = start;
+        errno = ENOMEM;
+        return -1;
     }
-    if (rc != 0)
-        goto nomem;
-    ur_frame_req_end(b, hdr_off, (uint16_t)argc);
-    le_wr32(b->data + start, (uint32_t)payload);
-    le_wr64(b->data + start + 4,
-            XXH3_64bits(b->data + start + JOURNAL_REC_HDR, payload));
+    rec_end(b, start, (uint16_t)argc);
     return 0;
+}
 
-nomem:
+int journal_batch_begin(struct ur_buf *b, uint64_t clock_ms)
+{
+    size_t start = b->len;
+
+    if (rec_begin(b, clock_ms, UR_FRAME_OP_BATCH) == 0)
+        return 0;
     b->len = start;
     errno = ENOMEM;
     return -1;
+}
+
+int journal_batch_put(struct ur_buf *b, size_t off, uint16_t opcode,
+                      uint32_t argc, const struct ur_arg *argv)
+{
+    size_t payload = b->len - off - JOURNAL_REC_HDR;
+
+    if (argc > JOURNAL_MAX_ARGS ||
+        payload + UR_FRAME_SUB_HDR + ur_frame_args_len(argc, argv) >
+            JOURNAL_REC_MAX) {
+        errno = E2BIG;
+        return -1;
+    }
+    if (ur_frame_put_sub(b, opcode, (uint16_t)argc, argv) != 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
+void journal_batch_end(struct ur_buf *b, size_t off, uint32_t nsub)
+{
+    rec_end(b, off, (uint16_t)nsub);
 }
 
 enum journal_next journal_rec_next(const char *buf, size_t len, size_t *off,
@@ -132,38 +174,58 @@ enum journal_next journal_rec_next(const char *buf, size_t len, size_t *off,
     return JOURNAL_REC;
 }
 
+/* Makes *args hold at least n entries. */
+static int args_grow(struct ur_arg **args, uint32_t *cap, uint32_t n)
+{
+    struct ur_arg *a;
+
+    if (n <= *cap)
+        return 0;
+    a = realloc(*args, (size_t)n * sizeof(**args));
+    if (a == NULL)
+        return -1;
+    *args = a;
+    *cap = n;
+    return 0;
+}
+
 int journal_rec_request(const struct journal_rec *rec, struct ur_arg **args,
                         uint32_t *cap, struct ur_frame_req *req,
                         const char **why)
 {
-    struct ur_limits lim = {UR_MAX_FRAME_CEILING, 0, 0};
+    struct ur_limits lim = {UR_MAX_FRAME_CEILING, JOURNAL_MAX_ARGS, 0};
     size_t used = 0, hint = 0;
     struct ur_frame_hdr h;
+    bool batch;
 
-    /* The payload holds a whole header (JOURNAL_REC_MIN); the frame
-     * parser bounds argc by the body before reading any argument. */
+    /* The payload holds a whole header (JOURNAL_REC_MIN). A plain
+     * request's argc is bounded by the body before anything is allocated
+     * for it; a batch's sub-requests are counted by the parse, which keeps
+     * no argument. */
     ur_frame_hdr_decode(rec->frame, &h);
-    if ((uint64_t)h.argc * 5 > rec->frame_len - UR_FRAME_HDR) {
-        *why = "record is not one well-formed request frame";
-        return -1;
-    }
-    if (h.argc > *cap) {
-        struct ur_arg *a = realloc(*args, (size_t)h.argc * sizeof(**args));
-        if (a == NULL) {
-            *why = "out of memory";
+    batch = h.op == UR_FRAME_OP_BATCH;
+    *why = "record is not one well-formed request frame";
+    if (!batch) {
+        if ((uint64_t)h.argc * 5 > rec->frame_len - UR_FRAME_HDR)
             return -1;
-        }
-        *args = a;
-        *cap = h.argc;
+        if (args_grow(args, cap, h.argc) != 0)
+            goto nomem;
+        lim.max_args = *cap;
     }
-    lim.max_args = *cap;
     if (ur_frame_parse_request(rec->frame, rec->frame_len, &lim, *args, req,
                                &used, &hint) != UR_PARSE_OK ||
-        used != rec->frame_len || req->flags != 0) {
-        *why = "record is not one well-formed request frame";
+        used != rec->frame_len || req->flags != 0)
         return -1;
+    if (batch) {
+        if (args_grow(args, cap, req->sub_argc_max) != 0)
+            goto nomem;
+        req->argv = *args;
     }
     return 0;
+
+nomem:
+    *why = "out of memory";
+    return -1;
 }
 
 /* ---- segment writer ---------------------------------------------------- */

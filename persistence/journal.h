@@ -51,6 +51,22 @@ int journal_hdr_check(const char *buf, size_t len, uint64_t *seg,
 int journal_rec_append(struct ur_buf *b, uint64_t clock_ms, uint16_t opcode,
                        uint32_t argc, const struct ur_arg *argv);
 
+/*
+ * A batch record: one atomic batch (server/batch.h), built while it runs.
+ * begin appends a record header, clock_ms and a batch frame header
+ * (opcode UR_FRAME_OP_BATCH, id 0) at b->len, the record's offset; put
+ * appends one sub-request to the record at off (a command of the batch
+ * that changed state); end fills in the lengths, the sub-request count
+ * (1..65535) and the checksum. A batch with nothing to record is dropped
+ * by cutting b back to off. begin and put return 0, or -1 with b
+ * unchanged and errno ENOMEM, or for put E2BIG (more than
+ * JOURNAL_MAX_ARGS arguments, or a record over JOURNAL_REC_MAX).
+ */
+int journal_batch_begin(struct ur_buf *b, uint64_t clock_ms);
+int journal_batch_put(struct ur_buf *b, size_t off, uint16_t opcode,
+                      uint32_t argc, const struct ur_arg *argv);
+void journal_batch_end(struct ur_buf *b, size_t off, uint32_t nsub);
+
 enum journal_next {
     JOURNAL_REC,  /* a record; *off moved past it */
     JOURNAL_END,  /* *off == len: clean end */
@@ -73,7 +89,9 @@ enum journal_next journal_rec_next(const char *buf, size_t len, size_t *off,
 /*
  * Parses a record's request frame: 0 with *req filled, its argv in *args
  * (grown with realloc as needed, *cap entries; the caller frees it), or -1
- * with *why (not exactly one well-formed request frame, or no memory).
+ * with *why (not exactly one well-formed request frame, or no memory). A
+ * batch record's frame leaves *args room for its largest sub-request
+ * (req->sub_argc_max), as batch_exec needs.
  */
 int journal_rec_request(const struct journal_rec *rec, struct ur_arg **args,
                         uint32_t *cap, struct ur_frame_req *req,

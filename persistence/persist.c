@@ -60,6 +60,9 @@ struct persist {
     uint64_t turn_wall_ms;
     bool broken; /* the journal cannot be written: writes refused */
     const char *broken_op;
+    bool in_batch;      /* between persist_batch_begin and _end */
+    size_t batch_rec;   /* ... offset of its record in j.buf */
+    uint32_t batch_n;   /* ... commands recorded in it */
     uint64_t dirty;     /* changes since the last successful snapshot */
     pid_t child;        /* background save in progress, or 0 */
     uint64_t child_seg; /* ... the segments it covers */
@@ -341,19 +344,26 @@ static uint64_t command_clock(struct persist *p)
     return (uint64_t)((int64_t)p->turn_wall_ms + p->srv->clock_offset_ms);
 }
 
+/* The answer to a write while the journal cannot be written. */
+static void misconf(const struct persist *p, struct reply *r)
+{
+    reply_err(r, UR_E_MISCONF,
+              "the journal cannot be written (%s failed: %s): write "
+              "commands are refused until it can be; reads still work",
+              p->broken_op, strerror(p->j.err));
+}
+
 bool persist_cmd_begin(struct persist *p, const struct ur_op *op, uint32_t argc,
                        const struct ur_arg *argv, struct reply *r)
 {
     struct server *srv = p->srv;
     uint64_t now;
+    int rc;
 
     if (pure_admin(op))
         return true;
     if ((op->flags & OPF_WRITE) && p->broken) {
-        reply_err(r, UR_E_MISCONF,
-                  "the journal cannot be written (%s failed: %s): write "
-                  "commands are refused until it can be; reads still work",
-                  p->broken_op, strerror(p->j.err));
+        misconf(p, r);
         return false;
     }
     now = command_clock(p);
@@ -362,7 +372,11 @@ bool persist_cmd_begin(struct persist *p, const struct ur_op *op, uint32_t argc,
     if (!p->journal_on)
         return true;
     p->staged = p->j.buf.len;
-    if (journal_rec_append(&p->j.buf, now, op->code, argc, argv) == 0)
+    if (p->in_batch)
+        rc = journal_batch_put(&p->j.buf, p->batch_rec, op->code, argc, argv);
+    else
+        rc = journal_rec_append(&p->j.buf, now, op->code, argc, argv);
+    if (rc == 0)
         return true;
     srv->clock_pinned = false;
     if (errno == E2BIG)
@@ -383,10 +397,43 @@ void persist_cmd_end(struct persist *p, const struct ur_op *op, bool changed)
         p->dirty++;
     if (!p->journal_on)
         return;
-    if (changed)
-        p->j.appended++;
-    else
+    if (!changed)
         p->j.buf.len = p->staged;
+    else if (p->in_batch)
+        p->batch_n++;
+    else
+        p->j.appended++;
+}
+
+bool persist_batch_begin(struct persist *p, bool writes, struct reply *r)
+{
+    if (writes && p->broken) {
+        misconf(p, r);
+        return false;
+    }
+    if (p->journal_on) {
+        p->batch_rec = p->j.buf.len;
+        if (journal_batch_begin(&p->j.buf, command_clock(p)) != 0) {
+            reply_err(r, UR_E_OOM, "out of memory for the journal record");
+            return false;
+        }
+    }
+    p->in_batch = true;
+    p->batch_n = 0;
+    return true;
+}
+
+void persist_batch_end(struct persist *p)
+{
+    p->in_batch = false;
+    if (!p->journal_on)
+        return;
+    if (p->batch_n == 0) {
+        p->j.buf.len = p->batch_rec;
+        return;
+    }
+    journal_batch_end(&p->j.buf, p->batch_rec, p->batch_n);
+    p->j.appended++;
 }
 
 static void journal_broken(struct persist *p, const char *op)

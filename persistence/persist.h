@@ -7,6 +7,7 @@
  *   main.c   persist_setup before the network, persist_cron every 100 ms,
  *            persist_shutdown and persist_teardown at the end.
  *   exec.c   persist_cmd_begin / persist_cmd_end around every command.
+ *   batch.c  persist_batch_begin / persist_batch_end around a batch.
  *   net.c    persist_flush once per loop turn before any reply is written,
  *            and holds back a connection's replies until the journal
  *            records of its writes are durable (persist_appended and
@@ -55,6 +56,19 @@ void persist_teardown(struct server *srv);
 bool persist_cmd_begin(struct persist *p, const struct ur_op *op, uint32_t argc,
                        const struct ur_arg *argv, struct reply *r);
 void persist_cmd_end(struct persist *p, const struct ur_op *op, bool changed);
+
+/*
+ * Around an atomic batch (server/batch.h), whose commands still pass
+ * through cmd_begin/end one by one: their records become sub-requests of
+ * one batch record, committed by batch_end when at least one of them
+ * changed state, so the journal holds all of the batch or none of it.
+ * begin returns false after replying an error, and the batch must not
+ * run: -MISCONF when it holds a write (`writes`) and the journal cannot be
+ * written, -OOM when the record cannot be started. No snapshot can be cut
+ * in between (SAVE and friends are not allowed in batches).
+ */
+bool persist_batch_begin(struct persist *p, bool writes, struct reply *r);
+void persist_batch_end(struct persist *p);
 
 /*
  * Ends a loop turn: the next command reads the clock afresh. Writes the

@@ -9,18 +9,24 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "exec.h"
 #include "fsutil.h"
 #include "journal.h"
 #include "log.h"
 
-/* The error reply of a command that failed on replay, as one printable
- * line (the replay session speaks RESP: "-ERR ...\r\n"). */
+/* The first error reply of a command that failed on replay, as one
+ * printable line (the replay session speaks RESP: "-ERR ...\r\n", on a
+ * line of its own inside a batch's array). */
 static void reply_line(const struct ur_buf *out, char *line, size_t cap)
 {
-    size_t k = 0;
+    size_t k = 0, i = 0;
 
-    for (size_t i = 1; i < out->len && k + 1 < cap; i++) {
+    while (i < out->len && out->data[i] != '-') {
+        const char *nl = memchr(out->data + i, '\n', out->len - i);
+        i = nl != NULL ? (size_t)(nl - out->data) + 1 : out->len;
+    }
+    for (i++; i < out->len && k + 1 < cap; i++) {
         unsigned char c = (unsigned char)out->data[i];
         if (c == '\r')
             break;
@@ -35,8 +41,10 @@ static int replay_one(struct server *srv, const struct journal_rec *rec,
                       const struct ur_frame_req *req, struct ur_buf *out,
                       char *err, size_t errlen)
 {
-    struct session sess = {0, REPLY_RESP};
+    struct session sess = {.id = 0, .proto = REPLY_RESP, .authed = true};
     const struct ur_op *op = ur_op_by_code(req->op);
+    const char *what = op != NULL ? op->name : "unknown opcode";
+    uint32_t failed = 0;
     struct reply r;
     char line[160];
 
@@ -44,16 +52,21 @@ static int replay_one(struct server *srv, const struct journal_rec *rec,
     srv->clock_pinned = true;
     srv->clock_pin_ms = rec->clock_ms;
     reply_begin(&r, out, REPLY_RESP, 0);
-    exec_binary(srv, &sess, req->op, req->argc, req->argv, &r);
+    if (req->op == UR_FRAME_OP_BATCH) {
+        failed = batch_exec(srv, &sess, req, &r);
+        what = "a batch";
+    } else {
+        exec_binary(srv, &sess, req->op, req->argc, req->argv, &r);
+    }
     reply_end(&r);
     srv->clock_pinned = false;
-    if (r.status == UR_E_OK)
+    if (r.status == UR_E_OK && failed == 0)
         return 0;
     reply_line(out, line, sizeof(line));
     snprintf(err, errlen,
              "%s failed on replay: %s (was a setting such as "
              "counter-types or a limit changed?)",
-             op ? op->name : "unknown opcode", line);
+             what, line);
     return -1;
 }
 

@@ -3,11 +3,12 @@
  * server clock pinned to each record's time, so that the state after
  * replay is the state the commands left when they first ran.
  *
- * Replay goes through exec_binary like any request, with a session of its
- * own and a scratch reply buffer; srv->persist must be NULL meanwhile, so
- * nothing replayed is journaled again. A record whose command now fails
- * (an error reply) stops the replay: the data would silently diverge from
- * what clients were told (a changed counter-types or limit, say).
+ * Replay goes through exec_binary like any request (a batch record through
+ * batch_exec), with a session of its own and a scratch reply buffer;
+ * srv->persist must be NULL meanwhile, so nothing replayed is journaled
+ * again. A record whose command now fails (an error reply; for a batch,
+ * any of its commands) stops the replay: the data would silently diverge
+ * from what clients were told (a changed counter-types or limit, say).
  */
 #ifndef UR_REPLAY_H
 #define UR_REPLAY_H

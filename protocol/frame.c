@@ -87,6 +87,95 @@ static enum ur_parse hdr_check(const char *buf, size_t len,
     return UR_PARSE_OK;
 }
 
+/* Reads one argument at *pp into *a, advancing *pp; false if it overruns
+ * end or its kind is unknown. */
+static bool read_arg(const char **pp, const char *end, struct ur_arg *a)
+{
+    const char *p = *pp;
+
+    if (end - p < 1)
+        return false;
+    switch ((uint8_t)*p++) {
+    case UR_ARG_INT:
+        if (end - p < 8)
+            return false;
+        a->kind = UR_ARG_INT;
+        a->num = rd64(p);
+        a->len = 0;
+        a->str = NULL;
+        p += 8;
+        break;
+    case UR_ARG_STR:
+        if (end - p < 4)
+            return false;
+        a->kind = UR_ARG_STR;
+        a->len = rd32(p);
+        p += 4;
+        if ((size_t)(end - p) < a->len)
+            return false;
+        a->str = p;
+        a->num = 0;
+        p += a->len;
+        break;
+    default:
+        return false;
+    }
+    *pp = p;
+    return true;
+}
+
+/*
+ * The body of a batch frame whose header h is in buf: waits for the whole
+ * body, then walks every sub-request once (each takes at least its 4-byte
+ * header and each argument at least 5 bytes, so the walk is bounded by the
+ * body length) without keeping the arguments: ur_batch_next parses them
+ * again, one sub-request at a time, so the caller needs room for one
+ * sub-request's arguments only.
+ */
+static enum ur_parse parse_batch(const char *buf, size_t len,
+                                 const struct ur_limits *lim,
+                                 const struct ur_frame_hdr *h,
+                                 struct ur_frame_req *req, size_t *consumed,
+                                 size_t *hint)
+{
+    size_t total = (size_t)UR_FRAME_HDR + h->len;
+    const char *p, *end;
+    struct ur_arg a;
+    uint32_t i, j, max = 0;
+
+    if ((uint64_t)h->argc * UR_FRAME_SUB_HDR > h->len)
+        return UR_PARSE_INVALID;
+    if (len < total) {
+        *hint = total;
+        return UR_PARSE_NEED_MORE;
+    }
+    p = buf + UR_FRAME_HDR;
+    end = buf + total;
+    for (i = 0; i < h->argc; i++) {
+        uint16_t argc;
+
+        if (end - p < UR_FRAME_SUB_HDR)
+            return UR_PARSE_INVALID;
+        argc = rd16(p + 2);
+        p += UR_FRAME_SUB_HDR;
+        if (argc > lim->max_args)
+            return UR_PARSE_TOO_BIG;
+        for (j = 0; j < argc; j++)
+            if (!read_arg(&p, end, &a))
+                return UR_PARSE_INVALID;
+        if (argc > max)
+            max = argc;
+    }
+    if (p != end)
+        return UR_PARSE_INVALID;
+    req->nsub = h->argc;
+    req->sub_argc_max = max;
+    req->body = buf + UR_FRAME_HDR;
+    req->body_len = h->len;
+    *consumed = total;
+    return UR_PARSE_OK;
+}
+
 enum ur_parse ur_frame_parse_request(const char *buf, size_t len,
                                      const struct ur_limits *lim,
                                      struct ur_arg *args,
@@ -104,6 +193,10 @@ enum ur_parse ur_frame_parse_request(const char *buf, size_t len,
     req->flags = 0;
     req->argc = 0;
     req->argv = args;
+    req->nsub = 0;
+    req->sub_argc_max = 0;
+    req->body = NULL;
+    req->body_len = 0;
 
     st = hdr_check(buf, len, &h, hint);
     if (st != UR_PARSE_OK)
@@ -113,6 +206,8 @@ enum ur_parse ur_frame_parse_request(const char *buf, size_t len,
     req->flags = h.flags;
     if (h.len > lim->max_frame || h.argc > lim->max_args)
         return UR_PARSE_TOO_BIG;
+    if (h.op == UR_FRAME_OP_BATCH)
+        return parse_batch(buf, len, lim, &h, req, consumed, hint);
     /* Decidable from the header: the arguments cannot fit the body. */
     if ((uint64_t)h.argc * ARG_MIN > h.len)
         return UR_PARSE_INVALID;
@@ -125,37 +220,9 @@ enum ur_parse ur_frame_parse_request(const char *buf, size_t len,
 
     p = buf + UR_FRAME_HDR;
     end = buf + total;
-    for (i = 0; i < h.argc; i++) {
-        struct ur_arg *a = &args[i];
-
-        if (end - p < 1)
+    for (i = 0; i < h.argc; i++)
+        if (!read_arg(&p, end, &args[i]))
             return UR_PARSE_INVALID;
-        switch ((uint8_t)*p++) {
-        case UR_ARG_INT:
-            if (end - p < 8)
-                return UR_PARSE_INVALID;
-            a->kind = UR_ARG_INT;
-            a->num = rd64(p);
-            a->len = 0;
-            a->str = NULL;
-            p += 8;
-            break;
-        case UR_ARG_STR:
-            if (end - p < 4)
-                return UR_PARSE_INVALID;
-            a->kind = UR_ARG_STR;
-            a->len = rd32(p);
-            p += 4;
-            if ((size_t)(end - p) < a->len)
-                return UR_PARSE_INVALID;
-            a->str = p;
-            a->num = 0;
-            p += a->len;
-            break;
-        default:
-            return UR_PARSE_INVALID;
-        }
-    }
     if (p != end)
         return UR_PARSE_INVALID;
 
@@ -244,6 +311,83 @@ int ur_frame_put_arg_str(struct ur_buf *b, const char *s, size_t n)
 void ur_frame_req_end(struct ur_buf *b, size_t hdr_off, uint16_t argc)
 {
     patch_hdr(b, hdr_off, 12, argc);
+}
+
+int ur_frame_put_sub_hdr(struct ur_buf *b, uint16_t op, uint16_t argc)
+{
+    if (ur_buf_reserve(b, UR_FRAME_SUB_HDR) != 0)
+        return -1;
+    wr16(b->data + b->len, op);
+    wr16(b->data + b->len + 2, argc);
+    b->len += UR_FRAME_SUB_HDR;
+    return 0;
+}
+
+int ur_frame_put_args(struct ur_buf *b, uint32_t argc,
+                      const struct ur_arg *argv)
+{
+    size_t mark = b->len;
+    int rc = 0;
+
+    for (uint32_t i = 0; i < argc && rc == 0; i++)
+        rc = argv[i].kind == UR_ARG_INT
+                 ? ur_frame_put_arg_int(b, argv[i].num)
+                 : ur_frame_put_arg_str(b, argv[i].str, argv[i].len);
+    if (rc != 0)
+        b->len = mark;
+    return rc;
+}
+
+size_t ur_frame_args_len(uint32_t argc, const struct ur_arg *argv)
+{
+    size_t n = 0;
+
+    for (uint32_t i = 0; i < argc; i++)
+        n += argv[i].kind == UR_ARG_INT ? 9 : ARG_MIN + (size_t)argv[i].len;
+    return n;
+}
+
+int ur_frame_put_sub(struct ur_buf *b, uint16_t op, uint16_t argc,
+                     const struct ur_arg *argv)
+{
+    size_t mark = b->len;
+
+    if (ur_frame_put_sub_hdr(b, op, argc) != 0 ||
+        ur_frame_put_args(b, argc, argv) != 0) {
+        b->len = mark;
+        return -1;
+    }
+    return 0;
+}
+
+void ur_batch_reader_init(struct ur_batch_reader *r, const char *body,
+                          size_t len, uint32_t nsub)
+{
+    r->p = body;
+    r->end = len > 0 ? body + len : body; /* an empty body may be NULL */
+    r->left = nsub;
+}
+
+bool ur_batch_next(struct ur_batch_reader *r, struct ur_arg *args, uint32_t cap,
+                   struct ur_frame_sub *sub)
+{
+    const char *p = r->p;
+    uint32_t i;
+
+    if (r->left == 0 || r->end - p < UR_FRAME_SUB_HDR)
+        return false;
+    sub->op = rd16(p);
+    sub->argc = rd16(p + 2);
+    sub->argv = args;
+    if (sub->argc > cap)
+        return false;
+    p += UR_FRAME_SUB_HDR;
+    for (i = 0; i < sub->argc; i++)
+        if (!read_arg(&p, r->end, &args[i]))
+            return false;
+    r->p = p;
+    r->left--;
+    return true;
 }
 
 int ur_frame_reply_begin(struct ur_buf *b, uint32_t id, size_t *hdr_off)

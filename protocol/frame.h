@@ -21,6 +21,13 @@
  * A reply whose status is not 0 carries one 0x06 value with the same code;
  * a reply with status 0 does not have a 0x06 value at the top (an array may
  * hold 0x06 elements). Receivers ignore the reserved fields.
+ *
+ * The atomic batch frame (op UR_FRAME_OP_BATCH) is a request whose argc
+ * counts sub-requests and whose body holds them, each
+ *   u16 opcode, u16 argc, argc arguments (as above)
+ * Its reply is one frame: status 0 and an array with one value per
+ * sub-request (its reply, or a 0x06 error), or an error when the batch was
+ * refused as a whole (server/batch.h).
  */
 #ifndef UR_FRAME_H
 #define UR_FRAME_H
@@ -35,6 +42,8 @@
 #define UR_FRAME_MAGIC 0xB7
 #define UR_FRAME_VERSION 1
 #define UR_FRAME_HDR 16
+#define UR_FRAME_OP_BATCH 0xFF01 /* the atomic batch frame */
+#define UR_FRAME_SUB_HDR 4       /* a batch sub-request: u16 op, u16 argc */
 
 struct ur_limits {
     uint32_t max_frame;  /* body bytes of a frame; bulk bytes in RESP */
@@ -52,14 +61,24 @@ struct ur_frame_hdr {
     uint16_t flags;
 };
 
-/* A parsed request. argv points into the caller's array, whose strings
- * point into the input buffer. */
+/*
+ * A parsed request. argv points into the caller's array, whose strings
+ * point into the input buffer.
+ * A batch frame (op UR_FRAME_OP_BATCH) has argc 0: its nsub sub-requests
+ * are in body[0..body_len), checked whole, and are read one at a time with
+ * ur_batch_next, into an array of at least sub_argc_max arguments (the
+ * largest argc among them). These fields are 0 for other frames.
+ */
 struct ur_frame_req {
     uint16_t op;
     uint32_t id;
     uint16_t flags;
     uint32_t argc;
     struct ur_arg *argv;
+    uint32_t nsub;
+    uint32_t sub_argc_max;
+    const char *body;
+    size_t body_len;
 };
 
 /* Decodes the 16 header bytes at p (no checks). */
@@ -77,6 +96,10 @@ void ur_frame_hdr_decode(const char *p, struct ur_frame_hdr *h);
  *             the header alone, before the body arrives.
  * On INVALID/TOO_BIG, req->id holds the header's id when the header was
  * complete (so the error reply can echo it), else 0.
+ * A batch frame is checked whole once its body is in: INVALID also when a
+ * sub-request runs past the body or its arguments are malformed, TOO_BIG
+ * when one has more than lim->max_args arguments (header argc, the count
+ * of sub-requests, is bounded by lim->max_args like any argc).
  */
 enum ur_parse ur_frame_parse_request(const char *buf, size_t len,
                                      const struct ur_limits *lim,
@@ -94,6 +117,46 @@ int ur_frame_req_begin(struct ur_buf *b, uint16_t op, uint32_t id,
 int ur_frame_put_arg_int(struct ur_buf *b, uint64_t v);
 int ur_frame_put_arg_str(struct ur_buf *b, const char *s, size_t n);
 void ur_frame_req_end(struct ur_buf *b, size_t hdr_off, uint16_t argc);
+
+/*
+ * Batch bodies. put_sub_hdr appends a sub-request's header (its argc
+ * arguments follow, with put_arg_*); put_sub appends a whole sub-request,
+ * put_args only arguments, integers as integers and strings as strings.
+ * A batch frame is req_begin(UR_FRAME_OP_BATCH), the body, and req_end
+ * with the count of sub-requests. 0, or -1 on allocation failure with
+ * nothing appended.
+ */
+int ur_frame_put_sub_hdr(struct ur_buf *b, uint16_t op, uint16_t argc);
+int ur_frame_put_sub(struct ur_buf *b, uint16_t op, uint16_t argc,
+                     const struct ur_arg *argv);
+int ur_frame_put_args(struct ur_buf *b, uint32_t argc,
+                      const struct ur_arg *argv);
+/* Bytes that put_args appends for these arguments. */
+size_t ur_frame_args_len(uint32_t argc, const struct ur_arg *argv);
+
+/* One sub-request of a batch; argv is the caller's array. */
+struct ur_frame_sub {
+    uint16_t op;
+    uint32_t argc;
+    struct ur_arg *argv;
+};
+
+struct ur_batch_reader {
+    const char *p;
+    const char *end;
+    uint32_t left; /* sub-requests not read yet */
+};
+
+/* Starts reading nsub sub-requests from body[0..len): a batch frame's
+ * (req->body, body_len, nsub) or a body built with ur_frame_put_sub. */
+void ur_batch_reader_init(struct ur_batch_reader *r, const char *body,
+                          size_t len, uint32_t nsub);
+/* The next sub-request, its arguments parsed into args[0..cap): true, or
+ * false after the last one, and on a sub-request that is malformed or has
+ * more than cap arguments (never the case for a checked body and
+ * cap >= sub_argc_max). Strings point into the body. */
+bool ur_batch_next(struct ur_batch_reader *r, struct ur_arg *args, uint32_t cap,
+                   struct ur_frame_sub *sub);
 
 /*
  * Reply encoding (server side): begin, exactly one top-level value (an array

@@ -19,8 +19,13 @@ enum ur_op_flags {
     OPF_FAST = 1u << 5,   /* O(1) or O(small bounded) */
     OPF_GLOBAL = 1u << 6, /* a write every shard must see (GRP.POST, ...):
                              a sharding client sends it to all servers */
-    OPF_GID = 1u << 7     /* keyed by the group id in the first argument
+    OPF_GID = 1u << 7,    /* keyed by the group id in the first argument
                              (RCPT): a sharding client routes by it */
+    OPF_FREES = 1u << 8,  /* a write that only removes state and never
+                             allocates: still accepted past maxmemory */
+    OPF_NOBATCH = 1u << 9 /* controls the connection, a transaction or the
+                             files: refused inside a batch frame and inside
+                             MULTI (server/batch.h) */
 };
 
 enum ur_opcode {

@@ -73,7 +73,8 @@ enum ur_val_kind {
     X(TOOBIG, 9, "ERR")           /* frame, argument count or line too big */  \
     X(LIMIT, 10, "ERR")           /* a configured per-entity limit */          \
     X(PROTO, 11, "ERR")           /* framing lost; connection is closed */     \
-    X(WRONGPASS, 12, "WRONGPASS") /* AUTH with a bad password */
+    X(WRONGPASS, 12, "WRONGPASS") /* AUTH with a bad password */               \
+    X(EXECABORT, 13, "EXECABORT") /* EXEC of a MULTI with a refused command */
 
 enum ur_err {
 #define UR_ERR_ENUM(id, code, prefix) UR_E_##id = code,

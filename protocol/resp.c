@@ -69,7 +69,7 @@ static enum ur_parse parse_multibulk(const char *buf, size_t len,
                                      size_t *consumed, size_t *hint)
 {
     enum ur_parse st;
-    uint64_t n, blen;
+    uint64_t n, blen, payload = 0;
     size_t pos, used;
     uint32_t i;
 
@@ -98,8 +98,11 @@ static enum ur_parse parse_multibulk(const char *buf, size_t len,
             goto need_more;
         if (st != UR_PARSE_OK)
             return st;
-        if (blen > lim->max_frame)
+        /* The bulks together, like a binary frame's body, fit max_frame:
+         * else max_args bulks of max_frame bytes each could be buffered. */
+        if (blen > lim->max_frame - payload)
             return UR_PARSE_TOO_BIG;
+        payload += blen;
         pos += 1 + used;
         if (len - pos < blen + 2) {
             if (len - pos > blen && buf[pos + blen] != '\r')

@@ -17,7 +17,8 @@
 /*
  * Parses one request from buf[0..len).
  * Multibulk (first byte '*'): "*<n>\r\n" then n times "$<len>\r\n<bytes>\r\n";
- * 1 <= n <= max_args + 1, 0 <= len <= max_frame, CRLF exactly.
+ * 1 <= n <= max_args + 1, the lens together at most max_frame (a request's
+ * payload, as a binary frame's body), CRLF exactly.
  * Inline (anything else): one line ended by "\n" or "\r\n", split on spaces
  * and tabs; a line with no argument is consumed and reported as argc 0
  * (the caller skips it); at most max_inline bytes and max_args + 1 words.
@@ -31,7 +32,7 @@
  *   NEED_MORE *hint = total bytes needed before the next attempt can
  *             succeed (at least len + 1).
  *   INVALID   a malformed multibulk header, length or terminator.
- *   TOO_BIG   n or a bulk length over the limits, or an inline line longer
+ *   TOO_BIG   n or the bulk lengths over the limits, or an inline line longer
  *             than max_inline (decided before the bytes arrive).
  * `args` must hold lim->max_args + 1 entries.
  */

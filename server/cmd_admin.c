@@ -7,9 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "cmds.h"
 #include "frame.h"
+#include "metrics.h"
 #include "persist.h"
+#include "u32map.h"
 
 /* Argument i back as a bulk string, whichever form it came in. */
 static void reply_arg(struct exec_ctx *x, uint32_t i)
@@ -35,13 +38,15 @@ void cmd_ECHO(struct exec_ctx *x)
     reply_arg(x, 0);
 }
 
-/* HELLO [protover]: protover is the RESP version on text connections (2)
- * and the frame version on binary ones (1). */
+/* HELLO [protover [AUTH [default] password]]: protover is the RESP
+ * version on text connections (2) and the frame version on binary ones
+ * (1); AUTH authenticates before the handshake (auth.h), so a client
+ * connects in one round trip on either protocol. */
 void cmd_HELLO(struct exec_ctx *x)
 {
     uint64_t want = x->sess->proto == REPLY_BIN ? UR_FRAME_VERSION : 2;
     uint64_t ver = want;
-    if (x->argc == 1) {
+    if (x->argc >= 1) {
         if (!arg_u64(x, 0, "protover", &ver))
             return;
         if (ver != want) {
@@ -50,6 +55,15 @@ void cmd_HELLO(struct exec_ctx *x)
                       (unsigned long long)ver, (unsigned long long)want);
             return;
         }
+    }
+    if (x->argc >= 2) {
+        if (x->argc < 3 || !arg_is(x, 1, "AUTH")) {
+            reply_err(x->r, UR_E_BADARG,
+                      "syntax: HELLO [protover [AUTH [default] password]]");
+            return;
+        }
+        if (!auth_login(x, 2))
+            return;
     }
     reply_arr(x->r, 10);
     reply_cstr(x->r, "server");
@@ -135,18 +149,6 @@ static void info_add(struct info *in, const char *fmt, ...)
         in->oom = true;
 }
 
-static uint64_t rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long size = 0, resident = 0;
-    if (f == NULL)
-        return 0;
-    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-        resident = 0;
-    fclose(f);
-    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
 static bool want(const char *section, const char *name)
 {
     return section == NULL || strcmp(section, name) == 0;
@@ -182,6 +184,63 @@ static void info_persistence(struct info *in, const struct persist *p)
              (unsigned long long)pi.last_fsync_ms);
 }
 
+/* The rest of # Clients: the connection limits and what they refused
+ * (docs/OPERATIONS.md "Security"). */
+static void info_limits(struct info *in, const struct server *srv)
+{
+    const struct config *cfg = &srv->cfg;
+
+    info_add(in,
+             "max_frame:%u\r\nmax_args:%u\r\nmax_inline:%u\r\n"
+             "client_output_limit:%llu\r\nclient_output_timeout:%u\r\n"
+             "timeout:%u\r\nrequirepass:%s\r\n",
+             cfg->max_frame, cfg->max_args, cfg->max_inline,
+             (unsigned long long)cfg->client_output_limit,
+             cfg->client_output_timeout, cfg->timeout,
+             cfg->requirepass[0] ? "yes" : "no");
+    info_add(in,
+             "maxclients:%u\r\npaused_clients:%u\r\n"
+             "client_output_bytes:%llu\r\nrejected_connections:%llu\r\n"
+             "client_output_limit_disconnections:%llu\r\n"
+             "client_output_timeouts:%llu\r\nidle_timeouts:%llu\r\n"
+             "auth_failures:%llu\r\n\r\n",
+             srv->cfg.maxclients, srv->paused_clients,
+             (unsigned long long)srv->client_out_bytes,
+             (unsigned long long)srv->stats.rejected_conns,
+             (unsigned long long)srv->stats.output_limit_closes,
+             (unsigned long long)srv->stats.output_timeouts,
+             (unsigned long long)srv->stats.idle_timeouts,
+             (unsigned long long)srv->stats.auth_failures);
+}
+
+/* # Expiry: inactive-user expiry (server/users.h, docs/OPERATIONS.md). */
+static void info_expiry(struct info *in, const struct server *srv)
+{
+    const struct expiry *e = &srv->expiry;
+
+    info_add(in,
+             "# Expiry\r\ninactive_days:%u\r\nexpire_families:%s\r\n"
+             "active_users:%zu\r\nexpired_users:%llu\r\n",
+             srv->cfg.inactive_days, srv->cfg.expire_families_text,
+             u32map_count(srv->db.active), (unsigned long long)e->users);
+    for (unsigned f = 0; f < FAM_COUNT; f++)
+        if (f != FAM_RCPT)
+            info_add(in, "expired_%s_entries:%llu\r\n", config_family_name(f),
+                     (unsigned long long)e->entries[f]);
+    info_add(in,
+             "sweep_in_progress:%d\r\nsweeps:%llu\r\nscanned:%llu\r\n"
+             "last_sweep_time:%llu\r\nlast_sweep_duration_ms:%llu\r\n"
+             "last_sweep_expired:%llu\r\nsweep_cycles:%llu\r\n"
+             "sweep_cycle_time_us:%llu\r\nsweep_cycle_max_us:%llu\r\n\r\n",
+             e->running, (unsigned long long)e->sweeps,
+             (unsigned long long)e->scanned,
+             (unsigned long long)e->last_sweep_ms / 1000,
+             (unsigned long long)e->last_sweep_duration_ms,
+             (unsigned long long)e->last_sweep_expired,
+             (unsigned long long)e->cycles, (unsigned long long)e->cycle_us,
+             (unsigned long long)e->cycle_max_us);
+}
+
 void cmd_INFO(struct exec_ctx *x)
 {
     struct server *srv = x->srv;
@@ -210,14 +269,20 @@ void cmd_INFO(struct exec_ctx *x)
     if (want(section, "clients")) {
         info_add(&in,
                  "# Clients\r\nconnected_clients:%u\r\ntext_clients:%u\r\n"
-                 "binary_clients:%u\r\n\r\n",
+                 "binary_clients:%u\r\n",
                  srv->clients, srv->text_clients, srv->bin_clients);
+        info_limits(&in, srv);
     }
     if (want(section, "memory")) {
         struct db_usage u[DB_FAMILIES_MAX];
         unsigned n = db_usage(&srv->db, u);
-        info_add(&in, "# Memory\r\nused_memory:%zu\r\nused_memory_rss:%llu\r\n",
-                 db_bytes(&srv->db), (unsigned long long)rss_bytes());
+        size_t used = db_bytes(&srv->db);
+        info_add(&in,
+                 "# Memory\r\nused_memory:%zu\r\nused_memory_rss:%llu\r\n"
+                 "maxmemory:%llu\r\nmaxmemory_reached:%d\r\n",
+                 used, (unsigned long long)metrics_rss_bytes(),
+                 (unsigned long long)srv->cfg.maxmemory,
+                 srv->cfg.maxmemory != 0 && used >= srv->cfg.maxmemory);
         for (unsigned i = 0; i < n; i++) {
             info_add(&in,
                      "%s_%ss:%zu\r\n%s_bytes:%zu\r\n"
@@ -241,6 +306,8 @@ void cmd_INFO(struct exec_ctx *x)
                  (unsigned long long)srv->stats.errors,
                  (unsigned long long)srv->stats.proto_errors);
     }
+    if (want(section, "expiry"))
+        info_expiry(&in, srv);
     if (want(section, "commandstats")) {
         info_add(&in, "# Commandstats\r\n");
         for (unsigned i = 0; i < UR_OP_COUNT; i++) {

@@ -4,6 +4,41 @@
 #include "cmds.h"
 #include "log.h"
 
+/* Largest clock move: a century, far from the int64 offset's limit. */
+#define ADVANCE_MAX_S (100ULL * 366 * 86400)
+
+/*
+ * DEBUG ADVANCE-CLOCK seconds: a test hook, refused unless
+ * enable-debug-command is yes. Moves the server clock (every default ts,
+ * the activity days, expiry) forward. The offset itself is not journaled
+ * and is gone after a restart; what runs under it is journaled with the
+ * time it ran at, so replay is still exact.
+ */
+static void advance_clock(struct exec_ctx *x)
+{
+    uint64_t s;
+
+    if (!x->srv->cfg.enable_debug_command) {
+        reply_err(x->r, UR_E_ERR,
+                  "DEBUG ADVANCE-CLOCK is a test hook: set "
+                  "enable-debug-command yes to use it");
+        return;
+    }
+    if (!arg_u64(x, 1, "seconds", &s))
+        return;
+    if (s > ADVANCE_MAX_S) {
+        reply_err(x->r, UR_E_BADARG, "seconds must be at most %llu",
+                  ADVANCE_MAX_S);
+        return;
+    }
+    x->srv->clock_offset_ms += (int64_t)(s * 1000);
+    if (x->srv->clock_offset_ms > (int64_t)(ADVANCE_MAX_S * 1000))
+        x->srv->clock_offset_ms = (int64_t)(ADVANCE_MAX_S * 1000);
+    log_warn("DEBUG ADVANCE-CLOCK: the server clock is now %lld s ahead",
+             (long long)(x->srv->clock_offset_ms / 1000));
+    reply_int(x->r, (uint64_t)(x->srv->clock_offset_ms / 1000));
+}
+
 void cmd_DEBUG(struct exec_ctx *x)
 {
     if (arg_is(x, 0, "AUDIT") && x->argc == 1) {
@@ -13,7 +48,13 @@ void cmd_DEBUG(struct exec_ctx *x)
         reply_int(x->r, bad);
         return;
     }
+    if (arg_is(x, 0, "ADVANCE-CLOCK") && x->argc == 2) {
+        advance_clock(x);
+        return;
+    }
     char text[65];
-    reply_err(x->r, UR_E_BADARG, "unknown DEBUG subcommand '%s' (try AUDIT)",
+    reply_err(x->r, UR_E_BADARG,
+              "unknown DEBUG subcommand '%s' (try AUDIT, ADVANCE-CLOCK "
+              "seconds)",
               arg_text(x, 0, text, sizeof(text)));
 }

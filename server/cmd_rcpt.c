@@ -58,6 +58,11 @@ static void reply_rcpt_err(struct exec_ctx *x, int rc)
     case RCPT_EEXPIRED:
         reply_err(x->r, UR_E_BADARG, "ts is older than rcpt-max-age-days");
         return;
+    case RCPT_EANON:
+        reply_err(x->r, UR_E_BADARG,
+                  "uid 18446744073709551615 is reserved: RCPT.LIST shows it "
+                  "for users erased by USER.DEL");
+        return;
     default:
         reply_oom(x);
         return;

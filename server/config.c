@@ -14,7 +14,17 @@
 #include "log.h"
 #include "proto.h"
 
-enum key_kind { K_STR, K_U32, K_LOGLEVEL, K_TYPES, K_YESNO, K_FSYNC };
+enum key_kind {
+    K_STR,
+    K_U32,
+    K_LOGLEVEL,
+    K_TYPES,
+    K_YESNO,
+    K_FSYNC,
+    K_FAMILIES, /* family names (expire-families), see set_families */
+    K_BYTES,    /* u64 byte count with an optional k/kb/m/mb/g/gb suffix */
+    K_SECRET    /* a string that may be empty; CONFIG GET does not show it */
+};
 
 /* K_FSYNC values, indexed by enum journal_fsync. */
 static const char *const fsync_names[] = {"no", "everysec", "always"};
@@ -53,6 +63,21 @@ static const struct key keys[] = {
     {"rcpt-max-age-days", K_U32, F(rcpt_max_age_days), "7", 1, 3650},
     {"rcpt-max-members", K_U32, F(rcpt_max_members), "100000", 1, 16777216},
     /* family keys, in SPEC order */
+    /* users, expiry and operations (docs/OPERATIONS.md) */
+    {"inactive-days", K_U32, F(inactive_days), "30", 0, 36500},
+    {"expire-families", K_FAMILIES, F(expire_families_text), "bc dot grp feed",
+     0, 0},
+    {"enable-debug-command", K_YESNO, F(enable_debug_command), "no", 0, 0},
+    {"maxmemory", K_BYTES, F(maxmemory), "0", 0, 0},
+    {"metrics-port", K_U32, F(metrics_port), "0", 0, 65535},
+    {"metrics-bind", K_STR, F(metrics_bind), "127.0.0.1", 0, 0},
+    /* limits and authentication (docs/OPERATIONS.md "Security") */
+    {"maxclients", K_U32, F(maxclients), "10000", 1, 1000000},
+    {"timeout", K_U32, F(timeout), "0", 0, 31536000},
+    {"client-output-limit", K_BYTES, F(client_output_limit), "64mb", 0, 0},
+    {"client-output-timeout", K_U32, F(client_output_timeout), "60", 0,
+     31536000},
+    {"requirepass", K_SECRET, F(requirepass), "", 0, 0},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -131,6 +156,95 @@ static int set_types(struct config *cfg, const char *value, char *err,
     return 0;
 }
 
+static const char *const family_names[FAM_COUNT] = {"cnt", "conv", "grp", "bc",
+                                                    "dot", "feed", "rcpt"};
+
+const char *config_family_name(unsigned fam)
+{
+    return fam < FAM_COUNT ? family_names[fam] : NULL;
+}
+
+/* expire-families: names of families separated by spaces or commas, or
+ * "none" (or nothing). rcpt is refused: receipts expire by message age
+ * (rcpt-max-age-days), and its mapids must outlive their readers. The
+ * canonical text lists the families in SPEC order. */
+static int set_families(struct config *cfg, const char *value, char *err,
+                        size_t errlen)
+{
+    uint32_t mask = 0;
+    const char *p = value;
+
+    for (;;) {
+        unsigned f;
+        size_t len;
+
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (*p == '\0')
+            break;
+        len = strcspn(p, " \t,");
+        for (f = 0; f < FAM_COUNT; f++)
+            if (strlen(family_names[f]) == len &&
+                strncasecmp(p, family_names[f], len) == 0)
+                break;
+        if (f == FAM_RCPT) {
+            snprintf(err, errlen,
+                     "expire-families: rcpt cannot expire by user "
+                     "activity (its receipts expire by age: "
+                     "rcpt-max-age-days)");
+            return -1;
+        }
+        if (f == FAM_COUNT && !(len == 4 && strncasecmp(p, "none", 4) == 0)) {
+            snprintf(err, errlen,
+                     "expire-families: '%.*s' is not one of cnt conv grp bc "
+                     "dot feed (or none)",
+                     (int)(len > 32 ? 32 : len), p);
+            return -1;
+        }
+        if (f < FAM_COUNT)
+            mask |= 1u << f;
+        p += len;
+    }
+    cfg->expire_families = mask;
+    cfg->expire_families_text[0] = '\0';
+    for (unsigned f = 0; f < FAM_COUNT; f++) {
+        size_t used = strlen(cfg->expire_families_text);
+
+        if (mask & (1u << f))
+            snprintf(cfg->expire_families_text + used,
+                     sizeof(cfg->expire_families_text) - used, "%s%s",
+                     used ? " " : "", family_names[f]);
+    }
+    if (mask == 0)
+        strcpy(cfg->expire_families_text, "none");
+    return 0;
+}
+
+/* A byte count: digits, then optionally k, kb, m, mb, g or gb (powers of
+ * 1024, case-insensitive), as Redis's maxmemory reads it. */
+static int set_bytes(uint64_t *out, const char *name, const char *value,
+                     char *err, size_t errlen)
+{
+    static const char *const units[] = {"", "k", "kb", "m", "mb", "g", "gb"};
+    static const unsigned shifts[] = {0, 10, 10, 20, 20, 30, 30};
+    size_t digits = strspn(value, "0123456789");
+    uint64_t v;
+
+    if (digits > 0 && ur_parse_u64(value, digits, &v)) {
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+            if (strcasecmp(value + digits, units[i]) == 0 &&
+                v <= (UINT64_MAX >> shifts[i])) {
+                *out = v << shifts[i];
+                return 0;
+            }
+        }
+    }
+    snprintf(err, errlen,
+             "%s: '%s' is not a byte count (e.g. 0, 1048576, 512mb, 4gb)", name,
+             value);
+    return -1;
+}
+
 int config_set(struct config *cfg, const char *key, const char *value,
                char *err, size_t errlen)
 {
@@ -190,6 +304,20 @@ int config_set(struct config *cfg, const char *key, const char *value,
         snprintf(err, errlen, "%s: '%s' is not one of always, everysec, no",
                  k->name, value);
         return -1;
+    case K_FAMILIES:
+        return set_families(cfg, value, err, errlen);
+    case K_BYTES:
+        return set_bytes((uint64_t *)(void *)field, k->name, value, err,
+                         errlen);
+    case K_SECRET:
+        if (strlen(value) >= CONFIG_STR_MAX) {
+            snprintf(err, errlen, "%s: longer than %d bytes", k->name,
+                     CONFIG_STR_MAX - 1);
+            return -1;
+        }
+        memset(field, 0, CONFIG_STR_MAX);
+        strcpy(field, value);
+        return 0;
     }
     return -1;
 }
@@ -339,6 +467,11 @@ void config_match(const struct config *cfg, const char *pattern, size_t patlen,
             value = *(const bool *)(const void *)field ? "yes" : "no";
         } else if (k->kind == K_FSYNC) {
             value = fsync_names[*(const int *)(const void *)field];
+        } else if (k->kind == K_BYTES) {
+            num[ur_fmt_u64(num, *(const uint64_t *)(const void *)field)] = '\0';
+            value = num;
+        } else if (k->kind == K_SECRET) {
+            value = field[0] != '\0' ? "(set)" : "";
         }
         fn(k->name, value, ctx);
     }

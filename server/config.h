@@ -16,6 +16,20 @@
 /* journal-fsync: when the journal reaches the disk (docs/PERSISTENCE.md). */
 enum journal_fsync { FSYNC_NO = 0, FSYNC_EVERYSEC = 1, FSYNC_ALWAYS = 2 };
 
+/* The families, as named by expire-families and INFO (SPEC order). */
+enum family {
+    FAM_CNT,
+    FAM_CONV,
+    FAM_GRP,
+    FAM_BC,
+    FAM_DOT,
+    FAM_FEED,
+    FAM_RCPT,
+    FAM_COUNT
+};
+/* "cnt", "conv", ...; NULL past FAM_COUNT. */
+const char *config_family_name(unsigned fam);
+
 struct config {
     char bind[CONFIG_STR_MAX];
     uint32_t port;
@@ -40,6 +54,23 @@ struct config {
     uint32_t rcpt_max_age_days; /* rcpt-max-age-days: receipt retention */
     uint32_t rcpt_max_members;  /* rcpt-max-members: mapids per group */
     /* family keys, in SPEC order */
+
+    /* users, expiry and operations (docs/OPERATIONS.md) */
+    uint32_t inactive_days; /* inactive-days: expire after; 0: never */
+    /* expire-families: bit FAM_x set for each family expiry forgets */
+    char expire_families_text[CONFIG_STR_MAX];
+    uint32_t expire_families;
+    bool enable_debug_command; /* DEBUG ADVANCE-CLOCK and other hooks */
+    uint64_t maxmemory;        /* bytes of used_memory; 0: no limit */
+    uint32_t metrics_port;     /* Prometheus /metrics; 0: off */
+    char metrics_bind[CONFIG_STR_MAX];
+
+    /* limits and authentication (docs/OPERATIONS.md "Security") */
+    uint32_t maxclients;            /* connections at once */
+    uint32_t timeout;               /* idle seconds before closing; 0: never */
+    uint64_t client_output_limit;   /* bytes of replies held; 0: no limit */
+    uint32_t client_output_timeout; /* seconds without write progress */
+    char requirepass[CONFIG_STR_MAX]; /* "" (default): no AUTH needed */
 
     char config_file[CONFIG_STR_MAX]; /* "" when none */
 };

@@ -7,6 +7,9 @@
  * clock, persist_cmd_end commits or drops the record. The journal thus
  * holds the request as received plus the time it ran at, and replay is
  * exact as long as handlers take the time from server_clock_ms.
+ *
+ * The AUTH gate is in exec_op, which every path reaches (text, binary,
+ * batches): a session that has not authenticated runs OPF_NOAUTH ops only.
  */
 #include "exec.h"
 
@@ -14,14 +17,54 @@
 #include <string.h>
 #include <strings.h>
 
+#include "batch.h"
 #include "cmds.h"
 #include "persist.h"
+#include "users.h"
 
 static const cmd_fn handlers[UR_OP_COUNT] = {
 #define OP(id, name, code, min, max, flags, syn, rep, cost, sum) cmd_##id,
 #include "ops.def"
 #undef OP
 };
+
+bool exec_arity_ok(const struct ur_op *op, uint32_t argc)
+{
+    return argc >= op->min_args &&
+           (op->max_args == UR_VARARGS || argc <= op->max_args);
+}
+
+void exec_arity_err(struct reply *r, const struct ur_op *op, const char *where)
+{
+    reply_err(r, UR_E_ARITY,
+              "%swrong number of arguments for '%s' (expected: %s%s%s)", where,
+              op->name, op->name, op->syntax[0] ? " " : "", op->syntax);
+}
+
+/*
+ * maxmemory (docs/OPERATIONS.md): once the stores hold that many bytes
+ * (INFO used_memory), writes that may allocate answer -OOM; reads, and
+ * writes that only free (OPF_FREES), still run. Not while replaying
+ * (persist NULL): what was acknowledged once must load again.
+ */
+static bool refused_oom(const struct server *srv, const struct ur_op *op,
+                        struct reply *r)
+{
+    size_t used;
+
+    if (srv->cfg.maxmemory == 0 || srv->persist == NULL ||
+        (op->flags & (OPF_WRITE | OPF_FREES)) != OPF_WRITE)
+        return false;
+    used = db_bytes(&srv->db);
+    if (used < srv->cfg.maxmemory)
+        return false;
+    reply_err(r, UR_E_OOM,
+              "used memory (%zu bytes) is at maxmemory (%llu bytes): writes "
+              "are refused until memory is freed (deletions, USER.DEL, "
+              "expiry, FLUSHALL); reads still work",
+              used, (unsigned long long)srv->cfg.maxmemory);
+    return true;
+}
 
 void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
              uint32_t argc, const struct ur_arg *argv, struct reply *r)
@@ -30,14 +73,16 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
 
     srv->stats.commands++;
     srv->stats.calls[op->index]++;
-    if (argc < op->min_args ||
-        (op->max_args != UR_VARARGS && argc > op->max_args)) {
-        reply_err(r, UR_E_ARITY,
-                  "wrong number of arguments for '%s' (expected: %s%s%s)",
-                  op->name, op->name, op->syntax[0] ? " " : "", op->syntax);
-    } else if (srv->persist == NULL ||
-               persist_cmd_begin(srv->persist, op, argc, argv, r)) {
+    if (session_needs_auth(srv, sess) && !(op->flags & OPF_NOAUTH)) {
+        reply_err(r, UR_E_NOAUTH, "Authentication required.");
+    } else if (!exec_arity_ok(op, argc)) {
+        exec_arity_err(r, op, "");
+    } else if (!refused_oom(srv, op, r) &&
+               (srv->persist == NULL ||
+                persist_cmd_begin(srv->persist, op, argc, argv, r))) {
         handlers[op->index](&x);
+        if (r->status == UR_E_OK)
+            x.dirty |= users_mark_active(srv, op, argc, argv);
         if (srv->persist != NULL)
             persist_cmd_end(
                 srv->persist, op,
@@ -77,8 +122,12 @@ void exec_text(struct server *srv, struct session *sess, uint32_t argc,
         char name[65];
         printable(name, sizeof(name), argv[0].str, argv[0].len);
         unknown(srv, r, "unknown command '%s'", name);
+        batch_multi_fail(sess);
         return;
     }
+    if (sess->multi != NULL &&
+        batch_multi_queue(srv, sess, op, argc - 1, argv + 1, r))
+        return;
     exec_op(srv, sess, op, argc - 1, argv + 1, r);
 }
 

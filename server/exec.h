@@ -20,9 +20,19 @@
 /* What a handler may know of the connection that asked: never the socket.
  * Journal replay and tests use a session of their own. */
 struct session {
-    uint64_t id;   /* client id, unique for the process lifetime */
-    uint8_t proto; /* enum reply_proto */
+    uint64_t id;         /* client id, unique for the process lifetime */
+    uint8_t proto;       /* enum reply_proto */
+    bool authed;         /* AUTH succeeded (or none is needed: replay) */
+    struct multi *multi; /* the open MULTI transaction (batch.h), or NULL */
 };
+
+/* requirepass is set and this session has not authenticated: only
+ * OPF_NOAUTH ops run, and net.c applies its unauthenticated limits. */
+static inline bool session_needs_auth(const struct server *srv,
+                                      const struct session *sess)
+{
+    return srv->cfg.requirepass[0] != '\0' && !sess->authed;
+}
 
 struct exec_ctx {
     struct server *srv;
@@ -39,6 +49,11 @@ struct exec_ctx {
 };
 
 typedef void (*cmd_fn)(struct exec_ctx *x);
+
+/* Whether argc arguments fit op's arity; arity_err answers ARITY for
+ * op, its message preceded by where ("" or "batch op 3: "). */
+bool exec_arity_ok(const struct ur_op *op, uint32_t argc);
+void exec_arity_err(struct reply *r, const struct ur_op *op, const char *where);
 
 /* Runs op with argv[0..argc) (name excluded) and writes its reply. */
 void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,

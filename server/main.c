@@ -17,17 +17,26 @@
 #include "check.h"
 #include "config.h"
 #include "log.h"
+#include "metrics.h"
 #include "net.h"
 #include "persist.h"
 #include "server.h"
 #include "u32map.h"
 #include "u64map.h"
+#include "users.h"
 #include "wmap.h"
 
 /* Persistence housekeeping period (journal everysec sync, save triggers). */
 #define CRON_MS 100
+/* Inactive-user expiry (server/users.h): a slice of at most
+ * EXPIRE_BUDGET_US every EXPIRE_BUSY_MS while a sweep runs (10% of the
+ * loop at most, and no pause longer than a slice), else a look every
+ * CRON_MS for a new day. */
+#define EXPIRE_BUDGET_US 1000
+#define EXPIRE_BUSY_MS 10
 
 static struct server server;
+static struct event *expire_ev;
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -42,6 +51,38 @@ static void on_cron(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what, (void)arg;
     persist_cron(server.persist);
+}
+
+static void on_expire(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what, (void)arg;
+    bool busy = users_expire_cycle(&server, EXPIRE_BUDGET_US);
+    const struct timeval tv = {0, (busy ? EXPIRE_BUSY_MS : CRON_MS) * 1000};
+
+    event_add(expire_ev, &tv);
+}
+
+static void print_key(const char *name, const char *value, void *ctx)
+{
+    (void)ctx;
+    printf("  --%-22s %s\n", name, value[0] ? value : "\"\"");
+}
+
+/* --help: every configuration key with its default, from the key table
+ * (docs/OPERATIONS.md explains each). */
+static void usage(void)
+{
+    struct config dflt;
+
+    config_init(&dflt);
+    printf("Usage: unreadd [--config FILE] [--key value ...]\n"
+           "       unreadd --check FILE [--fix]\n"
+           "       unreadd --help | --version\n\n"
+           "Configuration keys (file: `key value` lines; command line: "
+           "`--key value`,\nwhich wins over the file), with their "
+           "defaults:\n");
+    config_match(&dflt, "*", 1, print_key, NULL);
+    printf("\nSee docs/OPERATIONS.md.\n");
 }
 
 /* The data directory exists (created if missing) and is a directory. */
@@ -69,6 +110,14 @@ int main(int argc, char **argv)
 
     if (argc >= 2 && strcmp(argv[1], "--check") == 0)
         return check_main(argc - 2, argv + 2);
+    if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+        usage();
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("unreadd %s\n", UNREADD_VERSION);
+        return 0;
+    }
     config_init(&server.cfg);
     if (config_from_args(&server.cfg, argc, argv, err, sizeof(err)) != 0) {
         fprintf(stderr, "unreadd: %s\n", err);
@@ -106,13 +155,16 @@ int main(int argc, char **argv)
     sigint = evsignal_new(base, SIGINT, on_signal, base);
     sigterm = evsignal_new(base, SIGTERM, on_signal, base);
     cron = event_new(base, -1, EV_PERSIST, on_cron, NULL);
+    expire_ev = evtimer_new(base, on_expire, NULL);
     if (sigint == NULL || sigterm == NULL || cron == NULL ||
-        evsignal_add(sigint, NULL) || evsignal_add(sigterm, NULL) ||
-        event_add(cron, &cron_tv)) {
+        expire_ev == NULL || evsignal_add(sigint, NULL) ||
+        evsignal_add(sigterm, NULL) || event_add(cron, &cron_tv) ||
+        event_add(expire_ev, &cron_tv)) {
         log_error("cannot install signal handlers and timers");
         goto out;
     }
-    if (net_setup(&server, base, err, sizeof(err)) != 0) {
+    if (metrics_setup(&server, base, err, sizeof(err)) != 0 ||
+        net_setup(&server, base, err, sizeof(err)) != 0) {
         log_error("%s", err);
         goto out;
     }
@@ -126,9 +178,12 @@ int main(int argc, char **argv)
     log_info("bye");
 
 out:
+    metrics_teardown();
     persist_teardown(&server);
     if (cron)
         event_free(cron);
+    if (expire_ev)
+        event_free(expire_ev);
     if (sigint)
         event_free(sigint);
     if (sigterm)

@@ -17,6 +17,17 @@
  * records are not durable yet (the journal write failed) is held in the
  * flush list, its output unsent, and retried every RETRY_MS: no reply
  * ever claims a write the journal does not hold.
+ *
+ * Limits (docs/OPERATIONS.md "Security"): while a connection's unsent
+ * replies reach OUT_PAUSE its input is neither read nor run, so a client
+ * that pipelines without reading makes the server neither work nor
+ * buffer without bound; past client-output-limit it is closed at once,
+ * and when the socket takes nothing for client-output-timeout seconds, or
+ * nothing arrives for `timeout` seconds, too. Both timers are libevent
+ * event timeouts on one common-timeout queue each: O(1) to re-arm on
+ * every read or write, O(1) per connection closed. maxclients refuses
+ * connections past it with a text error (the protocol is not known yet).
+ * Before AUTH, requests are held to PREAUTH_* sizes.
  */
 #include "net.h"
 
@@ -26,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,6 +45,7 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include "batch.h"
 #include "exec.h"
 #include "frame.h"
 #include "log.h"
@@ -45,6 +58,18 @@
 #define OUT_KEEP (64u << 10)
 /* Held replies are retried this often while the journal cannot be written. */
 #define RETRY_MS 100
+/* Unsent reply bytes at which a connection's input waits (see above). */
+#define OUT_PAUSE (256u << 10)
+/* Before AUTH, as Redis limits unauthenticated clients: frame body, bulks
+ * together or inline line, and arguments. Past them: error and close. */
+#define PREAUTH_FRAME 1024u
+#define PREAUTH_ARGS 8u
+/* Descriptors kept beside maxclients' (listener, journal, snapshot,
+ * metrics, log, event loop). */
+#define FD_RESERVE 32
+/* The listener rests this long after an accept failed (EMFILE, ...), so
+ * a descriptor shortage is not a busy loop. */
+#define ACCEPT_REST_MS 100
 
 enum conn_proto { PROTO_UNKNOWN = 0, PROTO_TEXT = 1, PROTO_BIN = 2 };
 
@@ -55,6 +80,8 @@ struct conn {
     bool pending;     /* in the flush list */
     bool dead;        /* closed while pending: freed by the flush */
     bool want_write;  /* write event armed */
+    bool paused;      /* input waits: OUT_PAUSE unsent reply bytes */
+    bool overflow;    /* over client-output-limit: to be closed */
     struct event *rev;
     struct event *wev;
     struct ur_buf in; /* only the unparsed tail of a partial request */
@@ -71,7 +98,10 @@ static struct server *srv;
 static struct event_base *base;
 static struct evconnlistener *listener;
 static struct event *flush_ev;
-static struct event *retry_ev; /* re-runs the flush while replies are held */
+static struct event *retry_ev;  /* re-runs the flush while replies are held */
+static struct event *accept_ev; /* re-enables the listener after a rest */
+static const struct timeval *idle_tv; /* `timeout`, or NULL when 0 */
+static const struct timeval *out_tv;  /* client-output-timeout, or NULL */
 static struct conn *pending;
 static struct conn *conns;
 static struct ur_arg *args; /* scratch: max_args + 1 parsed arguments */
@@ -79,6 +109,7 @@ static char rbuf[READ_CHUNK];
 
 static void conn_free(struct conn *c)
 {
+    batch_multi_end(&c->sess);
     event_free(c->rev);
     event_free(c->wev);
     ur_buf_deinit(&c->in);
@@ -96,6 +127,9 @@ static void conn_close(struct conn *c)
     c->fd = -1;
 
     srv->clients--;
+    srv->client_out_bytes -= c->out.len - c->out_sent;
+    if (c->paused)
+        srv->paused_clients--;
     if (c->proto == PROTO_TEXT)
         srv->text_clients--;
     else if (c->proto == PROTO_BIN)
@@ -123,7 +157,11 @@ static void queue_flush(struct conn *c)
     event_active(flush_ev, EV_WRITE, 0);
 }
 
-/* Writes what it can; arms the write event when the socket is full. */
+static void conn_resume(struct conn *c);
+
+/* Writes what it can; arms the write event (and its stall timeout) when
+ * the socket is full; lets a paused connection's input run again once
+ * its unsent replies fall below OUT_PAUSE. */
 static void conn_write(struct conn *c)
 {
     while (c->out_sent < c->out.len) {
@@ -131,15 +169,19 @@ static void conn_write(struct conn *c)
             write(c->fd, c->out.data + c->out_sent, c->out.len - c->out_sent);
         if (n > 0) {
             c->out_sent += (size_t)n;
+            srv->client_out_bytes -= (size_t)n;
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             if (!c->want_write) {
-                event_add(c->wev, NULL);
+                event_add(c->wev, out_tv);
                 c->want_write = true;
             }
+            if (c->paused && !c->close_after &&
+                c->out.len - c->out_sent < OUT_PAUSE)
+                conn_resume(c);
             return;
         }
         log_debug("client %llu: write: %s", (unsigned long long)c->sess.id,
@@ -157,6 +199,8 @@ static void conn_write(struct conn *c)
     }
     if (c->close_after)
         conn_close(c);
+    else if (c->paused)
+        conn_resume(c);
 }
 
 static void on_flush(evutil_socket_t fd, short what, void *arg)
@@ -202,24 +246,55 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 
 static void on_writable(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd, (void)what;
-    conn_write(arg);
+    struct conn *c = arg;
+    (void)fd;
+
+    if (what & EV_TIMEOUT) {
+        srv->stats.output_timeouts++;
+        log_debug("client %llu: no reply bytes taken for %u s, closing",
+                  (unsigned long long)c->sess.id,
+                  srv->cfg.client_output_timeout);
+        conn_close(c);
+        return;
+    }
+    conn_write(c);
+}
+
+/* The limits c's next request is parsed with: the configured ones, or
+ * before AUTH the PREAUTH ones (never looser than the configured). */
+static struct ur_limits conn_limits(const struct conn *c)
+{
+    struct ur_limits lim = {srv->cfg.max_frame, srv->cfg.max_args,
+                            srv->cfg.max_inline};
+    if (session_needs_auth(srv, &c->sess)) {
+        if (lim.max_frame > PREAUTH_FRAME)
+            lim.max_frame = PREAUTH_FRAME;
+        if (lim.max_args > PREAUTH_ARGS)
+            lim.max_args = PREAUTH_ARGS;
+        if (lim.max_inline > PREAUTH_FRAME)
+            lim.max_inline = PREAUTH_FRAME;
+    }
+    return lim;
 }
 
 /* Framing is lost: answer one error, stop reading, close after writing. */
-static void proto_error(struct conn *c, enum ur_parse st, uint32_t id)
+static void proto_error(struct conn *c, enum ur_parse st, uint32_t id,
+                        const struct ur_limits *lim)
 {
-    const struct ur_limits lim = {srv->cfg.max_frame, srv->cfg.max_args,
-                                  srv->cfg.max_inline};
     struct reply r;
     srv->stats.proto_errors++;
     reply_begin(&r, &c->out, c->proto == PROTO_BIN ? REPLY_BIN : REPLY_RESP,
                 id);
-    if (st == UR_PARSE_TOO_BIG)
+    if (st == UR_PARSE_TOO_BIG && session_needs_auth(srv, &c->sess))
+        reply_err(&r, UR_E_TOOBIG,
+                  "protocol error: request over the limits before AUTH "
+                  "(%u bytes, %u arguments); closing",
+                  lim->max_frame, lim->max_args);
+    else if (st == UR_PARSE_TOO_BIG)
         reply_err(&r, UR_E_TOOBIG,
                   "protocol error: request over a limit (max-frame %u, "
                   "max-args %u, max-inline %u); closing",
-                  lim.max_frame, lim.max_args, lim.max_inline);
+                  lim->max_frame, lim->max_args, lim->max_inline);
     else if (c->proto == PROTO_BIN)
         reply_err(&r, UR_E_PROTO,
                   "protocol error: malformed binary frame; closing");
@@ -234,14 +309,38 @@ static void proto_error(struct conn *c, enum ur_parse st, uint32_t id)
 }
 
 /*
+ * After each reply: past client-output-limit the connection is to be
+ * closed (c->overflow), at OUT_PAUSE its input waits (c->paused) until
+ * the client has read enough. true when process() must stop.
+ */
+static bool out_full(struct conn *c)
+{
+    size_t held = c->out.len - c->out_sent;
+    uint64_t limit = srv->cfg.client_output_limit;
+
+    if (limit != 0 && held > limit) {
+        c->overflow = true;
+        return true;
+    }
+    if (held < OUT_PAUSE)
+        return false;
+    if (!c->paused) {
+        c->paused = true;
+        srv->paused_clients++;
+        event_del(c->rev);
+    }
+    c->need = 0; /* what waits is parsed as soon as it resumes */
+    return true;
+}
+
+/*
  * Parses and executes every complete request in data[0..len); returns the
  * bytes consumed. Replies go to c->out in request order.
  */
 static size_t process(struct conn *c, const char *data, size_t len)
 {
-    const struct ur_limits lim = {srv->cfg.max_frame, srv->cfg.max_args,
-                                  srv->cfg.max_inline};
     const uint64_t jseq = persist_appended(srv->persist);
+    const size_t out_before = c->out.len;
     size_t off = 0;
 
     if (c->proto == PROTO_UNKNOWN && len > 0) {
@@ -256,6 +355,7 @@ static size_t process(struct conn *c, const char *data, size_t len)
     }
 
     while (off < len && !c->close_after) {
+        const struct ur_limits lim = conn_limits(c); /* AUTH changes them */
         size_t used = 0, hint = 0;
         enum ur_parse st;
         struct reply r = {0};
@@ -266,10 +366,13 @@ static size_t process(struct conn *c, const char *data, size_t len)
                                         &used, &hint);
             if (st == UR_PARSE_OK) {
                 reply_begin(&r, &c->out, REPLY_BIN, req.id);
-                exec_binary(srv, &c->sess, req.op, req.argc, req.argv, &r);
+                if (req.op == UR_FRAME_OP_BATCH)
+                    batch_exec(srv, &c->sess, &req, &r);
+                else
+                    exec_binary(srv, &c->sess, req.op, req.argc, req.argv, &r);
                 reply_end(&r);
             } else if (st != UR_PARSE_NEED_MORE) {
-                proto_error(c, st, req.id);
+                proto_error(c, st, req.id, &lim);
             }
         } else {
             uint32_t argc = 0;
@@ -280,7 +383,7 @@ static size_t process(struct conn *c, const char *data, size_t len)
                 exec_text(srv, &c->sess, argc, args, &r);
                 reply_end(&r);
             } else if (st != UR_PARSE_OK && st != UR_PARSE_NEED_MORE) {
-                proto_error(c, st, 0);
+                proto_error(c, st, 0, &lim);
             }
         }
 
@@ -295,18 +398,73 @@ static size_t process(struct conn *c, const char *data, size_t len)
             event_del(c->rev);
         }
         off += used;
+        if (out_full(c))
+            break;
     }
+    srv->client_out_bytes += c->out.len - out_before;
     if (persist_appended(srv->persist) != jseq)
         c->jseq = persist_appended(srv->persist);
     return off;
 }
 
+/*
+ * Runs the complete requests of c's input: the n bytes at fresh (just read
+ * into rbuf, nothing buffered) or, when fresh is NULL, c->in. Keeps the
+ * unparsed tail in c->in and queues the replies for the flush. false when
+ * the connection was closed instead (out of memory, or replies over
+ * client-output-limit): c must not be used then.
+ */
+static bool conn_run(struct conn *c, const char *fresh, size_t n)
+{
+    if (fresh == NULL) {
+        ur_buf_consume(&c->in, process(c, c->in.data, c->in.len));
+    } else {
+        size_t used = process(c, fresh, n);
+        if (used < n && !c->close_after && !c->overflow &&
+            ur_buf_append(&c->in, fresh + used, n - used) != 0) {
+            conn_close(c);
+            return false;
+        }
+    }
+    if (c->in.len == 0 || c->close_after)
+        ur_buf_deinit(&c->in);
+    if (c->overflow) {
+        srv->stats.output_limit_closes++;
+        log_debug("client %llu: replies over client-output-limit, closing",
+                  (unsigned long long)c->sess.id);
+        conn_close(c);
+        return false;
+    }
+    queue_flush(c);
+    return true;
+}
+
+/* c's unsent replies fell below OUT_PAUSE: runs the requests that waited,
+ * then reads again unless they paused it anew. */
+static void conn_resume(struct conn *c)
+{
+    c->paused = false;
+    srv->paused_clients--;
+    if (c->in.len > 0 && !conn_run(c, NULL, 0))
+        return;
+    if (!c->paused && !c->close_after)
+        event_add(c->rev, idle_tv);
+}
+
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
-    (void)what;
     struct conn *c = arg;
     ssize_t n;
 
+    if (what & EV_TIMEOUT) {
+        if (c->out_sent < c->out.len)
+            return; /* its replies are still going out: not idle */
+        srv->stats.idle_timeouts++;
+        log_debug("client %llu: idle for %u s, closing",
+                  (unsigned long long)c->sess.id, srv->cfg.timeout);
+        conn_close(c);
+        return;
+    }
     if (c->in.len == 0) {
         n = read(fd, rbuf, sizeof(rbuf));
     } else {
@@ -339,30 +497,35 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     }
 
     if (c->in.len == 0) {
-        size_t used = process(c, rbuf, (size_t)n);
-        if (used < (size_t)n && !c->close_after &&
-            ur_buf_append(&c->in, rbuf + used, (size_t)n - used) != 0) {
-            conn_close(c);
-            return;
-        }
+        conn_run(c, rbuf, (size_t)n);
     } else {
         c->in.len += (size_t)n;
-        if (c->in.len >= c->need) {
-            size_t used = process(c, c->in.data, c->in.len);
-            ur_buf_consume(&c->in, used);
-        }
-        if (c->in.len == 0)
-            ur_buf_deinit(&c->in);
+        if (c->in.len >= c->need)
+            conn_run(c, NULL, 0);
     }
-    if (c->close_after && c->in.len)
-        ur_buf_deinit(&c->in);
-    queue_flush(c);
+}
+
+/* maxclients reached: one text error line (a client's protocol is known
+ * only from its first byte; a binary client sees a malformed reply and
+ * the close), then close. The socket is new: the short write fits. */
+static void conn_refuse(evutil_socket_t fd)
+{
+    static const char msg[] = "-ERR max number of clients reached\r\n";
+    ssize_t n = write(fd, msg, sizeof(msg) - 1);
+
+    (void)n; /* best effort: the close says the same */
+    close(fd);
+    srv->stats.rejected_conns++;
 }
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
                       struct sockaddr *addr, int socklen, void *arg)
 {
     (void)l, (void)addr, (void)socklen, (void)arg;
+    if (srv->clients >= srv->cfg.maxclients) {
+        conn_refuse(fd);
+        return;
+    }
     struct conn *c = calloc(1, sizeof(*c));
     if (c == NULL) {
         close(fd);
@@ -376,7 +539,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     c->sess.id = ++srv->next_client_id;
     c->rev = event_new(base, fd, EV_READ | EV_PERSIST, on_read, c);
     c->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, on_writable, c);
-    if (c->rev == NULL || c->wev == NULL || event_add(c->rev, NULL) != 0) {
+    if (c->rev == NULL || c->wev == NULL || event_add(c->rev, idle_tv) != 0) {
         if (c->rev)
             event_free(c->rev);
         if (c->wev)
@@ -393,10 +556,78 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     srv->stats.connections++;
 }
 
+/* An accept failed for want of a resource (EMFILE, ENFILE, ENOBUFS): the
+ * pending connection would fail again at once, so the listener rests. */
 static void on_accept_error(struct evconnlistener *l, void *arg)
 {
-    (void)l, (void)arg;
-    log_warn("accept: %s", strerror(errno));
+    const struct timeval rest = {0, ACCEPT_REST_MS * 1000};
+    (void)arg;
+    log_warn("accept: %s; not accepting for %d ms", strerror(errno),
+             ACCEPT_REST_MS);
+    evconnlistener_disable(l);
+    evtimer_add(accept_ev, &rest);
+}
+
+static void on_accept_rest(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what, (void)arg;
+    evconnlistener_enable(listener);
+}
+
+/*
+ * Raises RLIMIT_NOFILE to maxclients + FD_RESERVE. When the hard limit is
+ * lower and cannot be raised (not root), takes all of it and lowers
+ * maxclients to fit, as Redis does, so that no client is accepted without
+ * a descriptor for it; says so in the log.
+ */
+static void fd_limit_setup(void)
+{
+    rlim_t want = (rlim_t)srv->cfg.maxclients + FD_RESERVE;
+    struct rlimit rl, up;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    up.rlim_cur = want;
+    up.rlim_max =
+        rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? want : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+        log_info("open files limit raised to %llu (maxclients %u)",
+                 (unsigned long long)want, srv->cfg.maxclients);
+        return;
+    }
+    up.rlim_cur = up.rlim_max = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+        rl.rlim_cur = rl.rlim_max;
+    uint32_t fit =
+        rl.rlim_cur > FD_RESERVE + 1 ? (uint32_t)(rl.rlim_cur - FD_RESERVE) : 1;
+    log_warn("maxclients %u needs %llu open files but the limit is %llu "
+             "(ulimit -n): maxclients lowered to %u",
+             srv->cfg.maxclients, (unsigned long long)want,
+             (unsigned long long)rl.rlim_cur, fit);
+    srv->cfg.maxclients = fit;
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const void *)sa;
+        return ntohl(in->sin_addr.s_addr) >> 24 == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a =
+            &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) ||
+               (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return false;
+}
+
+/* The idle and stall timeouts as common timeouts: libevent keeps one
+ * queue per duration, so re-arming on every read or write is O(1). */
+static const struct timeval *common_timeout(uint32_t seconds)
+{
+    const struct timeval tv = {(time_t)seconds, 0};
+    return seconds == 0 ? NULL : event_base_init_common_timeout(base, &tv);
 }
 
 int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
@@ -407,10 +638,16 @@ int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
     args = calloc((size_t)srv->cfg.max_args + 1, sizeof(*args));
     flush_ev = event_new(base, -1, 0, on_flush, NULL);
     retry_ev = evtimer_new(base, on_retry, NULL);
-    if (args == NULL || flush_ev == NULL || retry_ev == NULL) {
+    accept_ev = evtimer_new(base, on_accept_rest, NULL);
+    idle_tv = common_timeout(srv->cfg.timeout);
+    out_tv = common_timeout(srv->cfg.client_output_timeout);
+    if (args == NULL || flush_ev == NULL || retry_ev == NULL ||
+        accept_ev == NULL || (srv->cfg.timeout && idle_tv == NULL) ||
+        (srv->cfg.client_output_timeout && out_tv == NULL)) {
         snprintf(err, errlen, "out of memory");
         goto error;
     }
+    fd_limit_setup();
 
     struct evutil_addrinfo hints, *ai = NULL;
     memset(&hints, 0, sizeof(hints));
@@ -429,6 +666,13 @@ int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
         base, on_accept, NULL,
         LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 511,
         ai->ai_addr, (int)ai->ai_addrlen);
+    if (listener != NULL && srv->cfg.requirepass[0] == '\0' &&
+        !is_loopback(ai->ai_addr))
+        log_warn("WARNING: listening on %s:%u, not a loopback address, "
+                 "without requirepass: anyone who can reach this port can "
+                 "read and change every count. Set requirepass, or bind "
+                 "127.0.0.1 (docs/OPERATIONS.md, Security)",
+                 srv->cfg.bind, srv->cfg.port);
     evutil_freeaddrinfo(ai);
     if (listener == NULL) {
         snprintf(err, errlen, "listen on %s:%u: %s", srv->cfg.bind,
@@ -445,6 +689,9 @@ error:
     if (retry_ev)
         event_free(retry_ev);
     retry_ev = NULL;
+    if (accept_ev)
+        event_free(accept_ev);
+    accept_ev = NULL;
     free(args);
     args = NULL;
     return -1;
@@ -464,6 +711,9 @@ void net_teardown(void)
     if (retry_ev)
         event_free(retry_ev);
     retry_ev = NULL;
+    if (accept_ev)
+        event_free(accept_ev);
+    accept_ev = NULL;
     free(args);
     args = NULL;
 }

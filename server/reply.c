@@ -56,6 +56,26 @@ void reply_end(struct reply *r)
         ur_frame_reply_end(r->out, r->hdr_off, r->status);
 }
 
+void reply_begin_elem(struct reply *sub, struct reply *parent)
+{
+    *sub = *parent;
+    sub->status = 0;
+    sub->start = parent->out->len;
+    sub->oom = false;
+    sub->close_after = false;
+}
+
+void reply_end_elem(struct reply *sub, struct reply *parent)
+{
+    if (sub->oom) {
+        sub->out->len = sub->start;
+        sub->oom = false;
+        reply_err(sub, UR_E_OOM, "out of memory building the reply");
+        parent->oom |= sub->oom;
+    }
+    parent->close_after |= sub->close_after;
+}
+
 void reply_int(struct reply *r, uint64_t v)
 {
     check(r, r->proto == REPLY_BIN ? ur_frame_put_int(r->out, v)

@@ -38,6 +38,16 @@ void reply_begin(struct reply *r, struct ur_buf *out, enum reply_proto proto,
  * replaces the reply with an error (best effort). */
 void reply_end(struct reply *r);
 
+/*
+ * One element of an array that parent is building (a batch's reply: one
+ * element per command): sub writes into the same buffer, in the same
+ * protocol, without a frame of its own. Its error becomes an error
+ * element and leaves parent's status alone; end_elem carries its
+ * allocation failure and close_after over to parent.
+ */
+void reply_begin_elem(struct reply *sub, struct reply *parent);
+void reply_end_elem(struct reply *sub, struct reply *parent);
+
 void reply_int(struct reply *r, uint64_t v);
 void reply_str(struct reply *r, const char *s, size_t n);
 void reply_cstr(struct reply *r, const char *s);

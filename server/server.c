@@ -13,6 +13,7 @@
 #include "feed.h"
 #include "grp.h"
 #include "rcpt.h"
+#include "u32map.h"
 
 int db_init(struct db *db)
 {
@@ -39,6 +40,9 @@ int db_init(struct db *db)
     if (db->rcpt == NULL)
         goto error;
     /* one store per family, in SPEC order */
+    db->active = u32map_create();
+    if (db->active == NULL)
+        goto error;
     return 0;
 
 error:
@@ -57,6 +61,7 @@ void db_deinit(struct db *db)
     feed_destroy(db->feed);
     rcpt_destroy(db->rcpt);
     /* one store per family, in SPEC order */
+    u32map_destroy(db->active);
     *db = (struct db){0};
 }
 
@@ -78,6 +83,8 @@ unsigned db_usage(const struct db *db, struct db_usage *out)
     out[n++] = (struct db_usage){"rcpt", "message", rcpt_messages(db->rcpt),
                                  rcpt_bytes(db->rcpt)};
     /* one row per family, in SPEC order */
+    out[n++] = (struct db_usage){"activity", "user", u32map_count(db->active),
+                                 u32map_bytes(db->active)};
     return n;
 }
 
@@ -94,6 +101,7 @@ size_t db_audit(const struct db *db)
     /* read and recipient counts vs bitmap popcounts, uid <-> mapid maps */
     bad += rcpt_audit(db->rcpt);
     /* one line per family, in SPEC order */
+    bad += u32map_audit(db->active);
     return bad;
 }
 

@@ -25,6 +25,8 @@ struct db {
     struct feed_store *feed;
     struct rcpt_store *rcpt;
     /* one field per family, in SPEC order: conv, grp, bc, dot, feed, rcpt */
+    /* uid -> the UTC day it was last active (server/users.h) */
+    struct u32map *active;
 };
 
 /* 0, or -1 on allocation failure (nothing allocated). */
@@ -54,18 +56,46 @@ struct stats {
     uint64_t commands;     /* executed (including those answered with errors) */
     uint64_t errors;       /* error replies */
     uint64_t proto_errors; /* framing lost: connection closed */
+    /* limits and authentication (net.c, auth.c) */
+    uint64_t rejected_conns;      /* refused: maxclients reached */
+    uint64_t output_limit_closes; /* closed: replies over client-output-limit */
+    uint64_t output_timeouts;     /* closed: client-output-timeout */
+    uint64_t idle_timeouts;       /* closed: timeout */
+    uint64_t auth_failures;       /* AUTH with a wrong password */
     uint64_t calls[UR_OP_COUNT];
     uint64_t op_errors[UR_OP_COUNT];
+};
+
+/* Inactive-user expiry (server/users.c): the sweep's state and figures,
+ * for INFO and /metrics. */
+struct expiry {
+    bool running;       /* a sweep is in progress */
+    uint64_t cursor;    /* its position in the activity table */
+    uint32_t sweep_day; /* the day the last sweep started */
+    uint64_t sweep_start_ms;
+    uint64_t scanned;            /* activity entries looked at, since start */
+    uint64_t users;              /* users expired */
+    uint64_t entries[FAM_COUNT]; /* entries removed by expiry, per family */
+    uint64_t sweeps;             /* sweeps completed */
+    uint64_t last_sweep_ms;      /* when the last one ended; 0: never */
+    uint64_t last_sweep_duration_ms; /* from its start to its end */
+    uint64_t last_sweep_expired;     /* users it expired */
+    uint64_t sweep_expired;          /* ... the running one, so far */
+    uint64_t cycles;                 /* timer runs that did work */
+    uint64_t cycle_us;               /* time spent in them */
+    uint64_t cycle_max_us; /* the longest one: the pause it can cause */
 };
 
 struct server {
     struct config cfg;
     struct db db;
     struct stats stats;
-    uint64_t start_ms;     /* wall clock at start */
-    uint32_t clients;      /* connected now */
-    uint32_t text_clients; /* ... that chose RESP */
-    uint32_t bin_clients;  /* ... that chose the binary protocol */
+    uint64_t start_ms;         /* wall clock at start */
+    uint32_t clients;          /* connected now */
+    uint32_t text_clients;     /* ... that chose RESP */
+    uint32_t bin_clients;      /* ... that chose the binary protocol */
+    uint32_t paused_clients;   /* ... not read while their replies wait */
+    uint64_t client_out_bytes; /* reply bytes waiting, every connection */
     uint64_t next_client_id;
     int64_t clock_offset_ms; /* added to the wall clock (DEBUG clock hooks) */
     /* Persistence (persistence/persist.h): NULL when none is set up (unit
@@ -75,6 +105,7 @@ struct server {
     bool clock_pinned;
     uint64_t clock_pin_ms;
     bool shutdown_asap; /* SHUTDOWN ran: the loop ends after this turn */
+    struct expiry expiry;
 };
 
 /* Wall clock, milliseconds since the epoch. */

@@ -6,6 +6,8 @@
  *   - a badge whose shard is down renders the default (0: no badge),
  *     marked degraded, at once: the breaker never lets a dead shard stall
  *     the page;
+ *   - a delivery is one atomic batch (CONV.SEQ and CNT.INCR of the
+ *     receiver): a reader never sees one without the other;
  *   - a delivery whose shard is down is not lost: the library says it was
  *     not sent (UNREAD_EUNAVAIL), the service queues it and retries it
  *     when the shard is back.
@@ -34,12 +36,12 @@
 #define RETRIES_PER_TICK 16
 #define DRAIN_SECONDS 5
 
-/* One DM to deliver: two writes, each done once. */
+/* One DM to deliver: the receiver's conversation seq and its "dm"
+ * counter, written together. */
 struct dm {
     uint64_t uid; /* receiver */
     uint64_t cid; /* conversation: here, the sender */
     uint64_t seq; /* the message's seq in the conversation */
-    bool conv_done, cnt_done;
 };
 
 struct svc {
@@ -60,58 +62,64 @@ static int64_t now_ms(void)
 }
 
 /*
- * What one write's result means for its step: true when the step is
- * settled. Not sent (UNREAD_EUNAVAIL): retry later. Sent but unanswered
- * (a timeout, a lost connection): CONV.SEQ is idempotent, so retry it;
- * CNT.INCR is not, so count it as uncertain and leave it to the nightly
- * reconciliation (CNT.SET from the message store) rather than risk
- * counting it twice. A server error is a bug or a limit: log and drop.
+ * What a delivery's result means: true when the DM needs nothing more.
+ * Not sent (UNREAD_EUNAVAIL): retry later. Sent but unanswered (a
+ * timeout, a lost connection): the server ran all of the batch or none of
+ * it, we cannot tell which, and CNT.INCR is not idempotent: count it as
+ * uncertain and leave it to the nightly reconciliation (CONV.SEQ and
+ * CNT.SET from the message store) rather than risk counting it twice. A
+ * server error, for the batch or one of its commands, is a bug or a
+ * limit: log and drop.
  */
-static bool settled(struct svc *s, int rc, bool idempotent)
+static bool settled(struct svc *s, int rc, const struct unread_reply *r)
 {
-    if (rc == 0)
-        return true;
-    if (rc == UNREAD_EUNAVAIL || (rc < 0 && idempotent))
+    size_t i;
+
+    if (rc == UNREAD_EUNAVAIL || rc == UNREAD_ENOMEM)
         return false;
     if (rc < 0) {
         s->uncertain++;
         return true;
     }
-    fprintf(stderr, "badge_service: rejected: %s\n", unread_errstr(s->c));
-    s->rejected++;
+    if (rc > 0) {
+        fprintf(stderr, "badge_service: batch refused: %s\n",
+                unread_errstr(s->c));
+        s->rejected++;
+        return true;
+    }
+    for (i = 0; i < r->n; i++) {
+        if (r->elem[i].kind == UNREAD_REPLY_ERROR) {
+            fprintf(stderr, "badge_service: rejected: %s\n", r->elem[i].str);
+            s->rejected++;
+            break;
+        }
+    }
     return true;
 }
 
 /*
- * Delivers what is left of one DM in one round trip: both writes are
- * keyed by the receiver, so they go to one shard as one pipeline.
- * Once the server's atomic batch frame lands this becomes one batch, so
- * that no reader can see the conversation's unread without the counter's.
+ * Delivers one DM as one atomic batch: both writes are keyed by the
+ * receiver, so they go to one shard, in one round trip, and run there
+ * with nothing in between: no reader ever sees the conversation's unread
+ * without the counter's, and a crash of the server keeps both or neither.
  * Returns true when the DM needs nothing more.
  */
-static bool deliver(struct svc *s, struct dm *m)
+static bool deliver(struct svc *s, const struct dm *m)
 {
     struct unread_reply *r = NULL;
+    bool done;
     int rc;
 
-    if (unread_pipe_begin(s->c) != 0)
-        return false;
-    if (!m->conv_done)
-        unread_pipe_conv_seq(s->c, m->uid, m->cid, m->seq);
-    if (!m->cnt_done)
-        unread_pipe_cnt_incr(s->c, m->uid, TYPE_DM, 1);
-    unread_pipe_flush(s->c); /* a failure shows in the reads */
-    if (!m->conv_done) {
-        rc = unread_pipe_read(s->c, &r);
-        unread_reply_free(r);
-        m->conv_done = settled(s, rc, true);
+    if (unread_batch_begin(s->c) != 0 ||
+        unread_pipe_conv_seq(s->c, m->uid, m->cid, m->seq) != 0 ||
+        unread_pipe_cnt_incr(s->c, m->uid, TYPE_DM, 1) != 0) {
+        unread_batch_reset(s->c);
+        return false; /* out of memory: try again later */
     }
-    if (!m->cnt_done) {
-        rc = unread_pipe_read(s->c, &r);
-        unread_reply_free(r);
-        m->cnt_done = settled(s, rc, false);
-    }
-    return m->conv_done && m->cnt_done;
+    rc = unread_batch_exec(s->c, &r);
+    done = settled(s, rc, r);
+    unread_reply_free(r);
+    return done;
 }
 
 static void enqueue(struct svc *s, const struct dm *m)

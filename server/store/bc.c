@@ -276,3 +276,67 @@ size_t bc_audit(const struct bc_store *s)
     return ac.bad + u64map_audit(s->chans) + (ac.entries != s->entries) +
            (ac.offs_bytes != s->offs_bytes) + (ac.nchans != s->nchans);
 }
+
+struct del_ctx {
+    struct bc_store *s;
+    uint64_t uid;
+    size_t n;
+};
+
+/* Changes the channel's offset table, never the channel map being
+ * walked. */
+static void del_visit(uint64_t ch, uint64_t w, void *ctx)
+{
+    struct del_ctx *dc = ctx;
+    struct bc_chan *c = chan_of(w);
+    size_t before = u32map_bytes(c->offs);
+
+    (void)ch;
+    if (!u32map_del(c->offs, dc->uid))
+        return;
+    dc->s->offs_bytes = dc->s->offs_bytes - before + u32map_bytes(c->offs);
+    dc->s->entries--;
+    dc->n++;
+}
+
+size_t bc_del_user(struct bc_store *s, uint64_t uid)
+{
+    struct del_ctx dc = {s, uid, 0};
+    uint64_t cursor = 0;
+
+    do
+        u64map_scan(s->chans, &cursor, SIZE_MAX, del_visit, &dc);
+    while (cursor != 0);
+    return dc.n;
+}
+
+struct info_ctx {
+    uint64_t uid;
+    bc_user_info_fn fn;
+    void *ctx;
+    size_t n;
+};
+
+static void info_visit(uint64_t ch, uint64_t w, void *ctx)
+{
+    struct info_ctx *ic = ctx;
+    const struct bc_chan *c = chan_of(w);
+    uint32_t off;
+
+    if (!u32map_get(c->offs, ic->uid, &off))
+        return;
+    ic->fn(ch, c->head, (uint32_t)((uint32_t)c->head - off), ic->ctx);
+    ic->n++;
+}
+
+size_t bc_user_info(const struct bc_store *s, uint64_t uid, bc_user_info_fn fn,
+                    void *ctx)
+{
+    struct info_ctx ic = {uid, fn, ctx, 0};
+    uint64_t cursor = 0;
+
+    do
+        u64map_scan(s->chans, &cursor, SIZE_MAX, info_visit, &ic);
+    while (cursor != 0);
+    return ic.n;
+}

@@ -565,3 +565,11 @@ size_t cnt_audit(const struct cnt_store *s)
     while (cursor != 0);
     return ac.bad + u64map_audit(s->map) + (ac.rec_bytes != s->rec_bytes);
 }
+
+bool cnt_del_user(struct cnt_store *s, uint64_t uid)
+{
+    if (u64map_get(s->map, uid) == 0)
+        return false;
+    cnt_clear(s, uid, UINT64_MAX);
+    return true;
+}

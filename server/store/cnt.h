@@ -12,6 +12,7 @@
 #ifndef UR_CNT_H
 #define UR_CNT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -83,5 +84,9 @@ size_t cnt_audit(const struct cnt_store *s);
  * cnt_audit also counts the map's structural violations (u64map_audit) and a
  * record byte count that disagrees with the records.
  */
+
+/* Forgets every counter of uid (expiry, USER.DEL): true if it had any.
+ * Never fails. (cnt_getall describes a user for USER.INFO.) */
+bool cnt_del_user(struct cnt_store *s, uint64_t uid);
 
 #endif

@@ -996,3 +996,43 @@ size_t conv_audit(const struct conv_store *s)
     return ac.bad + wmap_audit(s->users) + (ac.convs != s->convs) +
            (ac.bytes != s->heap_bytes);
 }
+
+/* ---- Per user ---------------------------------------------------------- */
+
+static size_t user_convs(const struct wmap_val *u)
+{
+    switch (user_tag(u)) {
+    case TAG_ARR:
+        return arr_of(u)->n;
+    case TAG_MAP:
+        return u64map_count(map_of(u));
+    default:
+        return 1;
+    }
+}
+
+size_t conv_del_user(struct conv_store *s, uint64_t uid)
+{
+    const struct wmap_val *u = wmap_get(s->users, uid);
+    size_t n;
+
+    if (u == NULL)
+        return 0;
+    n = user_convs(u);
+    free_user_visit(uid, u, s);
+    wmap_del(s->users, uid);
+    s->convs -= n;
+    return n;
+}
+
+size_t conv_user_info(const struct conv_store *s, uint64_t uid,
+                      conv_visit_fn fn, void *ctx)
+{
+    const struct wmap_val *u = wmap_get(s->users, uid);
+    struct scan_ctx sc = {fn, ctx, 0};
+
+    if (u == NULL)
+        return 0;
+    scan_user_visit(uid, u, &sc);
+    return user_convs(u);
+}

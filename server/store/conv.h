@@ -123,4 +123,12 @@ size_t conv_audit(const struct conv_store *s);
  * below half of it). */
 #define CONV_SMALL_MAX 128
 
+/* Per user (expiry, USER.DEL, USER.INFO). del_user forgets every
+ * conversation of uid and returns how many; never fails. user_info calls
+ * fn for each of uid's conversations (as conv_scan's visits) and returns
+ * how many. */
+size_t conv_del_user(struct conv_store *s, uint64_t uid);
+size_t conv_user_info(const struct conv_store *s, uint64_t uid,
+                      conv_visit_fn fn, void *ctx);
+
 #endif

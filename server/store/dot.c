@@ -181,3 +181,25 @@ size_t dot_audit(const struct dot_store *s)
         bad += *push_ref(s, i) > DOT_TS_MAX + 1;
     return bad + listmap_audit(s->clicks, check_entry, s);
 }
+
+uint32_t dot_del_user(struct dot_store *s, uint64_t uid)
+{
+    return listmap_del_user(s->clicks, uid);
+}
+
+uint32_t dot_user_info(const struct dot_store *s, uint64_t uid, dot_user_fn fn,
+                       void *ctx)
+{
+    const uint64_t *e;
+    uint64_t one;
+    uint32_t n = listmap_get(s->clicks, uid, &e, &one);
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t dot, push;
+
+        dot_dot_at(s, dot_click_dot(e[i]), &dot, &push);
+        fn(dot, dot_click_ts(e[i]), push,
+           push != DOT_NEVER && dot_click_ts(e[i]) < push, ctx);
+    }
+    return n;
+}

@@ -110,4 +110,14 @@ int dot_put_user(struct dot_store *s, uint64_t uid, uint32_t n,
  * index); the number of violations, 0 when healthy. O(entries). */
 size_t dot_audit(const struct dot_store *s);
 
+/* Per user (expiry, USER.DEL, USER.INFO). del_user forgets every click of
+ * uid and returns how many; never fails. user_info calls fn for each dot
+ * uid clicked, with the click time, the dot's push time (DOT_NEVER when
+ * never pushed) and whether it shows, and returns how many. */
+uint32_t dot_del_user(struct dot_store *s, uint64_t uid);
+typedef void (*dot_user_fn)(uint64_t dot, uint64_t click, uint64_t push,
+                            bool shown, void *ctx);
+uint32_t dot_user_info(const struct dot_store *s, uint64_t uid, dot_user_fn fn,
+                       void *ctx);
+
 #endif

@@ -227,3 +227,24 @@ size_t feed_audit(const struct feed_store *s)
 {
     return denseid_audit(s->authors) + listmap_audit(s->follows, check_edge, s);
 }
+
+uint32_t feed_del_user(struct feed_store *s, uint64_t uid)
+{
+    return listmap_del_user(s->follows, uid);
+}
+
+uint32_t feed_user_info(const struct feed_store *s, uint64_t uid,
+                        feed_user_fn fn, void *ctx)
+{
+    const uint64_t *e;
+    uint64_t one;
+    uint32_t n = listmap_get(s->follows, uid, &e, &one);
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t idx = feed_edge_author(e[i]);
+
+        fn(denseid_id(s->authors, idx), *count_ref(s, idx),
+           feed_edge_snapshot(e[i]), ctx);
+    }
+    return n;
+}

@@ -119,4 +119,14 @@ int feed_put_user(struct feed_store *s, uint64_t uid, uint32_t n,
  * index); the number of violations, 0 when healthy. O(edges). */
 size_t feed_audit(const struct feed_store *s);
 
+/* Per user (expiry, USER.DEL, USER.INFO). del_user forgets every follow
+ * of uid and returns how many; never fails. user_info calls fn for each
+ * followee of uid with its post count and uid's snapshot of it, and
+ * returns how many. */
+uint32_t feed_del_user(struct feed_store *s, uint64_t uid);
+typedef void (*feed_user_fn)(uint64_t author, uint32_t count, uint32_t snapshot,
+                             void *ctx);
+uint32_t feed_user_info(const struct feed_store *s, uint64_t uid,
+                        feed_user_fn fn, void *ctx);
+
 #endif

@@ -467,3 +467,24 @@ size_t grp_audit(const struct grp_store *s)
     bad += listmap_audit(s->members, audit_memb, s);
     return bad;
 }
+
+uint32_t grp_del_user(struct grp_store *s, uint64_t uid)
+{
+    return listmap_del_user(s->members, uid);
+}
+
+uint32_t grp_user_info(const struct grp_store *s, uint64_t uid, grp_user_fn fn,
+                       void *ctx)
+{
+    const uint64_t *e;
+    uint64_t one;
+    uint32_t n = listmap_get(s->members, uid, &e, &one);
+
+    for (uint32_t i = 0; i < n; i++) {
+        const struct grp_group *g = group_at(s, memb_gidx(e[i]));
+
+        fn(denseid_id(s->groups, memb_gidx(e[i])), g->head,
+           memb_unread(g, e[i]), ctx);
+    }
+    return n;
+}

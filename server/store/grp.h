@@ -162,4 +162,14 @@ size_t grp_bytes(const struct grp_store *s);
  */
 size_t grp_audit(const struct grp_store *s);
 
+/* Per user (expiry, USER.DEL, USER.INFO). del_user removes uid from every
+ * group and returns how many it left; never fails. user_info calls fn
+ * for each membership of uid (in group number order) and returns how
+ * many. */
+uint32_t grp_del_user(struct grp_store *s, uint64_t uid);
+typedef void (*grp_user_fn)(uint64_t gid, uint64_t head, uint64_t unread,
+                            void *ctx);
+uint32_t grp_user_info(const struct grp_store *s, uint64_t uid, grp_user_fn fn,
+                       void *ctx);
+
 #endif

@@ -351,3 +351,20 @@ size_t listmap_audit(const struct listmap *m, listmap_check_fn check,
     return ac.bad + u64map_audit(m->map) + (ac.entries != m->entries) +
            (ac.rec_bytes != m->rec_bytes);
 }
+
+uint32_t listmap_del_user(struct listmap *m, uint64_t uid)
+{
+    uint64_t w = u64map_get(m->map, uid);
+    uint32_t n = 1;
+
+    if (w == 0)
+        return 0;
+    if (!is_inline(w)) {
+        n = rec_of(w)->n;
+        m->rec_bytes -= rec_size(n);
+        free(rec_of(w));
+    }
+    u64map_del(m->map, uid);
+    m->entries -= n;
+    return n;
+}

@@ -99,4 +99,8 @@ typedef size_t (*listmap_check_fn)(uint64_t entry, const void *ctx);
 size_t listmap_audit(const struct listmap *m, listmap_check_fn check,
                      const void *ctx);
 
+/* Removes every entry of uid (expiry, USER.DEL); returns how many. Never
+ * fails. O(1) plus the free of the user's record. */
+uint32_t listmap_del_user(struct listmap *m, uint64_t uid);
+
 #endif

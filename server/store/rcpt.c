@@ -492,6 +492,21 @@ static int open_reserve(struct rcpt_store *s, struct rgroup *g)
     return open_resize(s, g, g->opencap ? g->opencap * 2 : 4);
 }
 
+/* An open entry of nw bitmap words (the caller fills them) with its
+ * counts; NULL on allocation failure. */
+static struct ropen *open_alloc(struct rcpt_store *s, uint32_t nw,
+                                uint32_t nrcpt, uint32_t nunread)
+{
+    struct ropen *o = mem_alloc(s, open_size(nw));
+
+    if (o != NULL) {
+        o->nrcpt = nrcpt;
+        o->nunread = nunread;
+        o->nwords = nw;
+    }
+    return o;
+}
+
 /* Drops open entry oi (its record's state is the caller's to set); the
  * last entry moves into its place. Shrinks a mostly empty array (a failed
  * shrink keeps the larger one). */
@@ -559,6 +574,26 @@ static uint32_t quit_used_words(const struct rgroup *g)
     return n;
 }
 
+/* Appends an epoch of quit[0..nw) starting at the next message. 0 or -1
+ * with the epochs unchanged. */
+static int epoch_push(struct rcpt_store *s, struct rgroup *g, uint32_t nw,
+                      const uint64_t *quit)
+{
+    struct repoch *e = mem_alloc(s, epoch_size(nw));
+
+    if (e == NULL)
+        return -1;
+    e->first_seq = g->next_seq;
+    e->nwords = nw;
+    if (nw > 0)
+        memcpy(e->quit, quit, nw * sizeof(uint64_t));
+    if (pq_push(s, &g->epochs, e) != 0) {
+        mem_free(s, e, epoch_size(nw));
+        return -1;
+    }
+    return 0;
+}
+
 /*
  * Before a send: when the quit set changed since the last snapshot and now
  * differs from it, snapshot it (first_seq = the next message). 0 or -1;
@@ -569,26 +604,15 @@ static int epoch_take(struct rcpt_store *s, struct rgroup *g)
     const struct repoch *last =
         g->epochs.n ? pq_at(&g->epochs, g->epochs.n - 1) : NULL;
     uint32_t nw = quit_used_words(g);
-    struct repoch *e;
+    bool same;
 
     if (!g->quit_changed)
         return 0;
-    if (last != NULL
-            ? last->nwords == nw && memcmp(last->quit, g->quit, nw * 8) == 0
-            : nw == 0) {
-        g->quit_changed = false;
-        return 0;
-    }
-    e = mem_alloc(s, epoch_size(nw));
-    if (e == NULL)
+    same = last != NULL
+               ? last->nwords == nw && memcmp(last->quit, g->quit, nw * 8) == 0
+               : nw == 0;
+    if (!same && epoch_push(s, g, nw, g->quit) != 0)
         return -1;
-    e->first_seq = g->next_seq;
-    e->nwords = nw;
-    memcpy(e->quit, g->quit, nw * sizeof(uint64_t));
-    if (pq_push(s, &g->epochs, e) != 0) {
-        mem_free(s, e, epoch_size(nw));
-        return -1;
-    }
     g->quit_changed = false;
     return 0;
 }
@@ -649,6 +673,37 @@ static int members_reserve(struct rcpt_store *s, struct rgroup *g)
     g->quit = q;
     g->mapcap = cap;
     return 0;
+}
+
+/* Gives uid, not a member yet, the next mapid; RCPT_UID_ANON gets an
+ * erased user's mapid, in no uid map. 0 or -1 with nothing changed. */
+static int member_add(struct rcpt_store *s, struct rgroup *g, uint64_t uid)
+{
+    size_t before;
+
+    if (g->uids == NULL) {
+        g->uids = u64map_create();
+        if (g->uids == NULL)
+            return -1;
+        s->map_bytes += u64map_bytes(g->uids);
+    }
+    if (members_reserve(s, g) != 0)
+        return -1;
+    if (uid != RCPT_UID_ANON) {
+        before = u64map_bytes(g->uids);
+        if (u64map_put(g->uids, uid, (uint64_t)g->nmap + 1) != 0)
+            return -1;
+        s->map_bytes += u64map_bytes(g->uids) - before;
+    }
+    g->mapuid[g->nmap++] = uid;
+    return 0;
+}
+
+static void quit_mark(struct rgroup *g, uint32_t m)
+{
+    g->quit[m / 64] |= UINT64_C(1) << (m % 64);
+    g->nquit++;
+    g->quit_changed = true;
 }
 
 /* ---- Groups ------------------------------------------------------------ */
@@ -818,6 +873,33 @@ static uint32_t msg_nrcpt(const struct rgroup *g, const struct rmsg *m)
                                 : m->state;
 }
 
+/* Room for the next record, and for its open entry when open. 0 or -1;
+ * the group stays valid either way. */
+static int msg_reserve(struct rcpt_store *s, struct rgroup *g, bool open)
+{
+    if (chunk_reserve(s, g) != 0 || idx_reserve(s, g) != 0)
+        return -1;
+    return open ? open_reserve(s, g) : 0;
+}
+
+/* Appends record *rec (room made by msg_reserve) with its open entry o, or
+ * collapsed (rec->state: the recipient count) when o is NULL. */
+static void msg_append(struct rcpt_store *s, struct rgroup *g,
+                       const struct rmsg *rec, struct ropen *o)
+{
+    uint32_t seq = g->next_seq++;
+    struct rmsg *m = rec_at(g, seq);
+
+    *m = *rec;
+    if (o != NULL) {
+        o->seq = seq;
+        m->state = ST_OPEN | g->nopen;
+        g->open[g->nopen++] = o;
+    }
+    idx_insert(s, g, m->msgid, seq);
+    s->nmsgs++;
+}
+
 /* The sender's mapid as a record of nmemb members stores it. */
 static uint32_t sender_mapid(const struct rgroup *g, uint64_t sender,
                              uint32_t nmemb)
@@ -871,11 +953,13 @@ void rcpt_destroy(struct rcpt_store *s)
 int rcpt_join(struct rcpt_store *s, uint64_t gid, uint64_t uid,
               uint32_t max_members, uint32_t *mapid)
 {
-    struct rgroup *g = group_need(s, gid);
+    struct rgroup *g;
     uint32_t m;
-    size_t before;
     int rc = RCPT_ENOMEM;
 
+    if (uid == RCPT_UID_ANON)
+        return RCPT_EANON;
+    g = group_need(s, gid);
     if (g == NULL)
         return RCPT_ENOMEM;
     m = member(g, uid);
@@ -892,20 +976,9 @@ int rcpt_join(struct rcpt_store *s, uint64_t gid, uint64_t uid,
         rc = RCPT_ELIMIT;
         goto error;
     }
-    if (g->uids == NULL) {
-        g->uids = u64map_create();
-        if (g->uids == NULL)
-            goto error;
-        s->map_bytes += u64map_bytes(g->uids);
-    }
-    if (members_reserve(s, g) != 0)
+    if (member_add(s, g, uid) != 0)
         goto error;
-    before = u64map_bytes(g->uids);
-    if (u64map_put(g->uids, uid, (uint64_t)g->nmap + 1) != 0)
-        goto error;
-    s->map_bytes += u64map_bytes(g->uids) - before;
-    g->mapuid[g->nmap] = uid;
-    *mapid = g->nmap++;
+    *mapid = g->nmap - 1;
     return RCPT_OK;
 
 error:
@@ -920,9 +993,7 @@ bool rcpt_quit(struct rcpt_store *s, uint64_t gid, uint64_t uid)
 
     if (g == NULL || (m = member(g, uid)) == NOMAP || bit_test(g->quit, m))
         return false;
-    g->quit[m / 64] |= UINT64_C(1) << (m % 64);
-    g->nquit++;
-    g->quit_changed = true;
+    quit_mark(g, m);
     return true;
 }
 
@@ -932,13 +1003,10 @@ static struct ropen *open_new(struct rcpt_store *s, const struct rgroup *g,
                               uint32_t sender, uint32_t nrcpt)
 {
     uint32_t nw = words_for(g->nmap);
-    struct ropen *o = mem_alloc(s, open_size(nw));
+    struct ropen *o = open_alloc(s, nw, nrcpt, nrcpt);
 
     if (o == NULL)
         return NULL;
-    o->seq = g->next_seq;
-    o->nrcpt = o->nunread = nrcpt;
-    o->nwords = nw;
     memcpy(o->bits, g->quit, nw * sizeof(uint64_t));
     if (g->nmap % 64)
         o->bits[nw - 1] |= ~UINT64_C(0) << (g->nmap % 64);
@@ -963,7 +1031,7 @@ int rcpt_send(struct rcpt_store *s, uint64_t gid, uint64_t msgid,
 {
     struct rgroup *g;
     struct ropen *o = NULL;
-    struct rmsg *m;
+    struct rmsg rec;
     uint32_t seq, sm, n;
     uint64_t ts = ts_ms / 1000 + (ts_ms % 1000 != 0);
     int rc = RCPT_ENOMEM;
@@ -986,22 +1054,13 @@ int rcpt_send(struct rcpt_store *s, uint64_t gid, uint64_t msgid,
     sm = sender_mapid(g, sender, g->nmap);
     n = g->nmap - g->nquit - (sm != NOMAP && !bit_test(g->quit, sm));
     /* Every step below that can fail leaves a valid group behind. */
-    if (chunk_reserve(s, g) != 0 || epoch_take(s, g) != 0 ||
-        idx_reserve(s, g) != 0 || (n > 0 && open_reserve(s, g) != 0))
+    if (epoch_take(s, g) != 0 || msg_reserve(s, g, n > 0) != 0)
         goto error;
     if (n > 0 && (o = open_new(s, g, sm, n)) == NULL)
         goto error;
-
-    seq = g->next_seq++;
-    m = rec_at(g, seq);
-    *m = (struct rmsg){msgid, ts > UINT32_MAX ? UINT32_MAX : (uint32_t)ts, sm,
-                       g->nmap, n};
-    if (o != NULL) {
-        m->state = ST_OPEN | g->nopen;
-        g->open[g->nopen++] = o;
-    }
-    idx_insert(s, g, msgid, seq);
-    s->nmsgs++;
+    rec = (struct rmsg){msgid, ts > UINT32_MAX ? UINT32_MAX : (uint32_t)ts, sm,
+                        g->nmap, n};
+    msg_append(s, g, &rec, o);
     *nrcpt = n;
     return RCPT_OK;
 
@@ -1172,6 +1231,158 @@ size_t rcpt_bytes(const struct rcpt_store *s)
     return sizeof(*s) + u64map_bytes(s->groups) + s->bytes + s->map_bytes;
 }
 
+/* ---- Snapshots --------------------------------------------------------- */
+
+_Static_assert(RCPT_NOSENDER == NOMAP, "senders pass through as stored");
+
+/*
+ * Counts the recipients of record m (sent under epoch e) and, given its
+ * open bitmap, the unread ones; false when the bitmap misses a
+ * non-recipient or a padding bit. O(nmemb / 64).
+ */
+static bool msg_tally(const struct rmsg *m, const struct repoch *e,
+                      const uint64_t *bits, uint32_t *nrcpt, uint32_t *nunread)
+{
+    bool ok = true;
+
+    *nrcpt = *nunread = 0;
+    for (uint32_t w = 0; w < words_for(m->nmemb); w++) {
+        uint64_t r = rcpt_word(m, e, w);
+
+        *nrcpt += (uint32_t)__builtin_popcountll(r);
+        if (bits != NULL) {
+            ok &= (~r & ~bits[w]) == 0;
+            *nunread += (uint32_t)__builtin_popcountll(~bits[w]);
+        }
+    }
+    return ok;
+}
+
+/* Whether w[0..nw) (nw <= words_for(n)) sets a bit >= n. */
+static bool bits_past(const uint64_t *w, uint32_t nw, uint32_t n)
+{
+    return nw == words_for(n) && n % 64 != 0 && w[nw - 1] >> (n % 64) != 0;
+}
+
+struct scan_ctx {
+    const struct rcpt_walk *w;
+    void *ctx;
+};
+
+static void scan_group(uint64_t gid, uint64_t val, void *arg)
+{
+    const struct scan_ctx *c = arg;
+    const struct rgroup *g = (const struct rgroup *)(uintptr_t)val;
+    const struct repoch *cur = NULL;
+
+    if (g->nmap == 0 && idx_count(g) == 0)
+        return; /* dead records only: nothing to keep */
+    c->w->group(gid, g->nmap, g->mapuid, g->quit, c->ctx);
+    for (uint32_t q = g->front_seq; q != g->next_seq; q++) {
+        const struct rmsg *m = rec_at(g, q);
+        struct rcpt_msg_info mi = {m->msgid, m->ts, m->nmemb, m->sender, NULL};
+        const struct repoch *e;
+
+        if (m->state == ST_DEAD)
+            continue;
+        /* Epochs follow send order: once set, e is never NULL again. */
+        e = epoch_of(g, q);
+        if (e != cur) {
+            c->w->epoch(e->nwords, e->quit, c->ctx);
+            cur = e;
+        }
+        if (m->state & ST_OPEN)
+            mi.bits = g->open[m->state & ~ST_OPEN]->bits;
+        c->w->msg(&mi, c->ctx);
+    }
+}
+
+size_t rcpt_scan(const struct rcpt_store *s, uint64_t *cursor, size_t max,
+                 const struct rcpt_walk *w, void *ctx)
+{
+    struct scan_ctx c = {w, ctx};
+
+    return u64map_scan(s->groups, cursor, max, scan_group, &c);
+}
+
+int rcpt_restore_group(struct rcpt_store *s, uint64_t gid)
+{
+    struct rgroup *g;
+
+    if (group_get(s, gid) != NULL)
+        return RCPT_EEXIST;
+    g = group_need(s, gid);
+    if (g == NULL)
+        return RCPT_ENOMEM;
+    /* Unknown: the next send compares the quit set with the last epoch. */
+    g->quit_changed = true;
+    return RCPT_OK;
+}
+
+int rcpt_restore_member(struct rcpt_store *s, uint64_t gid, uint64_t uid,
+                        bool quit)
+{
+    struct rgroup *g = group_get(s, gid);
+
+    if (g == NULL || (uid == RCPT_UID_ANON && !quit))
+        return 1;
+    if (uid != RCPT_UID_ANON && member(g, uid) != NOMAP)
+        return RCPT_EEXIST;
+    if (g->nmap >= RCPT_MAX_MEMBERS)
+        return RCPT_ELIMIT;
+    if (member_add(s, g, uid) != 0)
+        return RCPT_ENOMEM;
+    if (quit)
+        quit_mark(g, g->nmap - 1);
+    return RCPT_OK;
+}
+
+int rcpt_restore_epoch(struct rcpt_store *s, uint64_t gid, uint32_t nwords,
+                       const uint64_t *quit)
+{
+    struct rgroup *g = group_get(s, gid);
+
+    if (g == NULL || nwords > words_for(g->nmap) ||
+        (nwords > 0 && quit[nwords - 1] == 0) ||
+        bits_past(quit, nwords, g->nmap))
+        return 1;
+    return epoch_push(s, g, nwords, quit) != 0 ? RCPT_ENOMEM : RCPT_OK;
+}
+
+int rcpt_restore_msg(struct rcpt_store *s, uint64_t gid,
+                     const struct rcpt_msg_info *mi)
+{
+    struct rgroup *g = group_get(s, gid);
+    struct rmsg rec = {mi->msgid, mi->ts, mi->sender, mi->nmemb, 0};
+    struct ropen *o = NULL;
+    uint32_t seq, nunread, nw = words_for(mi->nmemb);
+
+    if (g == NULL || mi->nmemb > g->nmap ||
+        (mi->sender != NOMAP && mi->sender >= mi->nmemb))
+        return 1;
+    if (idx_find(s, g, mi->msgid, &seq))
+        return RCPT_EEXIST;
+    if (group_live(g) >= RCPT_MAX_MESSAGES)
+        return RCPT_ELIMIT;
+    /* rec.state: the recipient count, the collapsed form's state */
+    if (!msg_tally(&rec, epoch_of(g, g->next_seq), mi->bits, &rec.state,
+                   &nunread) ||
+        (mi->bits != NULL && nunread == 0))
+        return 1;
+    if (msg_reserve(s, g, mi->bits != NULL) != 0)
+        return RCPT_ENOMEM;
+    /* Loading has no latency to keep: a resize completes at once. */
+    idx_migrate(s, g, UINT32_MAX);
+    if (mi->bits != NULL) {
+        o = open_alloc(s, nw, rec.state, nunread);
+        if (o == NULL)
+            return RCPT_ENOMEM;
+        memcpy(o->bits, mi->bits, nw * sizeof(uint64_t));
+    }
+    msg_append(s, g, &rec, o);
+    return RCPT_OK;
+}
+
 /* ---- Audit ------------------------------------------------------------- */
 
 struct audit {
@@ -1182,21 +1393,28 @@ struct audit {
     size_t map_bytes;
 };
 
+/* Every mapid maps back to its uid, except erased users' (RCPT_UID_ANON,
+ * in no map, quit): the map holds the others. */
 static void audit_members(struct audit *a, const struct rgroup *g)
 {
-    uint32_t nquit = 0;
+    uint32_t nquit = 0, nanon = 0;
 
     if (g->uids != NULL) {
         a->bad += u64map_audit(g->uids);
-        a->bad += u64map_count(g->uids) != g->nmap;
         a->map_bytes += u64map_bytes(g->uids);
     } else {
         a->bad += g->nmap != 0;
     }
     for (uint32_t m = 0; m < g->nmap; m++) {
-        a->bad += member(g, g->mapuid[m]) != m;
+        bool anon =
+            g->mapuid[m] == RCPT_UID_ANON && member(g, RCPT_UID_ANON) != m;
+
+        a->bad += anon ? !bit_test(g->quit, m) : member(g, g->mapuid[m]) != m;
+        nanon += anon;
         nquit += bit_test(g->quit, m);
     }
+    if (g->uids != NULL)
+        a->bad += u64map_count(g->uids) != g->nmap - nanon;
     for (uint32_t m = g->nmap; m < words_for(g->mapcap) * 64; m++)
         a->bad += bit_test(g->quit, m);
     a->bad += nquit != g->nquit;
@@ -1207,8 +1425,7 @@ static void audit_members(struct audit *a, const struct rgroup *g)
 static void audit_open(struct audit *a, const struct rgroup *g,
                        const struct rmsg *m, uint32_t seq)
 {
-    uint32_t oi = m->state & ~ST_OPEN, unread = 0, nrcpt = 0;
-    const struct repoch *e = epoch_of(g, seq);
+    uint32_t oi = m->state & ~ST_OPEN, unread, nrcpt;
     const struct ropen *o;
 
     if (oi >= g->nopen) {
@@ -1216,14 +1433,11 @@ static void audit_open(struct audit *a, const struct rgroup *g,
         return;
     }
     o = g->open[oi];
-    a->bad += o->seq != seq || o->nwords != words_for(m->nmemb);
-    for (uint32_t w = 0; w < o->nwords; w++) {
-        uint64_t r = rcpt_word(m, e, w);
-
-        a->bad += (~r & ~o->bits[w]) != 0;
-        unread += (uint32_t)__builtin_popcountll(~o->bits[w]);
-        nrcpt += (uint32_t)__builtin_popcountll(r);
+    if (o->seq != seq || o->nwords != words_for(m->nmemb)) {
+        a->bad++;
+        return;
     }
+    a->bad += !msg_tally(m, epoch_of(g, seq), o->bits, &nrcpt, &unread);
     a->bad += unread != o->nunread || nrcpt != o->nrcpt || unread == 0;
 }
 
@@ -1245,11 +1459,9 @@ static void audit_messages(struct audit *a, const struct rgroup *g)
             nopen++;
             audit_open(a, g, m, q);
         } else {
-            const struct repoch *e = epoch_of(g, q);
-            uint32_t nrcpt = 0;
+            uint32_t nrcpt, unread;
 
-            for (uint32_t w = 0; w < words_for(m->nmemb); w++)
-                nrcpt += (uint32_t)__builtin_popcountll(rcpt_word(m, e, w));
+            msg_tally(m, epoch_of(g, q), NULL, &nrcpt, &unread);
             a->bad += nrcpt != m->state;
         }
     }
@@ -1305,4 +1517,76 @@ size_t rcpt_audit(const struct rcpt_store *s)
     while (cursor != 0);
     return a.bad + u64map_audit(s->groups) + (a.nmsgs != s->nmsgs) +
            (a.bytes != s->bytes) + (a.map_bytes != s->map_bytes);
+}
+
+/* ---- Per user ---------------------------------------------------------- */
+
+struct forget_ctx {
+    struct rcpt_store *s;
+    uint64_t uid;
+    size_t n;
+};
+
+/* Changes the group's own uid map, never the group map being walked. */
+static void forget_visit(uint64_t gid, uint64_t val, void *ctx)
+{
+    struct forget_ctx *fc = ctx;
+    struct rgroup *g = (struct rgroup *)(uintptr_t)val;
+    uint32_t m = member(g, fc->uid);
+    size_t before;
+
+    (void)gid;
+    if (m == NOMAP)
+        return;
+    before = u64map_bytes(g->uids);
+    u64map_del(g->uids, fc->uid);
+    fc->s->map_bytes = fc->s->map_bytes - before + u64map_bytes(g->uids);
+    g->mapuid[m] = RCPT_UID_ANON;
+    if (!bit_test(g->quit, m))
+        quit_mark(g, m);
+    fc->n++;
+}
+
+size_t rcpt_forget_user(struct rcpt_store *s, uint64_t uid)
+{
+    struct forget_ctx fc = {s, uid, 0};
+    uint64_t cursor = 0;
+
+    if (uid == RCPT_UID_ANON)
+        return 0;
+    do
+        u64map_scan(s->groups, &cursor, SIZE_MAX, forget_visit, &fc);
+    while (cursor != 0);
+    return fc.n;
+}
+
+struct user_ctx {
+    uint64_t uid;
+    rcpt_user_fn fn;
+    void *ctx;
+    size_t n;
+};
+
+static void user_visit(uint64_t gid, uint64_t val, void *ctx)
+{
+    struct user_ctx *uc = ctx;
+    const struct rgroup *g = (const struct rgroup *)(uintptr_t)val;
+    uint32_t m = member(g, uc->uid);
+
+    if (m == NOMAP)
+        return;
+    uc->fn(gid, m, bit_test(g->quit, m), uc->ctx);
+    uc->n++;
+}
+
+size_t rcpt_user_info(const struct rcpt_store *s, uint64_t uid, rcpt_user_fn fn,
+                      void *ctx)
+{
+    struct user_ctx uc = {uid, fn, ctx, 0};
+    uint64_t cursor = 0;
+
+    do
+        u64map_scan(s->groups, &cursor, SIZE_MAX, user_visit, &uc);
+    while (cursor != 0);
+    return uc.n;
 }

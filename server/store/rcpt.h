@@ -34,11 +34,12 @@
 /* Results of the calls that can fail. */
 enum rcpt_status {
     RCPT_OK = 0,
-    RCPT_ENOMEM = -1,  /* allocation failed; nothing changed */
-    RCPT_ELIMIT = -2,  /* max_members or RCPT_MAX_MESSAGES reached */
-    RCPT_ENOMSG = -3,  /* no visible message with that msgid */
-    RCPT_EEXIST = -4,  /* msgid already sent by another sender */
-    RCPT_EEXPIRED = -5 /* a send whose ts is already past the horizon */
+    RCPT_ENOMEM = -1,   /* allocation failed; nothing changed */
+    RCPT_ELIMIT = -2,   /* max_members or RCPT_MAX_MESSAGES reached */
+    RCPT_ENOMSG = -3,   /* no visible message with that msgid */
+    RCPT_EEXIST = -4,   /* msgid already sent by another sender */
+    RCPT_EEXPIRED = -5, /* a send whose ts is already past the horizon */
+    RCPT_EANON = -6     /* uid RCPT_UID_ANON, which stands for erased users */
 };
 
 struct rcpt_store;
@@ -111,6 +112,75 @@ size_t rcpt_expire(struct rcpt_store *s, uint64_t gid, uint64_t horizon_ms,
                    size_t max);
 size_t rcpt_expire_step(struct rcpt_store *s, uint64_t horizon_ms, size_t max);
 
+/*
+ * Snapshots (persistence/sec_rcpt.c). rcpt_scan hands out each group as
+ * it is: its members in mapid order, then its messages in send order
+ * (expired ones awaiting their drop included), each preceded by the quit
+ * set it was sent under whenever that differs from the previous
+ * message's. The same calls in the same order into an empty store
+ * (rcpt_restore_*) rebuild every group message for message: a quit set
+ * is shared again by the messages that follow it, messages read by
+ * everyone stay without a bitmap, send times and the order retention
+ * drops in are kept.
+ */
+
+/* Words of a bitmap of n bits. */
+#define RCPT_WORDS(n) (((uint32_t)(n) + 63) / 64)
+/* A message's sender that was not a member at send. */
+#define RCPT_NOSENDER UINT32_MAX
+
+struct rcpt_msg_info {
+    uint64_t msgid;
+    uint32_t ts;     /* seconds since the epoch (rounded up at send) */
+    uint32_t nmemb;  /* mapids < nmemb existed at send */
+    uint32_t sender; /* mapid < nmemb, or RCPT_NOSENDER */
+    /* NULL when every recipient has read it; else RCPT_WORDS(nmemb) words,
+     * bit m set when mapid m has read it or is not a recipient (quit at
+     * send, the sender), and every bit past nmemb set. */
+    const uint64_t *bits;
+};
+
+struct rcpt_walk {
+    /* uids[m] is mapid m's uid; bit m of quit[0..RCPT_WORDS(nmap)) is set
+     * when it has quit (now). */
+    void (*group)(uint64_t gid, uint32_t nmap, const uint64_t *uids,
+                  const uint64_t *quit, void *ctx);
+    /* The quit set of the messages that follow: nwords words, the last
+     * one non-zero. */
+    void (*epoch)(uint32_t nwords, const uint64_t *quit, void *ctx);
+    void (*msg)(const struct rcpt_msg_info *m, void *ctx);
+};
+
+/* Cursor walk over the groups (as u64map_scan: start with *cursor = 0,
+ * done when it is 0 again), up to max groups a call, each in full. */
+size_t rcpt_scan(const struct rcpt_store *s, uint64_t *cursor, size_t max,
+                 const struct rcpt_walk *w, void *ctx);
+
+/*
+ * Loading, in walk order. Each call returns RCPT_OK, RCPT_ENOMEM, or with
+ * nothing changed: RCPT_EEXIST (gid, uid or msgid already there),
+ * RCPT_ELIMIT (RCPT_MAX_MEMBERS or RCPT_MAX_MESSAGES reached; the
+ * configured rcpt-max-members does not apply), 1 (no such group, or data
+ * that cannot be the group's: see each call).
+ *
+ * rcpt_restore_group adds gid, empty. rcpt_restore_member gives uid the
+ * group's next mapid, marked as having quit or not; uid RCPT_UID_ANON, an
+ * erased user's mapid (rcpt_forget_user), is restored as one again (1
+ * unless quit). rcpt_restore_epoch
+ * sets the quit set of the messages restored next (1: more words than the
+ * group's mapids need, a bit past them, or a zero last word).
+ * rcpt_restore_msg appends a message (1: nmemb over the group's mapids, a
+ * sender not under nmemb, or a bitmap that misses a non-recipient or
+ * leaves nobody unread).
+ */
+int rcpt_restore_group(struct rcpt_store *s, uint64_t gid);
+int rcpt_restore_member(struct rcpt_store *s, uint64_t gid, uint64_t uid,
+                        bool quit);
+int rcpt_restore_epoch(struct rcpt_store *s, uint64_t gid, uint32_t nwords,
+                       const uint64_t *quit);
+int rcpt_restore_msg(struct rcpt_store *s, uint64_t gid,
+                     const struct rcpt_msg_info *m);
+
 /* Messages held (visible or awaiting their drop), and groups. */
 size_t rcpt_messages(const struct rcpt_store *s);
 size_t rcpt_groups(const struct rcpt_store *s);
@@ -124,5 +194,24 @@ size_t rcpt_bytes(const struct rcpt_store *s);
  * healthy). O(everything), for tests and DEBUG AUDIT.
  */
 size_t rcpt_audit(const struct rcpt_store *s);
+
+/*
+ * Per user (USER.DEL, USER.INFO), O(groups): the store has no per-user
+ * index. rcpt_forget_user cuts uid's link to its mapid in every group it
+ * joined and returns in how many: the mapid stays taken, so every bitmap
+ * stays valid and the user's receipts keep counting, anonymously; it is
+ * marked quit (no longer a recipient), its uid reads as RCPT_UID_ANON
+ * (RCPT.LIST, rcpt_scan, rcpt_restore_member) and it is in no uid map.
+ * A later RCPT.JOIN of uid gets a new mapid. RCPT_UID_ANON itself can
+ * therefore never join (rcpt_join: RCPT_EANON). Never fails.
+ * rcpt_user_info calls fn for each group uid is in, with its mapid and
+ * whether it quit, and returns how many.
+ */
+#define RCPT_UID_ANON UINT64_MAX
+size_t rcpt_forget_user(struct rcpt_store *s, uint64_t uid);
+typedef void (*rcpt_user_fn)(uint64_t gid, uint32_t mapid, bool quit,
+                             void *ctx);
+size_t rcpt_user_info(const struct rcpt_store *s, uint64_t uid, rcpt_user_fn fn,
+                      void *ctx);
 
 #endif

@@ -8,7 +8,8 @@
  * callers rely on: consumed within the input, a NEED_MORE hint beyond the
  * input, a frame's result not depending on bytes after it, prefixes of a
  * good frame asking for more (never INVALID) with a hint not past its end,
- * and a request re-encoded by the encoders giving the same bytes.
+ * and a request re-encoded by the encoders giving the same bytes; a batch
+ * frame (op 0xFF01) read back sub-request by sub-request and re-encoded.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iprotocol \
  *       tests/fuzz/fuzz_frame.c protocol/(all .c) -o fuzz_frame
@@ -35,6 +36,34 @@ static const struct ur_limits lim = {
 
 static volatile uint64_t sink;
 
+/*
+ * A batch frame: no plain arguments, nsub sub-requests that the reader
+ * yields in full (each argument inside the frame), none with more than
+ * sub_argc_max arguments; each is re-encoded into b.
+ */
+static void reencode_batch(struct ur_buf *b, const char *p, size_t c,
+                           const struct ur_frame_req *req)
+{
+    static struct ur_arg sub_args[MAX_ARGS];
+    struct ur_batch_reader rd;
+    struct ur_frame_sub sub;
+    uint32_t n = 0, most = 0, i;
+
+    ASSERT(req->argc == 0 && req->nsub <= lim.max_args);
+    ASSERT(req->body == p + UR_FRAME_HDR && req->body_len == c - UR_FRAME_HDR);
+    ur_batch_reader_init(&rd, req->body, req->body_len, req->nsub);
+    while (ur_batch_next(&rd, sub_args, req->sub_argc_max, &sub)) {
+        for (i = 0; i < sub.argc; i++)
+            ASSERT(sub_args[i].kind == UR_ARG_INT ||
+                   (sub_args[i].str >= req->body &&
+                    sub_args[i].str + sub_args[i].len <= p + c));
+        ASSERT(ur_frame_put_sub(b, sub.op, (uint16_t)sub.argc, sub_args) == 0);
+        most = sub.argc > most ? sub.argc : most;
+        n++;
+    }
+    ASSERT(n == req->nsub && rd.p == rd.end && most == req->sub_argc_max);
+}
+
 static void check_request(const char *p, size_t c,
                           const struct ur_frame_req *req,
                           const struct ur_arg *args)
@@ -59,6 +88,8 @@ static void check_request(const char *p, size_t c,
     /* Re-encoding gives the same bytes (the reserved flags aside). */
     ur_buf_init(&b);
     ASSERT(ur_frame_req_begin(&b, req->op, req->id, &off) == 0);
+    if (req->op == UR_FRAME_OP_BATCH)
+        reencode_batch(&b, p, c, req);
     for (i = 0; i < req->argc; i++) {
         const struct ur_arg *a = &args[i];
 
@@ -73,7 +104,9 @@ static void check_request(const char *p, size_t c,
             ASSERT(ur_frame_put_arg_str(&b, a->str, a->len) == 0);
         }
     }
-    ur_frame_req_end(&b, off, (uint16_t)req->argc);
+    ur_frame_req_end(
+        &b, off,
+        (uint16_t)(req->op == UR_FRAME_OP_BATCH ? req->nsub : req->argc));
     ASSERT(b.len == c);
     ASSERT(memcmp(b.data, p, 14) == 0);
     ASSERT(memcmp(b.data + UR_FRAME_HDR, p + UR_FRAME_HDR, c - UR_FRAME_HDR) ==

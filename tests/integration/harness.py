@@ -1,7 +1,9 @@
 """Integration-test harness: a real unreadd on a free port, real clients.
 
 Server       context manager: starts build/unreadd (or $UNREADD_BUILD/unreadd)
-             with a temp --dir on a free port, waits until the port accepts,
+             with a temp --dir on a free port (through $UNREADD_WRAPPER when
+             set, e.g. "valgrind --error-exitcode=99": make valgrind),
+             waits until the port accepts,
              and on exit sends SIGTERM, waits, and asserts exit status 0 and
              no sanitizer report in its stderr.
 Resp         RESP2 client: multibulk requests, inline lines, raw bytes;
@@ -23,6 +25,7 @@ Python 3 standard library only.
 
 import os
 import re
+import shlex
 import signal
 import socket
 import struct
@@ -35,6 +38,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.path.join(REPO, os.environ.get("UNREADD_BUILD", "build"))
 UNREADD = os.path.join(BUILD, "unreadd")
 UNREAD_CLI = os.path.join(BUILD, "unread-cli")
+WRAPPER = shlex.split(os.environ.get("UNREADD_WRAPPER", ""))
 
 TIMEOUT = float(os.environ.get("UNREADD_TEST_IO_TIMEOUT", "10"))
 U32_MAX = 4294967295
@@ -184,7 +188,7 @@ class Server:
     # -- lifecycle
 
     def argv(self):
-        argv = [UNREADD]
+        argv = WRAPPER + [UNREADD]
         if self.config_file:
             argv += ["--config", self.config_file]
         argv += ["--port", str(self.port), "--bind", "127.0.0.1",
@@ -729,6 +733,25 @@ def run_cli(srv, *args, input=None, timeout=20):
     argv = [UNREAD_CLI, "-p", str(srv.port)] + [str(a) for a in args]
     return subprocess.run(argv, input=input, capture_output=True, text=True,
                           timeout=timeout)
+
+
+LIBUNREAD = os.path.join(BUILD, "libunread.so")
+
+
+def libunread_env():
+    """The environment for a child process that loads libunread.so with
+    ctypes: the sanitizer runtime preloaded when the library was built with
+    one (make asan), else nothing added."""
+    syms = subprocess.run(["nm", "-D", LIBUNREAD], capture_output=True,
+                          text=True).stdout
+    env = dict(os.environ)
+    if "__asan_" in syms:
+        cc = os.environ.get("CC", "cc")
+        env["LD_PRELOAD"] = subprocess.run(
+            [cc, "-print-file-name=libasan.so"], capture_output=True,
+            text=True).stdout.strip()
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
+    return env
 
 
 def run_redis_cli(srv, *args, input=None, timeout=20):

@@ -1,16 +1,22 @@
 """RCPT: read receipts in group chats over RESP multibulk, inline and
 binary (test names end in _resp, _inline, _binary), the limits and the
-retention, the typed calls of libunread, unread-cli, and a randomized run
-against a Python model across the protocols.
+retention, the typed calls of libunread, unread-cli, a randomized run
+against a Python model across the protocols, and restarts (from the
+snapshot only, the snapshot and the journal after it, the journal alone
+after kill -9) that keep every receipt, the memory per message and the
+retention clock.
 """
 
 import ctypes
 import os
 import random
+import signal
+import subprocess
+import tempfile
 import time
 
-from harness import (E, U64_MAX, Server, assert_err, info_flat, is_err,
-                     run_cli)
+from harness import (E, U64_MAX, UNREADD, Server, assert_err, info_dict,
+                     info_flat, is_err, run_cli)
 from ways import Via, each_way, lib_connect, libunread
 
 DAY_MS = 86400000
@@ -424,3 +430,191 @@ def test_random_ops_match_model_across_protocols():
         finally:
             for w in ways:
                 w.close()
+
+
+# --------------------------------------------------------------------------
+# Restarts: the RCPT snapshot section, and the journal replayed over it.
+
+
+def on_dir(data, **config):
+    """A server on a data dir kept across restarts (the last --dir wins);
+    the exit status is the test's business."""
+    config.setdefault("save_seconds", 0)
+    return Server(args=["--dir", data], check_exit=False, **config)
+
+
+def run_all(c, cmds, chunk=500):
+    """Pipelines cmds; every reply must be a success."""
+    out = []
+    for i in range(0, len(cmds), chunk):
+        out += c.pipeline(cmds[i:i + chunk])
+    bad = [(cmd, r) for cmd, r in zip(cmds, out) if is_err(r)]
+    assert not bad, bad[:3]
+    return out
+
+
+def fill_group(c, rng, gid, nmemb, nmsgs):
+    """A group at a steady state: nmemb members, then nmsgs messages from
+    random members, with quits, joins and rejoins between them; every
+    member has read up to a point in the last 60 messages, and a few read
+    some newer ones. Returns [(gid, msgid)]."""
+    uids = [gid * 100000 + i for i in range(nmemb)]
+    cmds = [("RCPT.JOIN", gid, u) for u in uids]
+    msgids = []
+    for i in range(nmsgs):
+        if i % 97 == 50:
+            cmds.append(("RCPT.QUIT", gid, rng.choice(uids)))
+        if i % 151 == 70:
+            uids.append(gid * 100000 + len(uids))
+            cmds.append(("RCPT.JOIN", gid, uids[-1]))
+        if i % 211 == 100:
+            cmds.append(("RCPT.JOIN", gid, rng.choice(uids)))  # maybe back
+        msgids.append(1 + 3 * i + rng.randrange(3))
+        cmds.append(("RCPT.SEND", gid, msgids[-1], rng.choice(uids)))
+    cmds += [("RCPT.READUPTO", gid, u, msgids[-1 - rng.randrange(60)])
+             for u in uids if nmsgs]
+    cmds += [("RCPT.READ", gid, rng.choice(uids), rng.choice(msgids[-80:]))
+             for _ in range(4 * len(uids)) if nmsgs]
+    run_all(c, cmds)
+    return [(gid, m) for m in msgids]
+
+
+def fill_receipts(c, seed, groups):
+    """groups: [(gid, members, messages)]; returns every (gid, msgid)."""
+    rng = random.Random(seed)
+    msgs = []
+    for gid, nmemb, nmsgs in groups:
+        msgs += fill_group(c, rng, gid, nmemb, nmsgs)
+    return msgs
+
+
+def fill_edge_groups(c):
+    """Group 3: nobody in it, messages from a non-member. Group 4: member
+    40001 quit, then came back after the last message. Returns every
+    (gid, msgid)."""
+    run_all(c, [("RCPT.SEND", 3, m, 9) for m in range(1, 6)] +
+            [("RCPT.JOIN", 4, u) for u in (40000, 40001, 40002)] +
+            [("RCPT.QUIT", 4, 40001), ("RCPT.SEND", 4, 1, 40000),
+             ("RCPT.READ", 4, 40002, 1), ("RCPT.JOIN", 4, 40001)])
+    return [(3, m) for m in range(1, 6)] + [(4, 1)]
+
+
+def receipts(c, msgs):
+    """Everything the server says of each message: counts and both
+    lists."""
+    cmds = []
+    for gid, m in msgs:
+        cmds += [("RCPT.COUNT", gid, m), ("RCPT.LIST", gid, m, "READ"),
+                 ("RCPT.LIST", gid, m, "UNREAD")]
+    return run_all(c, cmds)
+
+
+def rcpt_memory(c):
+    info = info_flat(c.cmd("INFO", "memory"))
+    return int(info["rcpt_messages"]), float(info["rcpt_bytes_per_message"])
+
+
+def loaded_journal_records(c):
+    info = info_dict(c.cmd("INFO", "persistence"))["persistence"]
+    return int(info["loaded_journal_records"])
+
+
+def assert_same_after(c, msgs, want, mem):
+    """The restarted server answers exactly as before, with about the same
+    bytes per message, and its store passes the audit."""
+    got = receipts(c, msgs)
+    diff = [(msgs[i // 3], got[i], want[i]) for i in range(len(want))
+            if got[i] != want[i]]
+    assert not diff, "differs (msg, got, want): %r" % diff[:3]
+    n, per = rcpt_memory(c)
+    assert n == mem[0], (n, mem)
+    assert abs(per - mem[1]) < 0.1 * mem[1], (per, mem)
+    assert c.cmd("DEBUG", "AUDIT") == 0
+    # Group 4: 40001's rejoin holds for the next message (or a resend).
+    assert c.cmd("RCPT.SEND", 4, 2, 40000) == 2
+
+
+BIG = [(1, 200, 1500), (2, 70, 500)]
+
+
+def test_restart_from_the_snapshot_only():
+    with tempfile.TemporaryDirectory(prefix="unreadd-rcpt-") as tmp:
+        with on_dir(tmp, journal="no") as srv, srv.resp() as c:
+            msgs = fill_receipts(c, 1, BIG) + fill_edge_groups(c)
+            want = receipts(c, msgs)
+            mem = rcpt_memory(c)
+            srv.stop()  # SIGTERM: the final snapshot
+            assert srv.returncode == 0, srv.stderr_tail()
+        print("bytes/message before the restart: %.2f (%d messages)" %
+              (mem[1], mem[0]))
+        with on_dir(tmp, journal="no") as srv, srv.resp() as c:
+            assert loaded_journal_records(c) == 0
+            print("after: %.2f" % rcpt_memory(c)[1])
+            assert_same_after(c, msgs, want, mem)
+        p = subprocess.run([UNREADD, "--check",
+                            os.path.join(tmp, "snapshot.urs")],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stdout + p.stderr
+        # written at the second stop: with the message assert_same_after sent
+        assert "rcpt: %d messages" % (mem[0] + 1) in p.stdout, p.stdout
+
+
+def test_restart_from_the_snapshot_and_the_journal():
+    with tempfile.TemporaryDirectory(prefix="unreadd-rcpt-") as tmp:
+        with on_dir(tmp) as srv, srv.resp() as c:
+            msgs = fill_receipts(c, 2, [(1, 200, 1000)])
+            assert c.cmd("SAVE") == "OK"
+            # After the snapshot: more of group 1, and new groups.
+            rng = random.Random(3)
+            run_all(c, [("RCPT.READ", 1, 100000 + rng.randrange(200), m)
+                        for _g, m in msgs[-300:]] +
+                    [("RCPT.QUIT", 1, 100007), ("RCPT.SEND", 1, 9999, 100001),
+                     ("RCPT.JOIN", 1, 100007)])
+            msgs += [(1, 9999)] + fill_receipts(c, 4, [(2, 70, 500)])
+            msgs += fill_edge_groups(c)
+            want = receipts(c, msgs)
+            mem = rcpt_memory(c)
+            srv.stop(signal.SIGKILL)
+        with on_dir(tmp) as srv, srv.resp() as c:
+            assert loaded_journal_records(c) > 1000
+            assert_same_after(c, msgs, want, mem)
+
+
+def test_restart_after_kill9_then_from_its_snapshot():
+    with tempfile.TemporaryDirectory(prefix="unreadd-rcpt-") as tmp:
+        with on_dir(tmp, journal_fsync="always") as srv, srv.resp() as c:
+            msgs = fill_receipts(c, 5, BIG) + fill_edge_groups(c)
+            want = receipts(c, msgs)
+            mem = rcpt_memory(c)
+            srv.stop(signal.SIGKILL)  # no snapshot: the journal alone
+        assert not os.path.exists(os.path.join(tmp, "snapshot.urs"))
+        with on_dir(tmp) as srv, srv.resp() as c:
+            assert loaded_journal_records(c) > 1000
+            assert_same_after(c, msgs, want, mem)
+            msgs.append((4, 2))
+            want = receipts(c, msgs)
+            mem = rcpt_memory(c)
+            srv.stop()  # the final snapshot covers the whole journal
+        with on_dir(tmp) as srv, srv.resp() as c:
+            assert loaded_journal_records(c) == 0
+            assert_same_after(c, msgs, want, mem)
+
+
+def test_retention_clock_survives_a_restart():
+    """A message dated near the end of its retention comes back with its
+    time: visible after the restart, gone when its time is up."""
+    with tempfile.TemporaryDirectory(prefix="unreadd-rcpt-") as tmp:
+        cfg = {"journal": "no", "rcpt_max_age_days": 1}
+        with on_dir(tmp, **cfg) as srv, srv.resp() as c:
+            now = int(time.time() * 1000)
+            run_all(c, [("RCPT.JOIN", 1, u) for u in (1, 2)] +
+                    [("RCPT.SEND", 1, 1, 1, now - DAY_MS + 4000),
+                     ("RCPT.SEND", 1, 2, 1)])
+            srv.stop()
+        with on_dir(tmp, **cfg) as srv, srv.resp() as c:
+            assert c.cmd("RCPT.COUNT", 1, 1) == [0, 1]
+            srv.wait_for(lambda: is_err(c.cmd("RCPT.COUNT", 1, 1)), timeout=8,
+                         what="message 1 to expire")
+            assert time.time() * 1000 >= now + 4000 - 1000
+            assert c.cmd("RCPT.COUNT", 1, 2) == [0, 1]
+            assert c.cmd("RCPT.READUPTO", 1, 2, 10) == 1

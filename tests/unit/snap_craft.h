@@ -1,7 +1,8 @@
 /*
  * snap_craft.h - builds a snapshot file around raw section bytes, every
  * length and checksum right, so that tests and the fuzzer reach a family's
- * loader with data only its own checks can refuse. Test code only.
+ * loader with data only its own checks can refuse; and reads the snapshot a
+ * db writes back into memory, for round trips. Test code only.
  */
 #ifndef UR_SNAP_CRAFT_H
 #define UR_SNAP_CRAFT_H
@@ -9,8 +10,10 @@
 #include <lz4frame.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 
+#include "fsutil.h"
 #include "le.h"
 #include "snapshot.h"
 
@@ -55,6 +58,35 @@ fail:
     XXH3_freeState(h);
     free(b);
     return 0;
+}
+
+/* The snapshot file db writes (created_ms and segment recorded as given),
+ * read back into *out (malloc'd): the bytes a loader sees on a start.
+ * Returns the file length, 0 on any failure (*out is then NULL). */
+static inline size_t snap_image(const struct db *db, uint64_t created_ms,
+                                uint64_t segment, char **out)
+{
+    char path[] = "/tmp/snap_image.XXXXXX";
+    int fd = mkstemp(path);
+    uint64_t bytes = 0;
+    struct fs_map m;
+    size_t len = 0;
+    int rc;
+
+    *out = NULL;
+    if (fd < 0)
+        return 0;
+    rc = snapshot_write(fd, db, created_ms, segment, &bytes);
+    close(fd);
+    if (rc == 0 && fs_map_open(&m, path) == 0) {
+        if (m.len == bytes && (*out = malloc(m.len)) != NULL) {
+            memcpy(*out, m.data, m.len);
+            len = m.len;
+        }
+        fs_map_close(&m);
+    }
+    unlink(path);
+    return len;
 }
 
 #endif

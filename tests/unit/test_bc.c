@@ -201,17 +201,68 @@ static void test_random_vs_model(void)
                 entries++;
             }
             bad += got != head[c] - off[u][c];
-        } else {
+        } else if (op < 9) {
             bad += bc_read(s, uids[u], chs[c]) != 0;
             entries += !known[u][c];
             known[u][c] = true;
             off[u][c] = head[c];
+        } else if (rng() % 16 == 0) { /* expiry or USER.DEL of the user */
+            size_t had = 0;
+
+            for (unsigned k = 0; k < M_CHANS; k++) {
+                had += known[u][k];
+                known[u][k] = false;
+            }
+            bad += bc_del_user(s, uids[u]) != had;
+            entries -= had;
         }
         if (round % 5000 == 0)
             bad += bc_audit(s);
     }
     bad += bc_entries(s) != entries;
     CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(bc_audit(s), 0);
+    bc_destroy(s);
+}
+
+struct chans {
+    size_t n;
+    uint64_t unread;
+};
+
+static void user_visit(uint64_t ch, uint64_t head, uint64_t u, void *ctx)
+{
+    struct chans *c = ctx;
+
+    (void)ch, (void)head;
+    c->n++;
+    c->unread += u;
+}
+
+/* USER.INFO's view of a user, and forgetting it: it reads as new (is
+ * registered at the head again), other users keep their offsets. */
+static void test_user_info_and_del(void)
+{
+    struct bc_store *s = bc_create();
+    struct chans c = {0, 0};
+    bool reg;
+
+    publish(s, 1);
+    unread(s, 7, 1, NULL);
+    unread(s, 8, 1, NULL);
+    unread(s, 7, 2, NULL);
+    publish(s, 1);
+    publish(s, 2);
+    publish(s, 3); /* a channel user 7 never asked about */
+    CHECK_EQ_U64(bc_user_info(s, 7, user_visit, &c), 2);
+    CHECK_EQ_U64(c.n, 2);
+    CHECK_EQ_U64(c.unread, 2);
+    CHECK_EQ_U64(bc_del_user(s, 7), 2);
+    CHECK_EQ_U64(bc_del_user(s, 7), 0);
+    CHECK_EQ_U64(bc_entries(s), 1);
+    CHECK_EQ_U64(unread(s, 7, 1, &reg), 0);
+    CHECK(reg);
+    CHECK_EQ_U64(unread(s, 8, 1, &reg), 1);
     CHECK_EQ_U64(bc_audit(s), 0);
     bc_destroy(s);
 }
@@ -223,6 +274,7 @@ int main(void)
     T_RUN(test_channels_are_independent);
     T_RUN(test_many_users);
     T_RUN(test_restore);
+    T_RUN(test_user_info_and_del);
     T_RUN(test_random_vs_model);
     T_END();
 }

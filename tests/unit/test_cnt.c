@@ -416,6 +416,32 @@ static void test_random_vs_model(void)
     cnt_destroy(s);
 }
 
+/* Forgetting a user: inline and record forms, other users untouched,
+ * bytes back to what they were. */
+static void test_del_user(void)
+{
+    struct cnt_store *s = cnt_create();
+    size_t empty = cnt_bytes(s);
+    uint32_t v;
+    uint64_t t;
+
+    CHECK_EQ_U64(cnt_incr(s, 1, 0, 3, &v, &t), 0);
+    for (unsigned type = 0; type < 6; type++) /* a record */
+        CHECK_EQ_U64(cnt_incr(s, 2, type, 1u << 20, &v, &t), 0);
+    CHECK_EQ_U64(cnt_incr(s, 3, 5, 1, &v, &t), 0);
+    CHECK(cnt_del_user(s, 1));
+    CHECK(cnt_del_user(s, 2));
+    CHECK(!cnt_del_user(s, 2));
+    CHECK(!cnt_del_user(s, 99));
+    CHECK_EQ_U64(cnt_total(s, 2), 0);
+    CHECK_EQ_U64(cnt_total(s, 3), 1);
+    CHECK_EQ_U64(cnt_users(s), 1);
+    CHECK_EQ_U64(cnt_audit(s), 0);
+    CHECK(cnt_del_user(s, 3));
+    CHECK_EQ_U64(cnt_bytes(s), empty);
+    cnt_destroy(s);
+}
+
 int main(void)
 {
     T_RUN(test_empty);
@@ -425,5 +451,6 @@ int main(void)
     T_RUN(test_clear_and_vanish);
     T_RUN(test_scan);
     T_RUN(test_random_vs_model);
+    T_RUN(test_del_user);
     T_END();
 }

@@ -637,6 +637,19 @@ static void test_random_vs_model(void)
         enum conv_op op;
         uint32_t un;
 
+        if (rng() % 4000 == 0) { /* expiry or USER.DEL of the user */
+            size_t had = 0;
+
+            for (unsigned k = 0; k < MC; k++) {
+                const struct mconv *c = &model[u][k];
+
+                had += c->read || c->max || c->muted || c->nrec;
+            }
+            memset(model[u], 0, sizeof(model[u]));
+            wrong += conv_del_user(s, uid) != had;
+            wrong += conv_total(s, uid) != 0;
+            continue;
+        }
         if (r < 8) {
             wrong += conv_get(s, uid, cid) != m_unread(mc);
             continue;
@@ -696,6 +709,60 @@ static void test_random_vs_model(void)
     conv_destroy(s);
 }
 
+struct info_sum {
+    size_t n, recalls;
+    uint64_t unread;
+};
+
+static void info_visit(uint64_t uid, uint64_t cid, const struct conv_info *ci,
+                       void *ctx)
+{
+    struct info_sum *is = ctx;
+
+    (void)uid, (void)cid;
+    is->n++;
+    is->recalls += ci->nrecall;
+    is->unread += ci->unread;
+}
+
+/* Per user: one conversation (inline), an array, a map past
+ * CONV_SMALL_MAX; a recalled seq's record freed; bytes back to empty. */
+static void test_del_user(void)
+{
+    struct conv_store *s = conv_create();
+    size_t empty = conv_bytes(s);
+    const uint32_t sizes[3] = {1, 5, CONV_SMALL_MAX + 20};
+    struct info_sum is;
+    uint32_t un;
+    uint64_t t;
+
+    for (uint64_t u = 0; u < 3; u++)
+        for (uint64_t c = 0; c < sizes[u]; c++)
+            CHECK_EQ_U64(conv_update(s, CONV_OP_SEQ, u, c + 1, 3, &un, &t), 0);
+    CHECK_EQ_U64(conv_update(s, CONV_OP_RECALL, 2, 7, 2, &un, &t), 0);
+    CHECK_EQ_U64(conv_update(s, CONV_OP_SEQ, 9, 1, 1, &un, &t), 0);
+    is = (struct info_sum){0, 0, 0};
+    CHECK_EQ_U64(conv_user_info(s, 2, info_visit, &is), sizes[2]);
+    CHECK_EQ_U64(is.n, sizes[2]);
+    CHECK_EQ_U64(is.recalls, 1);
+    CHECK_EQ_U64(is.unread, conv_total(s, 2));
+    for (uint64_t u = 0; u < 3; u++) {
+        CHECK_EQ_U64(conv_del_user(s, u), sizes[u]);
+        CHECK_EQ_U64(conv_del_user(s, u), 0);
+        CHECK_EQ_U64(conv_total(s, u), 0);
+        CHECK_EQ_U64(conv_get(s, u, 1), 0);
+        CHECK_EQ_U64(conv_audit(s), 0);
+    }
+    CHECK_EQ_U64(conv_count(s), 1); /* user 9 untouched */
+    CHECK_EQ_U64(conv_get(s, 9, 1), 1);
+    CHECK_EQ_U64(conv_del_user(s, 9), 1);
+    CHECK_EQ_U64(conv_bytes(s), empty);
+    is = (struct info_sum){0, 0, 0};
+    CHECK_EQ_U64(conv_user_info(s, 9, info_visit, &is), 0);
+    CHECK_EQ_U64(is.n, 0);
+    conv_destroy(s);
+}
+
 int main(void)
 {
     T_RUN(test_empty);
@@ -714,6 +781,7 @@ int main(void)
     T_RUN(test_memory_per_entry);
     T_RUN(test_scan);
     T_RUN(test_put);
+    T_RUN(test_del_user);
     T_RUN(test_random_vs_model);
     T_END();
 }

@@ -188,6 +188,17 @@ static void test_random_vs_model(void)
         unsigned d = (unsigned)(rng() % M_DOTS);
         uint64_t ts = rng() % 1000, r = rng() % 10;
 
+        if (rng() % 500 == 0) { /* expiry or USER.DEL of the user */
+            uint32_t had = 0;
+
+            for (unsigned k = 0; k < M_DOTS; k++) {
+                had += mclick[u][k] != 0;
+                mclick[u][k] = 0;
+            }
+            bad += dot_del_user(s, uids[u]) != had;
+            clicks -= had;
+            continue;
+        }
         if (r < 2) {
             bad += dot_push(s, dots[d], ts, &push) != 0;
             if (mpush[d] < ts + 1)
@@ -217,6 +228,51 @@ static void test_random_vs_model(void)
     dot_destroy(s);
 }
 
+struct seen {
+    unsigned n, shown;
+    uint64_t click_sum;
+};
+
+static void user_visit(uint64_t dot, uint64_t click, uint64_t push, bool shown,
+                       void *ctx)
+{
+    struct seen *sn = ctx;
+
+    sn->n++;
+    sn->shown += shown;
+    sn->click_sum += click;
+    CHECK(dot != 3 || push == DOT_NEVER);
+}
+
+/* What USER.INFO shows of a user, and forgetting it: the dots it had
+ * dismissed show again, other users keep theirs. */
+static void test_user_info_and_del(void)
+{
+    struct dot_store *s = dot_create();
+    struct seen sn = {0, 0, 0};
+    uint64_t push;
+
+    CHECK_EQ_U64(dot_push(s, 1, 100, &push), 0);
+    CHECK_EQ_U64(dot_push(s, 2, 100, &push), 0);
+    CHECK_EQ_U64(dot_click(s, 7, 1, 150), 0); /* after the push: hidden */
+    CHECK_EQ_U64(dot_click(s, 7, 2, 50), 0);  /* before: shows */
+    CHECK_EQ_U64(dot_click(s, 7, 3, 60), 0);  /* never pushed */
+    CHECK_EQ_U64(dot_click(s, 8, 1, 150), 0);
+    CHECK_EQ_U64(dot_user_info(s, 7, user_visit, &sn), 3);
+    CHECK_EQ_U64(sn.n, 3);
+    CHECK_EQ_U64(sn.shown, 1);
+    CHECK_EQ_U64(sn.click_sum, 260);
+    CHECK(!dot_shown(s, 7, 1));
+    CHECK_EQ_U64(dot_del_user(s, 7), 3);
+    CHECK_EQ_U64(dot_del_user(s, 7), 0);
+    CHECK(dot_shown(s, 7, 1));
+    CHECK(!dot_shown(s, 8, 1));
+    CHECK_EQ_U64(dot_clicks(s), 1);
+    CHECK_EQ_U64(dot_users(s), 1);
+    CHECK_EQ_U64(dot_audit(s), 0);
+    dot_destroy(s);
+}
+
 int main(void)
 {
     T_RUN(test_empty);
@@ -224,6 +280,7 @@ int main(void)
     T_RUN(test_times_only_move_forward);
     T_RUN(test_many_dots_per_user);
     T_RUN(test_limits);
+    T_RUN(test_user_info_and_del);
     T_RUN(test_random_vs_model);
     T_END();
 }

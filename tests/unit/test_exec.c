@@ -12,7 +12,7 @@
 #include "t.h"
 
 static struct server srv;
-static struct session sess = {1, REPLY_RESP};
+static struct session sess = {.id = 1, .proto = REPLY_RESP};
 static struct ur_buf out;
 
 /* Runs one text command (words split on spaces) and returns the reply. */
@@ -113,7 +113,7 @@ static void test_binary(void)
                              {UR_ARG_STR, 7, "comment", 0},
                              {UR_ARG_INT, 0, NULL, 4}};
     struct reply r;
-    struct session bs = {2, REPLY_BIN};
+    struct session bs = {.id = 2, .proto = REPLY_BIN};
     out.len = 0;
     reply_begin(&r, &out, REPLY_BIN, 99);
     exec_binary(&srv, &bs, UR_OP_CNT_INCR, 3, argv, &r);
@@ -175,7 +175,7 @@ static void test_deferred_array(void)
     struct ur_arg argv[2] = {{UR_ARG_STR, 3, "GET", 0},
                              {UR_ARG_STR, 1, "*", 0}};
     struct reply r;
-    struct session bs = {3, REPLY_BIN};
+    struct session bs = {.id = 3, .proto = REPLY_BIN};
     out.len = 0;
     reply_begin(&r, &out, REPLY_BIN, 1);
     exec_binary(&srv, &bs, UR_OP_CONFIG, 2, argv, &r);

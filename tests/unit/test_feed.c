@@ -333,6 +333,52 @@ static void test_random_vs_model(void)
     feed_destroy(s);
 }
 
+struct follows {
+    unsigned n;
+    uint64_t fresh; /* sum of count - snapshot */
+};
+
+static void user_visit(uint64_t author, uint32_t count, uint32_t snapshot,
+                       void *ctx)
+{
+    struct follows *f = ctx;
+
+    (void)author;
+    f->n++;
+    f->fresh += count - snapshot;
+}
+
+/* USER.INFO's view of a user adds up to FEED.UNREAD; forgetting the user
+ * drops its follows, not the authors' counts nor other users' follows. */
+static void test_user_info_and_del(void)
+{
+    struct feed_store *s = feed_create();
+    struct follows f = {0, 0};
+
+    post(s, 10, 4);
+    for (uint64_t a = 10; a < 13; a++) {
+        CHECK_EQ_U64(feed_follow(s, 1, a, 100), 1);
+        CHECK_EQ_U64(feed_follow(s, 2, a, 100), 1);
+    }
+    post(s, 10, 2);
+    post(s, 12, 5);
+    CHECK_EQ_U64(feed_user_info(s, 1, user_visit, &f), 3);
+    CHECK_EQ_U64(f.n, 3);
+    CHECK_EQ_U64(f.fresh, 7);
+    CHECK_EQ_U64(feed_unread(s, 1, NO_CAP), 7);
+    CHECK_EQ_U64(feed_del_user(s, 1), 3);
+    CHECK_EQ_U64(feed_del_user(s, 1), 0);
+    CHECK_EQ_U64(feed_unread(s, 1, NO_CAP), 0);
+    CHECK_EQ_U64(feed_unread(s, 2, NO_CAP), 7);
+    CHECK_EQ_U64(feed_edges(s), 3);
+    CHECK_EQ_U64(feed_authors(s), 3);
+    /* A forgotten user follows afresh: earlier posts are not new. */
+    CHECK_EQ_U64(feed_follow(s, 1, 10, 100), 1);
+    CHECK_EQ_U64(feed_unread(s, 1, NO_CAP), 0);
+    CHECK_EQ_U64(feed_audit(s), 0);
+    feed_destroy(s);
+}
+
 int main(void)
 {
     T_RUN(test_empty);
@@ -342,6 +388,7 @@ int main(void)
     T_RUN(test_follow_limit);
     T_RUN(test_saturation);
     T_RUN(test_many);
+    T_RUN(test_user_info_and_del);
     T_RUN(test_random_vs_model);
     T_END();
 }

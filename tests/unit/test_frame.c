@@ -349,6 +349,8 @@ static void test_request_random(void)
         uint32_t id = (uint32_t)rnd64();
         uint16_t argc = (uint16_t)(rand() % (MAX_ARGS + 1));
 
+        if (op == UR_FRAME_OP_BATCH) /* its body is not arguments */
+            op = 0;
         b.len = 0;
         CHECK(ur_frame_req_begin(&b, op, id, &off) == 0);
         for (i = 0; i < argc; i++) {
@@ -654,6 +656,159 @@ static void test_reply_pipeline(void)
     ur_buf_deinit(&b);
 }
 
+/* ---- batch frames ---------------------------------------------------------
+ */
+
+/* A batch of three: CNT.INCR 42 "ab" (sub header and arguments one by
+ * one), PING (no argument), CONV.SEQ 1 2 3 (ur_frame_put_sub). */
+static void build_batch(struct ur_buf *b, uint32_t id)
+{
+    const struct ur_arg three[3] = {{UR_ARG_INT, 0, NULL, 1},
+                                    {UR_ARG_INT, 0, NULL, 2},
+                                    {UR_ARG_STR, 1, "3", 0}};
+    size_t off;
+
+    CHECK(ur_frame_req_begin(b, UR_FRAME_OP_BATCH, id, &off) == 0);
+    CHECK(ur_frame_put_sub_hdr(b, 0x0101, 2) == 0);
+    CHECK(ur_frame_put_arg_int(b, 42) == 0);
+    CHECK(ur_frame_put_arg_str(b, "ab", 2) == 0);
+    CHECK(ur_frame_put_sub_hdr(b, 0x0001, 0) == 0);
+    CHECK(ur_frame_put_sub(b, 0x0202, 3, three) == 0);
+    ur_frame_req_end(b, off, 3);
+}
+
+static void test_batch_bytes_and_round_trip(void)
+{
+    static const unsigned char want[] = {
+        0xB7, 0x01, 0x01, 0xFF, 0x05, 0x00, 0x00, 0x00, /* op 0xFF01, id 5 */
+        0x34, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, /* len 52, 3 subs */
+        0x01, 0x01, 0x02, 0x00,                         /* CNT.INCR, 2 args */
+        0x01, 0x2A, 0,    0,    0,    0,    0,    0,    0, /* int 42 */
+        0x02, 0x02, 0x00, 0x00, 0x00, 'a',  'b',           /* str "ab" */
+        0x01, 0x00, 0x00, 0x00,                            /* PING, no arg */
+        0x02, 0x02, 0x03, 0x00, /* CONV.SEQ, 3 args */
+        0x01, 0x01, 0,    0,    0,    0,    0,    0,    0, /* int 1 */
+        0x01, 0x02, 0,    0,    0,    0,    0,    0,    0, /* int 2 */
+        0x02, 0x01, 0x00, 0x00, 0x00, '3'};                /* str "3" */
+    struct ur_buf b;
+    struct ur_frame_req req;
+    struct ur_batch_reader rd;
+    struct ur_frame_sub sub;
+    size_t used = 0, hint = 0;
+
+    ur_buf_init(&b);
+    build_batch(&b, 5);
+    CHECK_EQ_U64(b.len, sizeof(want));
+    CHECK(memcmp(b.data, want, sizeof(want)) == 0);
+    CHECK(preq(b.data, b.len, &req, &used, &hint) == UR_PARSE_OK);
+    CHECK_EQ_U64(used, b.len);
+    CHECK(req.op == UR_FRAME_OP_BATCH && req.id == 5);
+    /* a naive caller sees no arguments */
+    CHECK(req.argc == 0 && req.argv == args);
+    CHECK_EQ_U64(req.nsub, 3);
+    CHECK_EQ_U64(req.sub_argc_max, 3);
+    CHECK(req.body == b.data + UR_FRAME_HDR && req.body_len == 52);
+
+    ur_batch_reader_init(&rd, req.body, req.body_len, req.nsub);
+    CHECK(ur_batch_next(&rd, args, MAX_ARGS, &sub));
+    CHECK(sub.op == 0x0101 && sub.argc == 2 && sub.argv == args);
+    CHECK(args[0].kind == UR_ARG_INT && args[0].num == 42);
+    CHECK(args[1].kind == UR_ARG_STR && args[1].len == 2 &&
+          memcmp(args[1].str, "ab", 2) == 0);
+    CHECK(ur_batch_next(&rd, args, MAX_ARGS, &sub));
+    CHECK(sub.op == 0x0001 && sub.argc == 0);
+    /* too little room for the next one's arguments: refused, not read */
+    CHECK(!ur_batch_next(&rd, args, 2, &sub));
+    CHECK(ur_batch_next(&rd, args, 3, &sub));
+    CHECK(sub.op == 0x0202 && sub.argc == 3 && args[1].num == 2 &&
+          args[2].kind == UR_ARG_STR && args[2].str[0] == '3');
+    CHECK(!ur_batch_next(&rd, args, MAX_ARGS, &sub));
+    CHECK(rd.p == rd.end);
+
+    const struct ur_arg two[2] = {{UR_ARG_INT, 0, NULL, 9},
+                                  {UR_ARG_STR, 3, "xyz", 0}};
+    size_t before = b.len;
+    CHECK(ur_frame_put_args(&b, 2, two) == 0);
+    CHECK_EQ_U64(b.len - before, ur_frame_args_len(2, two));
+    CHECK_EQ_U64(ur_frame_args_len(2, two), 9 + 5 + 3);
+
+    /* every prefix asks for the whole frame */
+    for (size_t n = 0; n < sizeof(want); n++) {
+        hint = 0;
+        CHECK(preq(b.data, n, &req, &used, &hint) == UR_PARSE_NEED_MORE);
+        CHECK(hint > n && hint <= sizeof(want));
+    }
+
+    /* an empty batch */
+    b.len = 0;
+    size_t off;
+    CHECK(ur_frame_req_begin(&b, UR_FRAME_OP_BATCH, 6, &off) == 0);
+    ur_frame_req_end(&b, off, 0);
+    CHECK(preq(b.data, b.len, &req, &used, &hint) == UR_PARSE_OK);
+    CHECK(req.nsub == 0 && req.body_len == 0 && req.sub_argc_max == 0);
+    ur_buf_deinit(&b);
+}
+
+/* The sample batch with its body byte at `at` replaced by v, or its header
+ * argc set to argc. */
+static enum ur_parse batch_with(size_t at, int v, int argc, size_t cut)
+{
+    static struct ur_buf b;
+    struct ur_frame_req req;
+    size_t used, hint;
+
+    b.len = 0;
+    build_batch(&b, 1);
+    if (v >= 0)
+        b.data[UR_FRAME_HDR + at] = (char)v;
+    if (argc >= 0)
+        b.data[12] = (char)argc;
+    if (cut > 0) {
+        b.len -= cut;
+        b.data[8] = (char)(b.len - UR_FRAME_HDR);
+    }
+    enum ur_parse st = preq(b.data, b.len, &req, &used, &hint);
+    if (st == UR_PARSE_INVALID || st == UR_PARSE_TOO_BIG)
+        CHECK_EQ_U64(req.id, 1);
+    return st;
+}
+
+static void test_batch_errors(void)
+{
+    CHECK(batch_with(0, -1, -1, 0) == UR_PARSE_OK);
+    /* a sub-request's argument of an unknown kind */
+    CHECK(batch_with(4, 0x07, -1, 0) == UR_PARSE_INVALID);
+    /* a sub-request claiming more arguments than the body holds */
+    CHECK(batch_with(2, 3, -1, 0) == UR_PARSE_INVALID);
+    /* fewer sub-requests announced than the body holds: bytes left over */
+    CHECK(batch_with(0, -1, 2, 0) == UR_PARSE_INVALID);
+    /* more announced than there are */
+    CHECK(batch_with(0, -1, 4, 0) == UR_PARSE_INVALID);
+    /* more than fit in the body at all: decided from the header */
+    CHECK(batch_with(0, -1, 16, 0) == UR_PARSE_INVALID);
+    /* the body cut inside the last argument */
+    CHECK(batch_with(0, -1, -1, 3) == UR_PARSE_INVALID);
+    /* a sub-request with more than max-args arguments */
+    CHECK(batch_with(2, MAX_ARGS + 1, -1, 0) == UR_PARSE_TOO_BIG);
+    /* more sub-requests than max-args: from the header alone */
+    char hdr[UR_FRAME_HDR];
+    struct ur_frame_req req;
+    size_t used, hint;
+    mk_hdr(hdr, UR_FRAME_MAGIC, 1, UR_FRAME_OP_BATCH, 3, 900, MAX_ARGS + 1);
+    CHECK(preq(hdr, sizeof(hdr), &req, &used, &hint) == UR_PARSE_TOO_BIG);
+    /* sub-request headers that cannot fit the body: from the header */
+    mk_hdr(hdr, UR_FRAME_MAGIC, 1, UR_FRAME_OP_BATCH, 3, 7, 2);
+    CHECK(preq(hdr, sizeof(hdr), &req, &used, &hint) == UR_PARSE_INVALID);
+    /* the reader stops at a malformed body instead of overrunning it */
+    struct ur_batch_reader rd;
+    struct ur_frame_sub sub;
+    const char junk[] = {0x01, 0x01, 0x02, 0x00, 0x01, 0x00};
+    ur_batch_reader_init(&rd, junk, sizeof(junk), 5);
+    CHECK(!ur_batch_next(&rd, args, MAX_ARGS, &sub));
+    ur_batch_reader_init(&rd, NULL, 0, 1);
+    CHECK(!ur_batch_next(&rd, args, MAX_ARGS, &sub));
+}
+
 int main(void)
 {
     T_RUN(test_request_bytes);
@@ -669,5 +824,7 @@ int main(void)
     T_RUN(test_reply_depth);
     T_RUN(test_reply_errors);
     T_RUN(test_reply_pipeline);
+    T_RUN(test_batch_bytes_and_round_trip);
+    T_RUN(test_batch_errors);
     T_END();
 }

@@ -538,6 +538,50 @@ static void test_random_vs_model(void)
     grp_destroy(s);
 }
 
+struct memb {
+    unsigned n;
+    uint64_t unread, heads;
+};
+
+static void user_visit(uint64_t gid, uint64_t head, uint64_t unread, void *ctx)
+{
+    struct memb *m = ctx;
+
+    (void)gid;
+    m->n++;
+    m->unread += unread;
+    m->heads += head;
+}
+
+/* USER.INFO's view of a user adds up to GRP.TOTAL; forgetting the user
+ * leaves every group, which keep their heads and other members. */
+static void test_user_info_and_del(void)
+{
+    struct grp_store *s = grp_create();
+    struct memb m = {0, 0, 0};
+
+    for (uint64_t g = 1; g <= 3; g++) {
+        join(s, 7, g);
+        join(s, 8, g);
+        post_n(s, g, (unsigned)g);
+    }
+    CHECK_EQ_U64(grp_user_info(s, 7, user_visit, &m), 3);
+    CHECK_EQ_U64(m.n, 3);
+    CHECK_EQ_U64(m.unread, 6);
+    CHECK_EQ_U64(m.heads, 6);
+    CHECK_EQ_U64(grp_total(s, 7, 100), 6);
+    CHECK_EQ_U64(grp_del_user(s, 7), 3);
+    CHECK_EQ_U64(grp_del_user(s, 7), 0);
+    CHECK_EQ_U64(grp_groups(s, 7), 0);
+    CHECK_EQ_U64(grp_total(s, 7, 100), 0);
+    CHECK_EQ_U64(grp_total(s, 8, 100), 6);
+    CHECK_EQ_U64(grp_memberships(s), 3);
+    /* Back as new: joins at the head. */
+    CHECK_EQ_U64(join(s, 7, 3), 0);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
 int main(void)
 {
     T_RUN(test_seqs_are_dense_per_group);
@@ -555,5 +599,6 @@ int main(void)
     T_RUN(test_wide_timestamps);
     T_RUN(test_restore);
     T_RUN(test_random_vs_model);
+    T_RUN(test_user_info_and_del);
     T_END();
 }

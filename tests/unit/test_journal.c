@@ -122,6 +122,67 @@ static void test_codec_round_trip(void)
     ur_buf_deinit(&b);
 }
 
+/* A batch record: two commands, the second one's arguments wider than the
+ * record's frame header counts (2 sub-requests, 3 arguments). */
+static void test_codec_batch(void)
+{
+    struct ur_arg a1[1] = {{UR_ARG_INT, 0, NULL, 7}};
+    struct ur_arg a2[3] = {{UR_ARG_INT, 0, NULL, 42},
+                           {UR_ARG_STR, 2, "dm", 0},
+                           {UR_ARG_INT, 0, NULL, 1}};
+    struct ur_buf b;
+    struct journal_rec rec;
+    struct ur_frame_req req;
+    struct ur_batch_reader rd;
+    struct ur_frame_sub sub;
+    struct ur_arg *args = NULL;
+    uint32_t cap = 0;
+    const char *why;
+    size_t off = 0, start;
+
+    ur_buf_init(&b);
+    CHECK(journal_rec_append(&b, 500, 0x0101, 3, a2) == 0);
+    start = b.len;
+    CHECK(journal_batch_begin(&b, 900) == 0);
+    CHECK(journal_batch_put(&b, start, 0x0106, 1, a1) == 0);
+    CHECK(journal_batch_put(&b, start, 0x0101, 3, a2) == 0);
+    journal_batch_end(&b, start, 2);
+
+    CHECK(journal_rec_next(b.data, b.len, &off, &rec, &why) == JOURNAL_REC);
+    CHECK(journal_rec_next(b.data, b.len, &off, &rec, &why) == JOURNAL_REC);
+    CHECK_EQ_U64(rec.clock_ms, 900);
+    CHECK(journal_rec_request(&rec, &args, &cap, &req, &why) == 0);
+    CHECK(req.op == UR_FRAME_OP_BATCH && req.nsub == 2 && req.argc == 0);
+    CHECK(cap >= 3 && req.argv == args);
+    ur_batch_reader_init(&rd, req.body, req.body_len, req.nsub);
+    CHECK(ur_batch_next(&rd, req.argv, cap, &sub));
+    CHECK(sub.op == 0x0106 && sub.argc == 1 && args[0].num == 7);
+    CHECK(ur_batch_next(&rd, req.argv, cap, &sub));
+    CHECK(sub.op == 0x0101 && sub.argc == 3 && args[1].len == 2 &&
+          memcmp(args[1].str, "dm", 2) == 0 && args[2].num == 1);
+    CHECK(!ur_batch_next(&rd, req.argv, cap, &sub));
+    CHECK(journal_rec_next(b.data, b.len, &off, &rec, &why) == JOURNAL_END);
+
+    /* any cut inside the batch record is a torn tail, never a record */
+    for (size_t n = start + 1; n < b.len; n++) {
+        size_t o = start;
+        CHECK(journal_rec_next(b.data, n, &o, &rec, &why) == JOURNAL_TORN);
+    }
+
+    /* a sub-request with more arguments than a frame counts */
+    struct ur_arg *many = calloc(JOURNAL_MAX_ARGS + 1, sizeof(*many));
+    for (uint32_t i = 0; i <= JOURNAL_MAX_ARGS; i++)
+        many[i] = (struct ur_arg){UR_ARG_INT, 0, NULL, i};
+    size_t before = b.len;
+    errno = 0;
+    CHECK(journal_batch_put(&b, start, 0x0107, JOURNAL_MAX_ARGS + 1, many) !=
+          0);
+    CHECK(errno == E2BIG && b.len == before);
+    free(many);
+    free(args);
+    ur_buf_deinit(&b);
+}
+
 /* Reads every record of buf[0..len): how many, and the final status. */
 static enum journal_next read_all(const char *buf, size_t len, unsigned *n,
                                   size_t *end)
@@ -321,7 +382,7 @@ static const char *run(const char *line)
 {
     static char copy[512];
     static struct ur_buf out;
-    struct session sess = {1, REPLY_RESP};
+    struct session sess = {.id = 1, .proto = REPLY_RESP};
     struct ur_arg argv[32];
     struct reply r;
     uint32_t argc = 0;
@@ -633,6 +694,7 @@ static void test_misconf(void)
 int main(void)
 {
     T_RUN(test_codec_round_trip);
+    T_RUN(test_codec_batch);
     T_RUN(test_codec_truncated);
     T_RUN(test_codec_flipped);
     T_RUN(test_header);

@@ -134,6 +134,17 @@ static void test_random_vs_model(void)
         uint64_t p = rng() % 1000, got, *w;
         unsigned r = (unsigned)(rng() % 4);
 
+        if (rng() % 64 == 0) { /* the whole list (expiry, USER.DEL) */
+            uint32_t n = 0;
+
+            for (unsigned j = 0; j < M_KEYS; j++) {
+                n += has[u][j];
+                has[u][j] = false;
+            }
+            bad += listmap_del_user(m, u) != n;
+            entries -= n;
+            continue;
+        }
         if (r == 0 && !has[u][k]) {
             bad += listmap_add(m, u, entry(k, p)) != 0;
             has[u][k] = true;

@@ -629,6 +629,105 @@ static void test_random_vs_model(void)
     rcpt_destroy(s);
 }
 
+/* ---- Erasing a user (USER.DEL) ---------------------------------------- */
+
+struct groups_seen {
+    size_t n;
+    uint32_t quit;
+};
+
+static void group_visit(uint64_t gid, uint32_t mapid, bool quit, void *ctx)
+{
+    struct groups_seen *g = ctx;
+
+    (void)gid, (void)mapid;
+    g->n++;
+    g->quit += quit;
+}
+
+/* Copies a store through rcpt_scan and rcpt_restore_* (the snapshot's
+ * path), counting failed restores. */
+struct copy {
+    struct rcpt_store *dst;
+    uint64_t gid;
+    size_t bad;
+};
+
+static void copy_group(uint64_t gid, uint32_t nmap, const uint64_t *uids,
+                       const uint64_t *quit, void *ctx)
+{
+    struct copy *c = ctx;
+
+    c->gid = gid;
+    c->bad += rcpt_restore_group(c->dst, gid) != RCPT_OK;
+    for (uint32_t m = 0; m < nmap; m++)
+        c->bad += rcpt_restore_member(c->dst, gid, uids[m],
+                                      quit[m / 64] >> (m % 64) & 1) != RCPT_OK;
+}
+
+static void copy_epoch(uint32_t nwords, const uint64_t *quit, void *ctx)
+{
+    struct copy *c = ctx;
+
+    c->bad += rcpt_restore_epoch(c->dst, c->gid, nwords, quit) != RCPT_OK;
+}
+
+static void copy_msg(const struct rcpt_msg_info *mi, void *ctx)
+{
+    struct copy *c = ctx;
+
+    c->bad += rcpt_restore_msg(c->dst, c->gid, mi) != RCPT_OK;
+}
+
+/*
+ * The erased user's receipts keep counting under an anonymous mapid that
+ * no uid maps to, marked quit; the uid joins again as a new member;
+ * RCPT_UID_ANON itself cannot join; a store with erased users survives the
+ * snapshot path.
+ */
+static void test_forget_user(void)
+{
+    static const struct rcpt_walk walk = {copy_group, copy_epoch, copy_msg};
+    struct rcpt_store *s = rcpt_create(), *t = rcpt_create();
+    struct copy c = {t, 0, 0};
+    struct groups_seen g = {0, 0};
+    uint64_t cursor = 0;
+    uint32_t m;
+
+    for (uint64_t gid = 1; gid <= 2; gid++) {
+        join(s, gid, 10);
+        join(s, gid, 20);
+        join(s, gid, 30);
+    }
+    CHECK_EQ_U64(send(s, 1, 100, 10), 2);
+    CHECK_EQ_U64(rcpt_read(s, 1, 20, 100, NO_HORIZON), 1);
+    CHECK_EQ_U64(rcpt_user_info(s, 20, group_visit, &g), 2);
+    CHECK_EQ_U64(g.quit, 0);
+    CHECK_EQ_U64(rcpt_forget_user(s, 20), 2);
+    CHECK_EQ_U64(rcpt_forget_user(s, 20), 0);
+    g = (struct groups_seen){0, 0};
+    CHECK_EQ_U64(rcpt_user_info(s, 20, group_visit, &g), 0);
+    CHECK(count_is(s, 1, 100, 1, 1)); /* the read stays counted */
+    CHECK(strcmp(list(s, 1, 100, true, 0, 10), "18446744073709551615") == 0);
+    CHECK_EQ_U64(rcpt_read(s, 1, 20, 100, NO_HORIZON), 0);
+    CHECK_EQ_U64(send(s, 1, 101, 10), 1); /* the erased mapid quit */
+    CHECK_EQ_U64(join(s, 1, 20), 3);      /* a new member */
+    CHECK_EQ_U64(send(s, 1, 102, 10), 2);
+    CHECK_EQ_U64(rcpt_join(s, 1, RCPT_UID_ANON, 100000, &m), RCPT_EANON);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    do
+        rcpt_scan(s, &cursor, 1, &walk, &c);
+    while (cursor != 0);
+    CHECK_EQ_U64(c.bad, 0);
+    CHECK_EQ_U64(rcpt_audit(t), 0);
+    CHECK(count_is(t, 1, 100, 1, 1));
+    CHECK(count_is(t, 1, 102, 0, 2));
+    CHECK_EQ_U64(join(t, 2, 20), 3);
+    CHECK_EQ_U64(rcpt_restore_member(t, 2, RCPT_UID_ANON, false), 1);
+    rcpt_destroy(s);
+    rcpt_destroy(t);
+}
+
 int main(void)
 {
     T_RUN(test_empty);
@@ -643,5 +742,6 @@ int main(void)
     T_RUN(test_sharing_and_collapse);
     T_RUN(test_index_migration);
     T_RUN(test_random_vs_model);
+    T_RUN(test_forget_user);
     T_END();
 }

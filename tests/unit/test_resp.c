@@ -354,10 +354,13 @@ static void test_random_round_trip(void)
     ur_buf_init(&b);
     for (round = 0; round < 2000; round++) {
         uint32_t n = 1 + (uint32_t)rand() % (MAX_ARGS + 1), argc;
-        size_t consumed, hint, cut;
+        size_t consumed, hint, cut, total = 0;
 
         for (i = 0; i < (int)n; i++) {
             l[i] = (size_t)(rand() % 3 == 0 ? rand() % 200 : rand() % 5);
+            if (total + l[i] > lim.max_frame) /* the bulks together fit */
+                l[i] = 0;
+            total += l[i];
             v[i] = pool + rand() % 400;
         }
         b.len = 0;

@@ -4,17 +4,14 @@
  * commands answer), and crafted sections whose checksums are right but
  * whose content is not are refused with a message, never loaded.
  */
-#include <lz4frame.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include "dot.h"
 #include "feed.h"
-#include "fsutil.h"
-#include "le.h"
+#include "snap_craft.h"
 #include "snapshot.h"
 #include "t.h"
 
@@ -33,25 +30,6 @@ static uint64_t rng(void)
     x ^= x >> 27;
     rng_state = x;
     return x * 0x2545f4914f6cdd1dULL;
-}
-
-/* Snapshot of db, read back into *buf (malloc). */
-static size_t snap_bytes(const struct db *db, char **buf)
-{
-    char path[] = "/tmp/test_sec_dotfeed.XXXXXX";
-    struct fs_map m;
-    uint64_t bytes = 0;
-    int fd = mkstemp(path);
-
-    CHECK(fd >= 0);
-    CHECK(snapshot_write(fd, db, 1, 0, &bytes) == 0);
-    close(fd);
-    CHECK(fs_map_open(&m, path) == 0);
-    *buf = malloc(m.len);
-    memcpy(*buf, m.data, m.len);
-    fs_map_close(&m);
-    unlink(path);
-    return (size_t)bytes;
 }
 
 /* Random DOT and FEED data: users with 0 to 40 clicks (all forms), some
@@ -133,7 +111,8 @@ static void test_round_trip(void)
     size_t len, bad = 0;
 
     fill(&a);
-    len = snap_bytes(&a, &buf);
+    len = snap_image(&a, 1, 0, &buf);
+    CHECK(len > 0);
     CHECK(db_init(&b) == 0);
     CHECK(snapshot_load(buf, len, &b, &meta, err, sizeof(err)) == 0);
     CHECK(dot_clicks(a.dot) > USERS);
@@ -161,42 +140,6 @@ static void test_round_trip(void)
     free(buf);
 }
 
-/*
- * A snapshot with one section of the given raw bytes, every checksum
- * right: what the loaders must judge by content alone. (The same
- * construction as test_snapshot.c's craft().)
- */
-static size_t craft(uint32_t id, const void *raw, size_t rawlen, char **out)
-{
-    size_t zcap = LZ4F_compressFrameBound(rawlen, NULL);
-    size_t cap = SNAP_HDR + SNAP_SEC_HDR + zcap + SNAP_TRAILER;
-    char *b = calloc(1, cap), *s;
-    XXH3_state_t *h = XXH3_createState();
-    size_t z, off;
-
-    XXH3_64bits_reset(h);
-    memcpy(b, SNAP_MAGIC, 8);
-    le_wr32(b + 8, SNAP_VERSION);
-    le_wr64(b + 24, 5);
-    le_wr64(b + 32, XXH3_64bits(b, 32));
-    XXH3_64bits_update(h, b, SNAP_HDR);
-    s = b + SNAP_HDR;
-    z = LZ4F_compressFrame(s + SNAP_SEC_HDR, zcap, raw, rawlen, NULL);
-    le_wr32(s, id);
-    le_wr64(s + 8, z);
-    le_wr64(s + 16, rawlen);
-    le_wr64(s + 24, XXH3_64bits(raw, rawlen));
-    XXH3_64bits_update(h, s, SNAP_SEC_HDR);
-    off = SNAP_HDR + SNAP_SEC_HDR + z;
-    le_wr32(b + off + 4, 1);
-    le_wr64(b + off + 8, off + SNAP_TRAILER);
-    le_wr64(b + off + 16, XXH3_64bits_digest(h));
-    memcpy(b + off + 24, SNAP_END_MAGIC, 8);
-    XXH3_freeState(h);
-    *out = b;
-    return off + SNAP_TRAILER;
-}
-
 /* Loads section id made of raw[0..len) into a fresh db: true when it is
  * refused with a message containing want (NULL: accepted). */
 static bool judged(uint32_t id, const unsigned char *raw, size_t len,
@@ -204,8 +147,8 @@ static bool judged(uint32_t id, const unsigned char *raw, size_t len,
 {
     struct db db;
     struct snap_meta meta;
-    char *buf, err[256] = "";
-    size_t n = craft(id, raw, len, &buf);
+    char *buf = NULL, err[256] = "";
+    size_t n = snap_craft(id, raw, len, &buf);
     int rc;
 
     CHECK(db_init(&db) == 0);
@@ -266,11 +209,11 @@ static void test_feed_section_content(void)
     unsigned char bad[sizeof(good) * 2];
     struct db db;
     struct snap_meta meta;
-    char *buf, err[256];
+    char *buf = NULL, err[256];
     size_t n;
 
     CHECK(judged(6, good, sizeof(good), NULL));
-    n = craft(6, good, sizeof(good), &buf);
+    n = snap_craft(6, good, sizeof(good), &buf);
     CHECK(db_init(&db) == 0);
     CHECK(snapshot_load(buf, n, &db, &meta, err, sizeof(err)) == 0);
     CHECK_EQ_U64(feed_unread(db.feed, 5, UINT64_MAX), 2);

@@ -7,13 +7,11 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include "bc.h"
-#include "fsutil.h"
 #include "grp.h"
+#include "snap_craft.h"
 #include "snapshot.h"
 #include "t.h"
 
@@ -32,25 +30,6 @@ static uint64_t rng(void)
     x ^= x >> 27;
     rng_state = x;
     return x * 0x2545f4914f6cdd1dULL;
-}
-
-/* Snapshot of db, read back into *buf (malloc). */
-static size_t snap_bytes(const struct db *db, char **buf)
-{
-    char path[] = "/tmp/test_sec_grpbc.XXXXXX";
-    struct fs_map m;
-    uint64_t bytes = 0;
-    int fd = mkstemp(path);
-
-    CHECK(fd >= 0);
-    CHECK(snapshot_write(fd, db, 1, 0, &bytes) == 0);
-    close(fd);
-    CHECK(fs_map_open(&m, path) == 0);
-    *buf = malloc(m.len);
-    memcpy(*buf, m.data, m.len);
-    fs_map_close(&m);
-    unlink(path);
-    return (size_t)bytes;
 }
 
 /*
@@ -165,7 +144,8 @@ static void test_round_trip(void)
     uint64_t seq1, seq2, ts = UINT64_C(1800000000000);
 
     fill(&a);
-    len = snap_bytes(&a, &buf);
+    len = snap_image(&a, 1, 0, &buf);
+    CHECK(len > 0);
     CHECK(db_init(&b) == 0);
     CHECK(snapshot_load(buf, len, &b, &meta, err, sizeof(err)) == 0);
     CHECK(grp_memberships(a.grp) > USERS);
@@ -211,7 +191,8 @@ static void test_empty(void)
     size_t len;
 
     CHECK(db_init(&a) == 0);
-    len = snap_bytes(&a, &buf);
+    len = snap_image(&a, 1, 0, &buf);
+    CHECK(len > 0);
     CHECK(db_init(&b) == 0);
     CHECK(snapshot_load(buf, len, &b, &meta, err, sizeof(err)) == 0);
     CHECK_EQ_U64(grp_group_count(b.grp), 0);

@@ -1,0 +1,54 @@
+/*
+ * sec_activity.c - the user activity section of the snapshot
+ * (sections.def, id 8): the table expiry reads (server/users.h).
+ *
+ * Raw bytes: one record per user in the table, in its walk order:
+ *   u64 uid, varint day (the UTC day of its last activity, ms / 86400000,
+ *   at most 4294967295)
+ * 11 bytes a user before compression.
+ */
+#include "sections.h"
+#include "u32map.h"
+#include "users.h"
+
+/* Users per walk step: bounds the stack of a step, not memory. */
+#define SCAN_BATCH 1024
+
+static void save_user(uint64_t uid, uint32_t day, void *ctx)
+{
+    struct snap_writer *w = ctx;
+
+    snap_put_u64(w, uid);
+    snap_put_varint(w, day);
+}
+
+int sec_activity_save(const struct db *db, struct snap_writer *w)
+{
+    uint64_t cursor = 0;
+
+    do {
+        u32map_scan(db->active, &cursor, SCAN_BATCH, save_user, w);
+        if (snap_put_failed(w))
+            return -1;
+    } while (cursor != 0);
+    return 0;
+}
+
+int sec_activity_load(struct db *db, struct snap_reader *r)
+{
+    while (snap_more(r)) {
+        uint64_t uid, day;
+        uint32_t old;
+
+        if (snap_get_u64(r, &uid) != 0 ||
+            snap_get_varint(r, UINT32_MAX, &day) != 0)
+            return -1;
+        if (u32map_get(db->active, uid, &old))
+            return snap_fail(r, "user %llu listed twice",
+                             (unsigned long long)uid);
+        if (users_set_day(db, uid, (uint32_t)day) != 0)
+            return snap_fail(r, "user %llu: out of memory",
+                             (unsigned long long)uid);
+    }
+    return 0;
+}

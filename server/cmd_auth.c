@@ -1,0 +1,11 @@
+/*
+ * cmd_auth.c - AUTH [default] password (SPEC 5; auth.h).
+ */
+#include "auth.h"
+#include "cmds.h"
+
+void cmd_AUTH(struct exec_ctx *x)
+{
+    if (auth_login(x, 0))
+        reply_status(x->r, "OK");
+}

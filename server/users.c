@@ -1,0 +1,197 @@
+/*
+ * users.c - see users.h.
+ */
+#include "users.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "bc.h"
+#include "cnt.h"
+#include "conv.h"
+#include "dot.h"
+#include "exec.h"
+#include "feed.h"
+#include "grp.h"
+#include "rcpt.h"
+#include "u32map.h"
+
+/* Activity entries looked at per table walk step: bounds the stack and
+ * the work between two looks at the clock. */
+#define EXPIRE_BATCH 32
+
+bool users_mark_active(struct server *srv, const struct ur_op *op,
+                       uint32_t argc, const struct ur_arg *argv)
+{
+    uint32_t day, *ref;
+    uint64_t uid;
+
+    if ((op->flags & (OPF_USER | OPF_ADMIN)) != OPF_USER || argc == 0)
+        return false;
+    if (argv[0].kind == UR_ARG_INT)
+        uid = argv[0].num;
+    else if (!ur_parse_u64(argv[0].str, argv[0].len, &uid))
+        return false;
+    day = users_day(server_clock_ms(srv));
+    ref = u32map_ref(srv->db.active, uid);
+    if (ref != NULL) {
+        if (*ref >= day)
+            return false;
+        *ref = day;
+        return true;
+    }
+    return u32map_put(srv->db.active, uid, day) == 0;
+}
+
+int users_set_day(struct db *db, uint64_t uid, uint32_t day)
+{
+    return u32map_put(db->active, uid, day);
+}
+
+uint64_t users_forget(struct db *db, uint64_t uid, uint32_t mask,
+                      uint64_t removed[FAM_COUNT])
+{
+    uint64_t n[FAM_COUNT] = {0}, sum = 0;
+
+    if (mask & (1u << FAM_CNT))
+        n[FAM_CNT] = cnt_del_user(db->cnt, uid);
+    if (mask & (1u << FAM_CONV))
+        n[FAM_CONV] = conv_del_user(db->conv, uid);
+    if (mask & (1u << FAM_GRP))
+        n[FAM_GRP] = grp_del_user(db->grp, uid);
+    if (mask & (1u << FAM_BC))
+        n[FAM_BC] = bc_del_user(db->bc, uid);
+    if (mask & (1u << FAM_DOT))
+        n[FAM_DOT] = dot_del_user(db->dot, uid);
+    if (mask & (1u << FAM_FEED))
+        n[FAM_FEED] = feed_del_user(db->feed, uid);
+    if (mask & (1u << FAM_RCPT))
+        n[FAM_RCPT] = rcpt_forget_user(db->rcpt, uid);
+    u32map_del(db->active, uid);
+    for (unsigned f = 0; f < FAM_COUNT; f++) {
+        removed[f] += n[f];
+        sum += n[f];
+    }
+    return sum;
+}
+
+/* ---- The expiry sweep --------------------------------------------------- */
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* The users of one walk step that are due: inactive for more than `days`
+ * whole days. A day after today (the clock was moved back) is not due. */
+struct pick {
+    uint32_t today, days;
+    unsigned n;
+    uint64_t uid[EXPIRE_BATCH];
+};
+
+static void pick_visit(uint64_t uid, uint32_t day, void *ctx)
+{
+    struct pick *p = ctx;
+
+    if (day < p->today && p->today - day > p->days)
+        p->uid[p->n++] = uid;
+}
+
+/* Runs USER.EXPIRE uid <expire-families> through the executor, so that it
+ * is journaled like a client's write. true when it ran. */
+static bool expire_one(struct server *srv, uint64_t uid, struct ur_buf *out)
+{
+    struct session sess = {.id = 0, .proto = REPLY_RESP, .authed = true};
+    struct ur_arg argv[1 + FAM_COUNT];
+    uint32_t argc = 0;
+    struct reply r;
+
+    argv[argc++] = (struct ur_arg){.kind = UR_ARG_INT, .num = uid};
+    for (unsigned f = 0; f < FAM_COUNT; f++) {
+        const char *name = config_family_name(f);
+
+        if (srv->cfg.expire_families & (1u << f))
+            argv[argc++] = (struct ur_arg){
+                .kind = UR_ARG_STR, .len = (uint32_t)strlen(name), .str = name};
+    }
+    out->len = 0;
+    reply_begin(&r, out, REPLY_RESP, 0);
+    exec_op(srv, &sess, &ur_ops[UR_OPI_USER_EXPIRE], argc, argv, &r);
+    reply_end(&r);
+    return r.status == UR_E_OK;
+}
+
+static void sweep_start(struct expiry *e, uint32_t today, uint64_t now_ms)
+{
+    e->running = true;
+    e->cursor = 0;
+    e->sweep_day = today;
+    e->sweep_start_ms = now_ms;
+    e->sweep_expired = 0;
+}
+
+static void sweep_end(struct expiry *e, uint64_t now_ms)
+{
+    e->running = false;
+    e->sweeps++;
+    e->last_sweep_ms = now_ms;
+    e->last_sweep_duration_ms = now_ms - e->sweep_start_ms;
+    e->last_sweep_expired = e->sweep_expired;
+}
+
+/* One walk step and its expiries. false when an expiry was refused. */
+static bool sweep_step(struct server *srv, uint32_t today, struct ur_buf *out)
+{
+    struct expiry *e = &srv->expiry;
+    struct pick p = {today, srv->cfg.inactive_days, 0, {0}};
+
+    /* The walk's callback may not change the table: pick, then expire. */
+    e->scanned +=
+        u32map_scan(srv->db.active, &e->cursor, EXPIRE_BATCH, pick_visit, &p);
+    for (unsigned i = 0; i < p.n; i++) {
+        if (!expire_one(srv, p.uid[i], out))
+            return false;
+        e->sweep_expired++;
+    }
+    return true;
+}
+
+bool users_expire_cycle(struct server *srv, uint64_t budget_us)
+{
+    struct expiry *e = &srv->expiry;
+    uint64_t now_ms = server_clock_ms(srv), t0, dt;
+    uint32_t today = users_day(now_ms);
+    struct ur_buf out;
+
+    if (srv->cfg.inactive_days == 0 || srv->cfg.expire_families == 0)
+        return false;
+    if (!e->running) {
+        if (e->sweep_day == today)
+            return false;
+        sweep_start(e, today, now_ms);
+    }
+    ur_buf_init(&out);
+    t0 = now_us();
+    do {
+        if (!sweep_step(srv, today, &out)) {
+            e->running = false;
+            e->sweep_day = 0; /* start again at the next slice */
+            break;
+        }
+        if (e->cursor == 0) {
+            sweep_end(e, now_ms);
+            break;
+        }
+    } while (now_us() - t0 < budget_us);
+    dt = now_us() - t0;
+    ur_buf_deinit(&out);
+    e->cycles++;
+    e->cycle_us += dt;
+    if (dt > e->cycle_max_us)
+        e->cycle_max_us = dt;
+    return e->running;
+}

@@ -1,0 +1,76 @@
+/*
+ * users.h - users as a whole (SPEC 4): the activity table that says when
+ * each user was last active, erasing one user from every family (expiry,
+ * USER.DEL), and the incremental expiry of users inactive for longer than
+ * inactive-days.
+ *
+ * Activity: db->active maps uid -> the UTC day (ms / 86400000) of the
+ * user's last command naming it as the reader, a u32map entry of ~13
+ * bytes. Days, not milliseconds: the table changes at most once a day per
+ * user, so the executor journals a read that marks a user active only
+ * then (x->dirty), and replay rebuilds the table exactly.
+ *
+ * Expiry: a sweep walks the activity table with a cursor, a bounded slice
+ * per timer run (users_expire_cycle), and expires each user inactive for
+ * more than inactive-days whole days by running USER.EXPIRE through the
+ * executor, which journals it like any write: replay repeats exactly what
+ * the sweep did, and the sweep itself never runs during replay (it is
+ * started by main.c's timer, after recovery). A sweep starts when the day
+ * changes (no user can become expirable between two days) and ends when
+ * the walk does.
+ */
+#ifndef UR_USERS_H
+#define UR_USERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ops.h"
+#include "proto.h"
+#include "server.h"
+
+#define USERS_DAY_MS UINT64_C(86400000)
+
+static inline uint32_t users_day(uint64_t ms)
+{
+    return (uint32_t)(ms / USERS_DAY_MS);
+}
+
+/*
+ * The executor's hook after a command succeeded: when op names its reader
+ * (OPF_USER, and not OPF_ADMIN: an operator looking at a user is not the
+ * user's activity), marks argv[0] active today by the server clock (the
+ * pinned one: no system call). true when the table changed (a new user or
+ * a new day): the command must be journaled. An allocation failure leaves
+ * the user as it was: activity is best effort, and a user absent from the
+ * table is never expired.
+ */
+bool users_mark_active(struct server *srv, const struct ur_op *op,
+                       uint32_t argc, const struct ur_arg *argv);
+
+/* Sets uid's last active day (loading a snapshot). 0, or -1 on allocation
+ * failure. */
+int users_set_day(struct db *db, uint64_t uid, uint32_t day);
+
+/*
+ * Erases uid from the families whose bit (1 << FAM_x) is set in mask, and
+ * from the activity table. RCPT only anonymizes (rcpt_forget_user). Adds
+ * the entries removed in family f to removed[f] (the units of db_usage)
+ * and returns their sum. Never fails. O(the user's entries + bc channels,
+ * + rcpt groups when FAM_RCPT is set).
+ */
+uint64_t users_forget(struct db *db, uint64_t uid, uint32_t mask,
+                      uint64_t removed[FAM_COUNT]);
+
+/*
+ * One slice of the expiry sweep, from a timer while the server serves:
+ * starts a sweep when the day changed since the last one began, then
+ * expires inactive users until budget_us has passed or the walk ends.
+ * Each expiry is a USER.EXPIRE through the executor; when one is refused
+ * (the journal cannot be written) the sweep stops and starts again from
+ * the beginning at the next slice. true while a sweep is in progress (call
+ * again soon), false when there is nothing to do until the day changes.
+ */
+bool users_expire_cycle(struct server *srv, uint64_t budget_us);
+
+#endif
