@@ -10,10 +10,11 @@ PKGS     := libevent libxxhash liblz4
 
 WARN     := -Wall -Wextra -Wshadow -Wmissing-prototypes -Werror
 CFLAGS   ?= $(OPT) -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) $(SAN) \
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -pthread $(WARN) $(CFLAGS) $(SAN) \
              -Iprotocol -Iserver -Iserver/store -Ipersistence -Iclient-lib \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
-LIBS      = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+# -pthread: persistence/bgsync.c (the journal's everysec fsync thread).
+LIBS      = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 LDFLAGS  ?=
 
 PROTO_SRC  := $(wildcard protocol/*.c)
@@ -111,13 +112,18 @@ $(BUILD)/tests/test_bench: $(BUILD)/obj/tests/unit/test_bench.o $(BENCH_OBJ) \
 
 # BENCH_ARGS: more compare.py options, e.g. "--seconds 10 --reps 5".
 BENCH_ARGS ?=
-.PHONY: bench bench-memory
+.PHONY: bench bench-memory bench-shards
 bench: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 	@sh tools/deps.sh bench
 	@python3 bench/compare.py --build $(BUILD) $(BENCH_ARGS)
 bench-memory: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 	@sh tools/deps.sh bench
 	@python3 bench/compare.py --build $(BUILD) --memory $(BENCH_ARGS)
+# unreadd direct and as 1, 2, 3 shards through libunread's placement
+# (bench/shards.py; no Redis needed). SHARDS_ARGS: e.g. "--reps 5".
+SHARDS_ARGS ?=
+bench-shards: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
+	@python3 bench/shards.py --build $(BUILD) $(SHARDS_ARGS)
 
 run: deps-quiet $(BUILD)/unreadd
 	$(BUILD)/unreadd --dir ./data

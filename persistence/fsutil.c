@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int fs_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
@@ -62,6 +63,19 @@ int fs_fsync_dir(const char *dir)
     saved = errno;
     close(fd);
     errno = saved;
+    return rc;
+}
+
+int fs_datasync(int fd, uint64_t *dur_us)
+{
+    struct timespec t0, t1;
+    int rc;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = fdatasync(fd);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *dur_us = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000 +
+              (uint64_t)(t1.tv_nsec / 1000) - (uint64_t)(t0.tv_nsec / 1000);
     return rc;
 }
 

@@ -20,6 +20,10 @@ int fs_write_all(int fd, const void *p, size_t n);
  * survive a crash. */
 int fs_fsync_dir(const char *dir);
 
+/* fdatasync of fd, timed: *dur_us is how long the disk took (INFO shows
+ * it), also when it failed. */
+int fs_datasync(int fd, uint64_t *dur_us);
+
 /* A whole regular file mapped read-only (data NULL for an empty file).
  * Opening a directory or anything but a regular file fails with EISDIR or
  * EINVAL, so it is never mistaken for an empty file. */

@@ -318,13 +318,39 @@ error:
 
 int journal_sync(struct journal *j)
 {
+    uint64_t dur;
+    int err;
+
     if (j->synced == j->written || j->fd < 0)
         return 0;
-    if (fdatasync(j->fd) != 0) {
-        j->err = errno;
+    err = fs_datasync(j->fd, &dur) == 0 ? 0 : errno;
+    return journal_sync_end(j, j->written, err, dur);
+}
+
+int journal_sync_begin(const struct journal *j, uint64_t *upto)
+{
+    int fd;
+
+    if (j->fd < 0) {
+        errno = ENOENT;
         return -1;
     }
-    j->synced = j->written;
+    fd = fcntl(j->fd, F_DUPFD_CLOEXEC, 0);
+    if (fd >= 0)
+        *upto = j->written;
+    return fd;
+}
+
+int journal_sync_end(struct journal *j, uint64_t upto, int err, uint64_t dur_us)
+{
+    j->sync_us = dur_us;
+    if (err != 0) {
+        j->err = errno = err;
+        return -1;
+    }
+    j->syncs++;
+    if (upto > j->synced)
+        j->synced = upto;
     return 0;
 }
 

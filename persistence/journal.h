@@ -110,6 +110,8 @@ struct journal {
     uint64_t appended;  /* records appended since start */
     uint64_t written;   /* ... of which written to the file */
     uint64_t synced;    /* ... of which also fdatasync'd */
+    uint64_t syncs;     /* fdatasyncs of records done */
+    uint64_t sync_us;   /* ... how long the last one took */
     int err;            /* errno of the last failed write or sync, or 0 */
 };
 
@@ -134,6 +136,21 @@ int journal_write(struct journal *j);
 /* fdatasync of the current segment when records were written since the
  * last one. 0, or -1 with errno and j->err. */
 int journal_sync(struct journal *j);
+
+/*
+ * The same fdatasync run elsewhere (a thread: bgsync.h). sync_begin
+ * returns a close-on-exec duplicate of the current segment's descriptor
+ * for the caller to sync (or start writing back) and close, and in *upto
+ * the records an fdatasync of it covers: those written so far. The
+ * duplicate stays valid when the segment is rotated and closed meanwhile
+ * (rotation syncs it itself).
+ * -1 with errno: no segment file yet (ENOENT), or the dup failed.
+ * sync_end records how that sync went: err 0, or its errno, which it
+ * returns as -1 with j->err set; dur_us is its duration.
+ */
+int journal_sync_begin(const struct journal *j, uint64_t *upto);
+int journal_sync_end(struct journal *j, uint64_t upto, int err,
+                     uint64_t dur_us);
 
 /*
  * Ends the current segment and makes seg+1 current: the buffer is written

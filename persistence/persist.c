@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bgsync.h"
 #include "fsutil.h"
 #include "journal.h"
 #include "log.h"
@@ -76,6 +77,13 @@ struct persist {
     bool last_save_ok;
     uint64_t last_sync_ms; /* last fdatasync that synced something */
     uint64_t last_sync_try_ms;
+    struct bgsync bg;      /* everysec: the thread that fdatasyncs */
+    bool bg_busy;          /* ... a request submitted, not yet collected */
+    enum bgsync_op bg_op;  /* ... which */
+    uint64_t wb_asked;     /* ... records written when the last was asked */
+    uint64_t sync_asked;   /* ... the records the last fdatasync covers */
+    bool sync_late;        /* ... one is due, the last still runs */
+    uint64_t sync_delayed; /* ... times a due one had to wait for it */
     uint64_t loaded_records;
     uint64_t load_ms;
 };
@@ -282,10 +290,23 @@ static int recover(struct persist *p, char *err, size_t errlen)
 
 static void persist_free(struct persist *p)
 {
+    bgsync_stop(&p->bg);
     journal_deinit(&p->j);
     if (p->lock_fd >= 0)
         close(p->lock_fd);
     free(p);
+}
+
+/* everysec syncs from a thread, so the loop never waits for the disk
+ * (persist_cron); always syncs in the loop, before the turn's replies. */
+static int start_bgsync(struct persist *p, char *err, size_t errlen)
+{
+    if (!p->journal_on || p->fsync_mode != FSYNC_EVERYSEC ||
+        bgsync_start(&p->bg) == 0)
+        return 0;
+    snprintf(err, errlen, "cannot start the journal's fsync thread: %s",
+             strerror(errno));
+    return -1;
 }
 
 int persist_setup(struct server *srv, char *err, size_t errlen)
@@ -305,7 +326,8 @@ int persist_setup(struct server *srv, char *err, size_t errlen)
     journal_init(&p->j, p->dir, 1, 1);
     /* Replay runs with srv->persist NULL: nothing replayed is journaled. */
     srv->persist = NULL;
-    if (lock_dir(p, err, errlen) != 0 || recover(p, err, errlen) != 0) {
+    if (lock_dir(p, err, errlen) != 0 || recover(p, err, errlen) != 0 ||
+        start_bgsync(p, err, errlen) != 0) {
         persist_free(p);
         return -1;
     }
@@ -614,7 +636,9 @@ int persist_save(struct persist *p, char *err, size_t errlen)
 
 /* The forked child: writes the snapshot from its copy of the memory and
  * exits. It dies with the parent, so it can never rename an old snapshot
- * over a newer one written by the next server on the directory. */
+ * over a newer one written by the next server on the directory (the
+ * death signal follows the forking thread: the loop's, which lives as
+ * long as the process). It has no fsync thread and touches no journal. */
 static void child_run(struct persist *p, uint64_t seg, pid_t parent)
 {
     char err[512];
@@ -733,14 +757,90 @@ static void autosave(struct persist *p, uint64_t now)
         log_warn("automatic background save: %s", err);
 }
 
+/* Takes the result of the thread's request once it has finished. A
+ * failed writeback needs nothing: the next fdatasync reports it. */
+static void bg_collect(struct persist *p)
+{
+    struct bgsync_result res;
+
+    if (!p->bg_busy || !bgsync_collect(&p->bg, &res))
+        return;
+    p->bg_busy = false;
+    if (res.op != BGSYNC_DATASYNC)
+        return;
+    if (journal_sync_end(&p->j, res.tag, res.err, res.dur_us) != 0)
+        journal_broken(p, "fdatasync");
+    else
+        p->last_sync_ms = server_now_ms();
+}
+
+/* Hands op on the current segment to the thread. With no descriptor to
+ * spare (EMFILE), an fdatasync runs in the loop this once. */
+static void bg_submit(struct persist *p, enum bgsync_op op, uint64_t now)
+{
+    uint64_t upto;
+    int fd = journal_sync_begin(&p->j, &upto);
+
+    if (fd < 0) {
+        if (op == BGSYNC_DATASYNC && sync_journal(p) != 0)
+            journal_broken(p, "fdatasync");
+        return;
+    }
+    bgsync_submit(&p->bg, fd, op, upto); /* the slot is free: collected */
+    p->bg_busy = true;
+    p->bg_op = op;
+    p->wb_asked = upto;
+    if (op == BGSYNC_DATASYNC) {
+        p->sync_asked = upto;
+        p->sync_late = false;
+        p->last_sync_try_ms = now;
+    }
+}
+
+/*
+ * everysec, every cron: once a second the thread fdatasyncs the segment
+ * when records were written since the last fdatasync, and in between it
+ * starts the writeback of what was written since the last request,
+ * without waiting. The fdatasync then finds little left to write: it is
+ * short, and so are the loop's writes to the segment that ext4 holds
+ * while it commits (docs/PERFORMANCE.md, Persistence).
+ *
+ * An fdatasync due while the last still runs (a slow disk) is not queued
+ * behind it: it waits, counted once in sync_delayed, and is asked at the
+ * first cron after the last ends. Writes and replies go on meanwhile
+ * (under everysec a reply waits for the write only), so the writes a
+ * power loss can take are those of the last second plus the slow
+ * fdatasync's duration (docs/PERSISTENCE.md section 4).
+ */
+static void everysec_sync(struct persist *p, uint64_t now)
+{
+    bool due;
+
+    bg_collect(p);
+    if (p->broken || p->j.written == p->j.synced)
+        return;
+    due = now - p->last_sync_try_ms >= EVERYSEC_MS &&
+          p->j.written != p->sync_asked;
+    if (p->bg_busy) {
+        if (due && p->bg_op == BGSYNC_DATASYNC && !p->sync_late) {
+            p->sync_delayed++;
+            p->sync_late = true;
+        }
+        return;
+    }
+    if (due)
+        bg_submit(p, BGSYNC_DATASYNC, now);
+    else if (p->j.written != p->wb_asked)
+        bg_submit(p, BGSYNC_WRITEBACK, now);
+}
+
 void persist_cron(struct persist *p)
 {
     uint64_t now = server_now_ms();
 
     persist_flush(p);
-    if (p->journal_on && p->fsync_mode == FSYNC_EVERYSEC && !p->broken &&
-        now - p->last_sync_try_ms >= EVERYSEC_MS && sync_journal(p) != 0)
-        journal_broken(p, "fdatasync");
+    if (p->journal_on && p->fsync_mode == FSYNC_EVERYSEC)
+        everysec_sync(p, now);
     reap(p);
     autosave(p, now);
 }
@@ -779,6 +879,10 @@ void persist_info(const struct persist *p, struct persist_info *o)
     o->journal_segment = p->j.seg;
     o->journal_pending = p->j.buf.len;
     o->last_fsync_ms = p->last_sync_ms;
+    o->last_fsync_us = p->j.sync_us;
+    o->fsyncs = p->j.syncs;
+    o->fsync_in_progress = p->bg_busy && p->bg_op == BGSYNC_DATASYNC;
+    o->fsync_delayed = p->sync_delayed;
     o->loaded_records = p->loaded_records;
     o->load_ms = p->load_ms;
     o->fork_us = p->fork_us;

@@ -40,7 +40,8 @@ struct persist;
  * by another unreadd): the server must not start.
  */
 int persist_setup(struct server *srv, char *err, size_t errlen);
-/* Closes files and frees; srv->persist becomes NULL. */
+/* Ends the fsync thread (after its sync in flight), closes files and
+ * frees; srv->persist becomes NULL. */
 void persist_teardown(struct server *srv);
 
 /*
@@ -87,8 +88,9 @@ void persist_flush(struct persist *p);
 uint64_t persist_appended(const struct persist *p);
 uint64_t persist_durable(const struct persist *p);
 
-/* Every 100 ms: journal retry and everysec fdatasync, reaping a finished
- * background save, the save-seconds trigger. */
+/* Every 100 ms: journal retry, the everysec fdatasync (asked of a thread:
+ * persistence/bgsync.h) and its result, reaping a finished background
+ * save, the save-seconds trigger. */
 void persist_cron(struct persist *p);
 
 /* SAVE and BGSAVE: 0, or -1 with a message for the client in err. */
@@ -118,6 +120,10 @@ struct persist_info {
     uint64_t journal_segment;
     uint64_t journal_pending; /* bytes appended, not yet written */
     uint64_t last_fsync_ms;   /* wall clock of the last fdatasync; 0 never */
+    uint64_t last_fsync_us;   /* ... how long it took */
+    uint64_t fsyncs;          /* fdatasyncs of journal records done */
+    bool fsync_in_progress;   /* everysec: the thread's, not yet collected */
+    uint64_t fsync_delayed;   /* everysec: syncs due while the last ran */
     uint64_t loaded_records;  /* journal records replayed at start */
     uint64_t load_ms;         /* time taken by start-up recovery */
     uint64_t fork_us;         /* the last BGSAVE's fork, blocking */

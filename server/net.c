@@ -468,7 +468,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     if (c->in.len == 0) {
         n = read(fd, rbuf, sizeof(rbuf));
     } else {
-        size_t want = READ_CHUNK;
+        /* Before AUTH a request is at most ~PREAUTH_FRAME bytes: a
+         * connection holding a partial one holds no more than that. */
+        size_t want =
+            session_needs_auth(srv, &c->sess) ? PREAUTH_FRAME : READ_CHUNK;
         if (c->need > c->in.len && c->need - c->in.len > want)
             want = c->need - c->in.len;
         if (ur_buf_reserve(&c->in, want) != 0) {

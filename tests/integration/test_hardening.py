@@ -5,6 +5,7 @@ idle timeout, requirepass on both protocols, unread-cli -a and libunread.
 Every test ends with DEBUG AUDIT clean."""
 
 import random
+import re
 import resource
 import socket
 import struct
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from harness import (E, HDR, LIBUNREAD, MAGIC, Sender, Server,
+from harness import (E, HDR, LIBUNREAD, MAGIC, MEMORY_SLACK, Sender, Server,
                      assert_err, check_state, encode_arg, encode_frame,
                      encode_multibulk, info_flat, is_err, libunread_env,
                      opcode, pairs, run_cli, run_redis_cli, seed_state)
@@ -233,7 +234,7 @@ def test_10000_idle_connections_and_50_active_clients():
             per = (int(info(mon)["used_memory_rss"]) - rss) / n
             print("    memory per idle connection: %.0f bytes (RSS delta "
                   "over %d connections)" % (per, n))
-            assert per < 4096, per
+            assert per < 4096 * MEMORY_SLACK, per
             clients = [srv.resp() if i % 2 else srv.bin()
                        for i in range(active)]
             for rnd in range(1, 21):
@@ -319,9 +320,11 @@ def test_open_files_limit_is_raised_or_maxclients_lowered():
         if maxclients == 10000:  # privileged: the limit was raised
             assert soft >= 10000 + 32, soft
         else:  # the hard limit stays: maxclients fits what there is
-            assert maxclients == soft - 32, (maxclients, soft)
-            assert "maxclients lowered to %d" % maxclients in \
-                srv.stderr_text()
+            # (the limit the server sees: valgrind keeps a few for itself)
+            m = re.search(r"but the limit is (\d+) \(ulimit -n\): "
+                          r"maxclients lowered to (\d+)", srv.stderr_text())
+            assert m and int(m.group(1)) <= soft, srv.stderr_text()
+            assert maxclients == int(m.group(2)) == int(m.group(1)) - 32
 
 
 def test_listening_beyond_loopback_without_requirepass_warns():
@@ -400,6 +403,20 @@ def test_auth_limits_before_auth_are_tight_and_close():
             assert c.cmd("AUTH", PW) == "OK"
             assert c.cmd("PING", "y" * 5000) == b"y" * 5000
             assert c.cmd("CNT.CLEAR", 1, *range(20)) == 0
+            # a partial request before AUTH is read ahead 1 KiB at most
+            # (64 KiB after: ~4.7 KB of RSS per connection)
+            rss = int(info(c)["used_memory_rss"])
+            partial = [srv.raw() for _ in range(2000)]
+            for p in partial:
+                p.send(b"*2\r\n$4\r\nPING\r\n$900\r\nabc")
+            for p in partial:
+                p.send(b"d")
+            srv.wait_for(lambda: info(c)["connected_clients"] == "2001")
+            time.sleep(0.2)
+            per = (int(info(c)["used_memory_rss"]) - rss) / len(partial)
+            assert per < 3500 * MEMORY_SLACK, per
+            for p in partial:
+                p.close()
         with srv.bin() as b:
             assert b.call("HELLO", 1, "AUTH", PW)[0] == b"server"
             assert b.call("PING", "w" * 5000) == b"w" * 5000

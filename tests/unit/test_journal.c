@@ -307,6 +307,46 @@ static void test_writer_rotate_drop(void)
     remove_dir();
 }
 
+/* A sync run elsewhere (the everysec thread) gets a descriptor of its
+ * own that outlives a rotation, and its outcome moves synced or sets err. */
+static void test_writer_sync_elsewhere(void)
+{
+    struct journal j;
+    uint64_t upto = 0, ended;
+    int fd;
+
+    make_dir();
+    journal_init(&j, dir, 1, 1);
+    CHECK(journal_sync_begin(&j, &upto) == -1 && errno == ENOENT);
+    three_records(&j.buf);
+    j.appended += 3;
+    CHECK(journal_write(&j) == 0);
+    fd = journal_sync_begin(&j, &upto);
+    CHECK(fd >= 0 && fd != j.fd);
+    CHECK(fcntl(fd, F_GETFD) == FD_CLOEXEC);
+    CHECK_EQ_U64(upto, 3);
+    CHECK(journal_rotate(&j, &ended) == 0 && j.fd < 0);
+    CHECK_EQ_U64(j.syncs, 1); /* the rotation's own */
+    CHECK(fdatasync(fd) == 0);
+    close(fd);
+    CHECK(journal_sync_end(&j, upto, 0, 123) == 0);
+    CHECK_EQ_U64(j.synced, 3);
+    CHECK_EQ_U64(j.syncs, 2);
+    CHECK_EQ_U64(j.sync_us, 123);
+    three_records(&j.buf);
+    j.appended += 3;
+    CHECK(journal_write(&j) == 0);
+    fd = journal_sync_begin(&j, &upto);
+    CHECK(fd >= 0 && upto == 6);
+    close(fd);
+    CHECK(journal_sync_end(&j, upto, EIO, 9) == -1 && errno == EIO);
+    CHECK(j.err == EIO);
+    CHECK_EQ_U64(j.synced, 3);
+    CHECK_EQ_U64(j.syncs, 2);
+    journal_deinit(&j);
+    remove_dir();
+}
+
 /* A file-size limit makes the write fail part way: the writer cuts the
  * partial record back, keeps the buffer, and a later write completes. */
 static void test_writer_write_fails(void)
@@ -699,6 +739,7 @@ int main(void)
     T_RUN(test_codec_flipped);
     T_RUN(test_header);
     T_RUN(test_writer_rotate_drop);
+    T_RUN(test_writer_sync_elsewhere);
     T_RUN(test_writer_write_fails);
     T_RUN(test_recover_journal_only);
     T_RUN(test_recover_snapshot_and_journal);
