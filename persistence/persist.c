@@ -173,7 +173,8 @@ static int scan_dir(struct persist *p, struct segs *s, char *err, size_t errlen)
         }
     }
     closedir(d);
-    qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
+    if (s->n > 1) /* s->v is NULL when the dir holds no segment */
+        qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
     return 0;
 }
 

@@ -403,10 +403,11 @@ static uint64_t model[4][4];
 
 static void model_apply(int kind, unsigned u, unsigned t, uint32_t v)
 {
-    uint64_t *x = &model[u][t];
+    uint64_t *x;
 
     if (t >= 4)
-        return;
+        return; /* the run-time failure case: the server refuses it too */
+    x = &model[u][t];
     if (kind == 0)
         *x = *x + v > UINT32_MAX ? UINT32_MAX : *x + v;
     else if (kind == 1)
