@@ -1,12 +1,13 @@
 /*
  * bench_run.c - see bench_run.h.
  *
- * Each connection keeps a ring of its requests in flight (send time, id,
- * the reply kinds it accepts). A readable connection is read until the
- * socket is empty, every complete reply is matched to the ring's oldest
- * entry, then the connection is topped up to its depth and written once:
- * one read and one write per wake-up whatever the depth, which is what
- * keeps the client light at pipeline 16.
+ * A connection is one socket per server (one, unless --cluster). Each
+ * socket keeps a ring of its requests in flight (send time, id, the reply
+ * kinds it accepts). A readable socket is read until it is empty, every
+ * complete reply is matched to the ring's oldest entry, then its
+ * connection is topped up to its depth and each socket given requests is
+ * written once: one read and one write per wake-up whatever the depth,
+ * which is what keeps the client light at pipeline 16.
  *
  * Threads share nothing but the run's instants (fixed before they start)
  * and an abort flag; each has its own connections, epoll set, counters and
@@ -15,6 +16,7 @@
 #include "bench_run.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -28,11 +30,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ops.h"
+#include "unread.h"
+
 #define NS_PER_S 1000000000ull
 #define READ_CHUNK (64u << 10)
 #define MAX_EVENTS 64
 #define STALL_NS (10 * NS_PER_S) /* no event for this long: server gone */
 #define WAIT_MS 100              /* epoll timeout, to notice the stall */
+#define ROUTE_ALL UINT_MAX       /* a global write: every server */
+#define CLUSTER_TIMEOUT_MS 10000 /* connecting the placement handle */
 
 struct flight {
     uint64_t sent_ns;
@@ -40,7 +47,10 @@ struct flight {
     uint8_t expect; /* BX_* */
 };
 
-struct conn {
+struct conn;
+
+/* One server's socket of a connection. */
+struct sock {
     int fd;
     bool want_out; /* EPOLLOUT armed */
     struct ur_buf in, out;
@@ -48,7 +58,15 @@ struct conn {
     struct flight *ring; /* cap entries, count from head */
     unsigned cap, head, count;
     uint32_t next_id;
-    uint64_t next; /* load: the next key; requests: operations left */
+    struct conn *conn;
+};
+
+struct conn {
+    struct sock *socks; /* one per server, in the placement's order */
+    unsigned nsock;
+    unsigned count; /* requests in flight over all its sockets */
+    uint64_t next;  /* load: the next key; requests: operations left */
+    uint64_t end;   /* load: its last key + 1 */
     struct bench_rng rng;
 };
 
@@ -66,6 +84,8 @@ struct worker {
     struct conn *conns;
     unsigned n;
     int ep;
+    struct unread *placement; /* --cluster: this thread's ring, else NULL */
+    struct bench_cmd *cmds;   /* room for one operation or load step */
     unsigned inflight;
     uint64_t ops, errors;
     char first_error[BENCH_ERR_TEXT];
@@ -132,7 +152,7 @@ static bool has_work(const struct worker *w, const struct conn *c, uint64_t now)
     const struct bench_plan *p = w->p;
 
     if (p->load)
-        return c->next < p->keys.n;
+        return c->next < c->end;
     if (p->requests > 0)
         return c->next > 0;
     return now < w->sh->stop_ns;
@@ -145,43 +165,78 @@ static unsigned next_op(struct worker *w, struct conn *c,
     const struct bench_plan *p = w->p;
     uint64_t key;
 
-    if (p->load) {
-        key = c->next;
-        c->next += p->conns;
-        return p->wl->load(&p->ctx, key, cmds);
-    }
+    if (p->load)
+        return p->wl->load(&p->ctx, c->next++, cmds);
     if (p->requests > 0)
         c->next--;
     key = bench_keys_next(&p->keys, &c->rng);
     return p->wl->op(&p->ctx, key, &c->rng, cmds);
 }
 
-/* Tops the connection up to its depth, encoding into c->out. */
+/*
+ * Where a request goes on a cluster, as libunread routes it: a global
+ * write to every server, a uid- or gid-keyed command to the key's server,
+ * anything else to the first. Workloads send keys as integers.
+ */
+static unsigned route(const struct worker *w, const struct bench_cmd *cmd)
+{
+    const struct ur_op *o;
+
+    if (w->placement == NULL)
+        return 0;
+    o = ur_op_by_code(cmd->op);
+    if (o == NULL)
+        return 0;
+    if (o->flags & OPF_GLOBAL)
+        return ROUTE_ALL;
+    if (!(o->flags & (OPF_USER | OPF_GID)) || cmd->argc == 0 ||
+        cmd->argv[0].kind != BARG_INT)
+        return 0;
+    return (unsigned)unread_shard_of(w->placement, cmd->argv[0].num);
+}
+
+/* Appends one request to socket s's output and its ring. */
+static int sock_push(struct worker *w, struct sock *s,
+                     const struct bench_cmd *cmd, uint64_t now)
+{
+    const struct bench_plan *p = w->p;
+    struct flight *f = &s->ring[(s->head + s->count) % s->cap];
+
+    if (bench_encode(&s->out, p->target, cmd, s->next_id) != 0)
+        return fail(w, "%s: cannot encode a request for %s", p->wl->name,
+                    bench_target_name(p->target));
+    f->sent_ns = now;
+    f->id = s->next_id++;
+    f->expect = cmd->expect;
+    s->count++;
+    s->conn->count++;
+    w->inflight++;
+    return 0;
+}
+
+/* Tops the connection up to its depth, encoding into its sockets' output
+ * buffers. A socket's ring holds the depth plus one operation or load
+ * step, which is what one connection can have in flight at most. */
 static int conn_fill(struct worker *w, struct conn *c, uint64_t now)
 {
     const struct bench_plan *p = w->p;
-    struct bench_cmd cmds[BENCH_OP_MAX];
 
     while (c->count < p->pipeline && has_work(w, c, now)) {
-        unsigned n = next_op(w, c, cmds);
+        unsigned n = next_op(w, c, w->cmds);
 
         for (unsigned i = 0; i < n; i++) {
-            struct flight *f = &c->ring[(c->head + c->count) % c->cap];
+            unsigned to = route(w, &w->cmds[i]);
 
-            if (bench_encode(&c->out, p->target, &cmds[i], c->next_id) != 0)
-                return fail(w, "%s: cannot encode a request for %s",
-                            p->wl->name, bench_target_name(p->target));
-            f->sent_ns = now;
-            f->id = c->next_id++;
-            f->expect = cmds[i].expect;
-            c->count++;
-            w->inflight++;
+            for (unsigned s = 0; s < c->nsock; s++)
+                if ((to == ROUTE_ALL || to == s) &&
+                    sock_push(w, &c->socks[s], &w->cmds[i], now) != 0)
+                    return -1;
         }
     }
     return 0;
 }
 
-static int set_events(struct worker *w, struct conn *c, bool out)
+static int set_events(struct worker *w, struct sock *c, bool out)
 {
     struct epoll_event ev = {EPOLLIN | (out ? EPOLLOUT : 0), {.ptr = c}};
 
@@ -192,7 +247,7 @@ static int set_events(struct worker *w, struct conn *c, bool out)
 }
 
 /* Writes what the socket takes; EPOLLOUT is armed only while it is full. */
-static int conn_flush(struct worker *w, struct conn *c)
+static int sock_flush(struct worker *w, struct sock *c)
 {
     while (c->out_sent < c->out.len) {
         ssize_t n = send(c->fd, c->out.data + c->out_sent,
@@ -213,6 +268,17 @@ static int conn_flush(struct worker *w, struct conn *c)
     return c->want_out ? set_events(w, c, false) : 0;
 }
 
+/* Tops the connection up and writes every socket that has output. */
+static int conn_send(struct worker *w, struct conn *c, uint64_t now)
+{
+    if (conn_fill(w, c, now) != 0)
+        return -1;
+    for (unsigned s = 0; s < c->nsock; s++)
+        if (c->socks[s].out.len > 0 && sock_flush(w, &c->socks[s]) != 0)
+            return -1;
+    return 0;
+}
+
 static void note_error(struct worker *w, const struct bench_reply *r)
 {
     if (w->errors++ > 0)
@@ -226,7 +292,7 @@ static void note_error(struct worker *w, const struct bench_reply *r)
 }
 
 /* Matches a reply to the oldest request in flight and accounts for it. */
-static int on_reply(struct worker *w, struct conn *c,
+static int on_reply(struct worker *w, struct sock *c,
                     const struct bench_reply *r, uint64_t now)
 {
     const struct shared *sh = w->sh;
@@ -237,6 +303,7 @@ static int on_reply(struct worker *w, struct conn *c,
     f = &c->ring[c->head];
     c->head = (c->head + 1) % c->cap;
     c->count--;
+    c->conn->count--;
     w->inflight--;
     if (w->p->target == BENCH_BINARY && r->id != f->id)
         return fail(w, "reply id %u, expected %u", r->id, f->id);
@@ -250,7 +317,7 @@ static int on_reply(struct worker *w, struct conn *c,
 }
 
 /* Reads until the socket is empty, then handles every complete reply. */
-static int conn_read(struct worker *w, struct conn *c, uint64_t now)
+static int sock_read(struct worker *w, struct sock *c, uint64_t now)
 {
     struct bench_reply r;
     size_t off = 0;
@@ -299,7 +366,7 @@ static void *worker_main(void *arg)
     uint64_t now = now_ns(), last_event = now;
 
     for (unsigned i = 0; i < w->n; i++)
-        if (conn_fill(w, &w->conns[i], now) || conn_flush(w, &w->conns[i]))
+        if (conn_send(w, &w->conns[i], now) != 0)
             return NULL;
     while (w->inflight > 0 && !atomic_load(&w->sh->abort)) {
         int n = epoll_wait(w->ep, evs, MAX_EVENTS, WAIT_MS);
@@ -309,13 +376,15 @@ static void *worker_main(void *arg)
             return NULL;
         }
         for (int i = 0; i < n; i++) {
-            struct conn *c = evs[i].data.ptr;
+            struct sock *s = evs[i].data.ptr;
 
             now = now_ns();
             if ((evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) &&
-                conn_read(w, c, now) != 0)
+                sock_read(w, s, now) != 0)
                 return NULL;
-            if (conn_fill(w, c, now) || conn_flush(w, c))
+            if ((evs[i].events & EPOLLOUT) && sock_flush(w, s) != 0)
+                return NULL;
+            if (conn_send(w, s->conn, now) != 0)
                 return NULL;
         }
         now = now_ns();
@@ -328,45 +397,126 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static void conn_deinit(struct conn *c)
+static void sock_deinit(struct sock *s)
 {
-    if (c->fd >= 0)
-        close(c->fd);
-    ur_buf_deinit(&c->in);
-    ur_buf_deinit(&c->out);
-    free(c->ring);
+    if (s->fd >= 0)
+        close(s->fd);
+    ur_buf_deinit(&s->in);
+    ur_buf_deinit(&s->out);
+    free(s->ring);
 }
 
-/* Connection number g of the plan: connected, non-blocking, in w's epoll
- * set. The ring holds a full depth plus one operation's commands. */
+static void conn_deinit(struct conn *c)
+{
+    for (unsigned s = 0; s < c->nsock; s++)
+        sock_deinit(&c->socks[s]);
+    free(c->socks);
+}
+
+/* Splits "host:port" or "[v6]:port" (a placement's server name) into
+ * host[0..hostlen) and *port; -1 when it has no port. */
+static int split_name(const char *name, char *host, size_t hostlen,
+                      uint16_t *port)
+{
+    const char *colon = strrchr(name, ':');
+    const char *h = name;
+    size_t n;
+    uint64_t v;
+
+    if (colon == NULL || !ur_parse_u64(colon + 1, strlen(colon + 1), &v) ||
+        v == 0 || v > 65535)
+        return -1;
+    n = (size_t)(colon - name);
+    if (n >= 2 && name[0] == '[' && name[n - 1] == ']') {
+        h++;
+        n -= 2;
+    }
+    if (n == 0 || n >= hostlen)
+        return -1;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    *port = (uint16_t)v;
+    return 0;
+}
+
+/* Socket i of c: connected to server i (the plan's one server, or the
+ * placement's i-th), non-blocking, in w's epoll set. */
+static int sock_init(struct worker *w, struct conn *c, unsigned i, unsigned cap,
+                     char *err, size_t errlen)
+{
+    const struct bench_plan *p = w->p;
+    struct sock *s = &c->socks[i];
+    struct epoll_event ev = {EPOLLIN, {.ptr = s}};
+    const char *host = p->host;
+    uint16_t port = p->port;
+    char name[256];
+
+    s->fd = -1;
+    s->conn = c;
+    s->cap = cap;
+    s->next_id = 1;
+    s->ring = calloc(cap, sizeof(*s->ring));
+    if (s->ring == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (w->placement != NULL) {
+        if (split_name(unread_shard_name(w->placement, i), name, sizeof(name),
+                       &port) != 0) {
+            snprintf(err, errlen, "bad server name '%s'",
+                     unread_shard_name(w->placement, i));
+            return -1;
+        }
+        host = name;
+    }
+    s->fd = bench_dial(host, port, err, errlen);
+    if (s->fd < 0)
+        return -1;
+    if (fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK) != 0 ||
+        epoll_ctl(w->ep, EPOLL_CTL_ADD, s->fd, &ev) != 0) {
+        snprintf(err, errlen, "socket set-up: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* First key of connection g's run when n keys are split into conns runs
+ * of consecutive keys whose lengths differ by at most one. */
+static uint64_t run_start(uint64_t n, unsigned conns, unsigned g)
+{
+    uint64_t extra = n % conns;
+
+    return n / conns * g + (g < extra ? g : extra);
+}
+
+/* Connection number g of the plan: one socket per server. */
 static int conn_init(struct worker *w, struct conn *c, unsigned g, char *err,
                      size_t errlen)
 {
     const struct bench_plan *p = w->p;
-    struct epoll_event ev = {EPOLLIN, {.ptr = c}};
+    unsigned cap = p->pipeline + (p->load ? BENCH_LOAD_MAX : BENCH_OP_MAX);
 
     memset(c, 0, sizeof(*c));
-    c->fd = -1;
-    c->cap = p->pipeline + BENCH_OP_MAX;
-    c->ring = calloc(c->cap, sizeof(*c->ring));
-    if (c->ring == NULL) {
+    bench_rng_seed(&c->rng, p->seed ^ ((uint64_t)g << 32 | g));
+    if (p->load) {
+        c->next = run_start(p->keys.n, p->conns, g);
+        c->end = run_start(p->keys.n, p->conns, g + 1);
+    } else if (p->requests > 0) {
+        c->next = p->requests / p->conns + (g < p->requests % p->conns);
+    }
+    c->nsock = w->placement ? (unsigned)unread_shards(w->placement) : 1;
+    c->socks = calloc(c->nsock, sizeof(*c->socks));
+    if (c->socks == NULL) {
+        c->nsock = 0;
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    bench_rng_seed(&c->rng, p->seed ^ ((uint64_t)g << 32 | g));
-    if (p->load)
-        c->next = g;
-    else if (p->requests > 0)
-        c->next = p->requests / p->conns + (g < p->requests % p->conns);
-    c->next_id = 1;
-    c->fd = bench_dial(p->host, p->port, err, errlen);
-    if (c->fd < 0)
-        return -1;
-    if (fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) != 0 ||
-        epoll_ctl(w->ep, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
-        snprintf(err, errlen, "socket set-up: %s", strerror(errno));
-        return -1;
-    }
+    for (unsigned i = 0; i < c->nsock; i++)
+        if (sock_init(w, c, i, cap, err, errlen) != 0) {
+            for (unsigned j = i + 1; j < c->nsock; j++)
+                c->socks[j].fd = -1; /* so that it is freed */
+            return -1;
+        }
     return 0;
 }
 
@@ -376,10 +526,26 @@ static void workers_free(struct worker *ws, unsigned nw)
         for (unsigned i = 0; i < ws[t].n; i++)
             conn_deinit(&ws[t].conns[i]);
         free(ws[t].conns);
+        free(ws[t].cmds);
+        unread_close(ws[t].placement);
         if (ws[t].ep >= 0)
             close(ws[t].ep);
     }
     free(ws);
+}
+
+/* --cluster: the thread's own placement handle (a libunread handle is
+ * used by one thread at a time), connected to every server. */
+static int placement_open(struct worker *w, char *err, size_t errlen)
+{
+    struct unread_opts o;
+
+    if (w->p->cluster == NULL)
+        return 0;
+    unread_opts_init(&o);
+    o.connect_timeout_ms = CLUSTER_TIMEOUT_MS;
+    w->placement = unread_connect_cluster(w->p->cluster, &o, err, errlen);
+    return w->placement != NULL ? 0 : -1;
 }
 
 /* Worker t gets connections t, t + threads, t + 2 * threads, ... */
@@ -395,10 +561,14 @@ static int workers_setup(const struct bench_plan *p, struct shared *sh,
         bench_hist_init(&w->hist);
         w->ep = epoll_create1(EPOLL_CLOEXEC);
         w->conns = calloc(want, sizeof(*w->conns));
-        if (w->ep < 0 || w->conns == NULL) {
+        w->cmds =
+            calloc(p->load ? BENCH_LOAD_MAX : BENCH_OP_MAX, sizeof(*w->cmds));
+        if (w->ep < 0 || w->conns == NULL || w->cmds == NULL) {
             snprintf(err, errlen, "out of memory or descriptors");
             return -1;
         }
+        if (placement_open(w, err, errlen) != 0)
+            return -1;
         for (; w->n < want; w->n++)
             if (conn_init(w, &w->conns[w->n], t + w->n * p->threads, err,
                           errlen) != 0) {

@@ -9,6 +9,12 @@
  * request (replies read together are answered by one write). A request's
  * latency is from the write that carried it to the read that brought its
  * reply; client-side queueing is therefore included, as in redis-benchmark.
+ *
+ * Against a cluster (--cluster) a connection is one socket per shard and
+ * keeps `pipeline` requests in flight over all of them: each request goes
+ * where libunread would send it (unread_shard_of of its uid or gid; a
+ * global write to every shard, counted once per shard; admin to the first),
+ * so a deployment's clients are modelled with the library's placement.
  */
 #ifndef BENCH_RUN_H
 #define BENCH_RUN_H
@@ -28,11 +34,17 @@ struct bench_plan {
     enum bench_target target;
     const char *host;
     uint16_t port;
+    /* --cluster "host:port,...": unreadd shards placed by libunread's ring
+     * (NULL: the one server host:port). Each connection is then one socket
+     * per shard, its requests routed as a cluster handle routes them. */
+    const char *cluster;
     unsigned conns;    /* connections, spread over threads round-robin */
     unsigned threads;  /* 1..conns */
     unsigned pipeline; /* requests in flight per connection */
     /* Exactly one of three ways to end: */
-    bool load;         /* the row's load step for keys 0..keys.n-1, once */
+    bool load;         /* the row's load step for keys 0..keys.n-1, once;
+                          connection i takes the i-th of conns equal runs
+                          of consecutive keys, in order */
     uint64_t requests; /* > 0: this many operations in total */
     double seconds;    /* else: measured for this long, after warmup */
     double warmup;     /* seconds run first and not measured */

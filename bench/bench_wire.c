@@ -53,6 +53,14 @@ void bench_cmd_redis(struct bench_cmd *c, const char *name, uint8_t expect)
     c->argc = 0;
 }
 
+void bench_cmd_fcall(struct bench_cmd *c, const char *function, unsigned nkeys,
+                     uint8_t expect)
+{
+    bench_cmd_redis(c, "FCALL", expect);
+    bench_arg_str(c, function);
+    bench_arg_int(c, nkeys);
+}
+
 void bench_arg_int(struct bench_cmd *c, uint64_t v)
 {
     struct bench_arg *a = arg_next(c);

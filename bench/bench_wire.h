@@ -63,6 +63,9 @@ struct bench_cmd {
  * BENCH_MAX_ARGS are a programming error in a row and abort. */
 void bench_cmd_unreadd(struct bench_cmd *c, uint16_t op, uint8_t expect);
 void bench_cmd_redis(struct bench_cmd *c, const char *name, uint8_t expect);
+/* Redis: FCALL function nkeys; the keys and then the arguments follow. */
+void bench_cmd_fcall(struct bench_cmd *c, const char *function, unsigned nkeys,
+                     uint8_t expect);
 void bench_arg_int(struct bench_cmd *c, uint64_t v);
 void bench_arg_str(struct bench_cmd *c, const char *s);
 void bench_arg_key(struct bench_cmd *c, const char *prefix, uint64_t id);

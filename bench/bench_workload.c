@@ -4,10 +4,13 @@
 #include "bench_workload.h"
 
 #include <string.h>
+#include <time.h>
 
 /* One line per family, in SPEC order. */
 static const struct bench_workload *const families[] = {
-    bench_cnt_workloads,
+    bench_cnt_workloads,  bench_conv_workloads, bench_grp_workloads,
+    bench_bc_workloads,   bench_dot_workloads,  bench_feed_workloads,
+    bench_rcpt_workloads,
 };
 
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))
@@ -27,7 +30,10 @@ void bench_workload_list(FILE *f)
         for (const struct bench_workload *w = families[i]; w->name; w++) {
             fprintf(f, "%s\n  unreadd: %s\n  redis:   %s\n", w->name,
                     w->unreadd, w->redis);
-            if (w->script)
+            /* a family's function library once, at its first row */
+            if (w->script && w != families[i] && w->script == w[-1].script)
+                fprintf(f, "  script:  as above\n");
+            else if (w->script)
                 fprintf(f, "  script:  %s\n", w->script);
         }
     }
@@ -36,4 +42,12 @@ void bench_workload_list(FILE *f)
 uint32_t bench_load_value(uint64_t key, unsigned type)
 {
     return 1 + (uint32_t)((key * 31 + type) % 9);
+}
+
+uint64_t bench_clock_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }

@@ -11,11 +11,15 @@
  *         from r the same way for both dialects, so both servers get the
  *         same stream of work for the same seed.
  *   load  the preload of key `key`: the state every key holds before a run
- *         (and the data of `make bench-memory`). Deterministic in the key.
+ *         (and the data of `make bench-memory`). Deterministic in the key,
+ *         but for clock readings (CONV's seqs, GRP's ts).
  *
- * Each may emit up to BENCH_OP_MAX commands (for example unreadd sets two
- * counters with two CNT.SET where Redis sets the hash with one HSET). Every
- * command counts as one request in the figures.
+ * An op may emit up to BENCH_OP_MAX commands, a load step up to
+ * BENCH_LOAD_MAX (for example unreadd sets two counters with two CNT.SET
+ * where Redis sets the hash with one HSET; an RCPT group is built whole by
+ * one step, its joins before its sends). A load step may emit nothing (a
+ * key whose state another key's step builds). Every command counts as one
+ * request in the figures.
  *
  * Adding a family's workloads: a file bench/bench_<family>.c holding its
  * rows in `const struct bench_workload bench_<family>_workloads[]` (ended
@@ -31,9 +35,10 @@
 #include "bench_keys.h"
 #include "bench_wire.h"
 
-#define BENCH_OP_MAX 8    /* commands one operation or load step may send */
-#define BENCH_TYPES_MAX 8 /* --types: counter types in play */
-#define BENCH_SHA_LEN 40  /* a Redis script's SHA1 in hex */
+#define BENCH_OP_MAX 8      /* commands one operation may send */
+#define BENCH_LOAD_MAX 4096 /* commands one load step may send */
+#define BENCH_TYPES_MAX 8   /* --types: counter types in play */
+#define BENCH_SHA_LEN 40    /* a Redis script's SHA1 in hex */
 
 /* What a row's functions may read. */
 struct bench_ctx {
@@ -55,6 +60,12 @@ struct bench_workload {
 
 /* The families' rows (one line per family). */
 extern const struct bench_workload bench_cnt_workloads[];
+extern const struct bench_workload bench_conv_workloads[];
+extern const struct bench_workload bench_grp_workloads[];
+extern const struct bench_workload bench_bc_workloads[];
+extern const struct bench_workload bench_dot_workloads[];
+extern const struct bench_workload bench_feed_workloads[];
+extern const struct bench_workload bench_rcpt_workloads[];
 
 /* The row named `name`, or NULL. */
 const struct bench_workload *bench_workload_find(const char *name);
@@ -65,5 +76,8 @@ void bench_workload_list(FILE *f);
 /* The value preloaded into counter `type` of key `key`: small (1..9) and
  * varied, the same for every family that preloads counts. */
 uint32_t bench_load_value(uint64_t key, unsigned type);
+
+/* The wall clock in ms since the Unix epoch: unreadd's ts. */
+uint64_t bench_clock_ms(void);
 
 #endif

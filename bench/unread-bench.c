@@ -4,12 +4,13 @@
  *
  *   unread-bench [-t binary|text|redis] [-w WORKLOAD] [-c CONNS] [-P DEPTH]
  *                [-d SECONDS | -n REQUESTS | --load] [-r KEYS] [--zipf S]
- *                [--json] ...          (unread-bench --help for all)
+ *                [--cluster host:port,...] [--json] ...   (--help for all)
  *
  * Set-up, run, check, report: the Redis script of the workload is loaded
- * (SCRIPT LOAD) so the run can EVALSHA it; with --preload every key gets
+ * (SCRIPT LOAD, or FUNCTION LOAD for FCALL); with --preload every key gets
  * the workload's load step first; the run itself is bench_run.c; --audit
- * then asks unreadd (through libunread) to recompute every total. Error
+ * then asks unreadd (through libunread, each shard of a --cluster) to
+ * recompute every total. Error
  * replies are counted during the run and make the exit status 2, so a
  * benchmark that measured errors instead of work cannot pass silently.
  */
@@ -46,6 +47,8 @@ static void usage(FILE *f)
         "                       text: unreadd over RESP; redis: Redis\n"
         "  -h, --host HOST      server address (127.0.0.1)\n"
         "  -p, --port PORT      server port (7460; 6379 for redis)\n"
+        "      --cluster LIST   unreadd shards host:port,host:port,...:\n"
+        "                       requests placed as libunread places them\n"
         "  -w, --workload NAME  what to send (cnt-get); see --list\n"
         "  -c, --connections N  connections (50)\n"
         "  -P, --pipeline N     requests in flight per connection (1)\n"
@@ -98,6 +101,7 @@ enum {
     OPT_AUDIT,
     OPT_SEED,
     OPT_LIST,
+    OPT_CLUSTER,
     OPT_HELP
 };
 
@@ -105,6 +109,7 @@ static const struct option longopts[] = {
     {"target", required_argument, NULL, 't'},
     {"host", required_argument, NULL, 'h'},
     {"port", required_argument, NULL, 'p'},
+    {"cluster", required_argument, NULL, OPT_CLUSTER},
     {"workload", required_argument, NULL, 'w'},
     {"connections", required_argument, NULL, 'c'},
     {"pipeline", required_argument, NULL, 'P'},
@@ -154,6 +159,9 @@ static bool set_opt(struct opts *o, int ch, const char *arg, uint64_t *keys,
         if (!parse_unsigned(arg, 65535, &port))
             return false;
         p->port = (uint16_t)port;
+        return true;
+    case OPT_CLUSTER:
+        p->cluster = arg;
         return true;
     case 'w':
         o->workload = arg;
@@ -241,6 +249,11 @@ static void parse_args(struct opts *o, int argc, char **argv)
                 o->workload);
         exit(1);
     }
+    if (p->target == BENCH_REDIS && p->cluster != NULL) {
+        fprintf(stderr, "unread-bench: --cluster drives unreadd shards, "
+                        "not Redis\n");
+        exit(1);
+    }
     if (p->target == BENCH_REDIS && !o->port_set)
         p->port = 6379;
     if (p->threads == 0)
@@ -251,10 +264,17 @@ static void parse_args(struct opts *o, int argc, char **argv)
     bench_keys_init(&p->keys, keys, zipf);
 }
 
-/* Redis: loads the workload's script and keeps its SHA for EVALSHA. */
+/*
+ * Redis: loads the workload's script. A function library ("#!lua
+ * name=...", its functions run with FCALL) goes in with FUNCTION LOAD
+ * REPLACE, so that a Redis holding an older copy takes this one; a plain
+ * script with SCRIPT LOAD, its SHA kept for EVALSHA.
+ */
 static int load_script(struct bench_plan *p, char *err, size_t errlen)
 {
     struct bench_cmd c;
+    char library_name[64];
+    bool library;
     int fd, rc;
 
     if (p->target != BENCH_REDIS || p->wl->script == NULL)
@@ -262,13 +282,20 @@ static int load_script(struct bench_plan *p, char *err, size_t errlen)
     fd = bench_dial(p->host, p->port, err, errlen);
     if (fd < 0)
         return -1;
-    bench_cmd_redis(&c, "SCRIPT", BX_BULK);
+    library = strncmp(p->wl->script, "#!lua", 5) == 0;
+    bench_cmd_redis(&c, library ? "FUNCTION" : "SCRIPT", BX_BULK);
     bench_arg_str(&c, "LOAD");
+    if (library)
+        bench_arg_str(&c, "REPLACE");
     bench_arg_str(&c, p->wl->script);
-    rc = bench_call(fd, p->target, &c, SETUP_TIMEOUT_MS, p->ctx.sha,
-                    sizeof(p->ctx.sha), err, errlen);
+    if (library)
+        rc = bench_call(fd, p->target, &c, SETUP_TIMEOUT_MS, library_name,
+                        sizeof(library_name), err, errlen);
+    else
+        rc = bench_call(fd, p->target, &c, SETUP_TIMEOUT_MS, p->ctx.sha,
+                        sizeof(p->ctx.sha), err, errlen);
     close(fd);
-    if (rc == 0 && strlen(p->ctx.sha) != BENCH_SHA_LEN) {
+    if (rc == 0 && !library && strlen(p->ctx.sha) != BENCH_SHA_LEN) {
         snprintf(err, errlen, "SCRIPT LOAD answered '%s'", p->ctx.sha);
         rc = -1;
     }
@@ -295,28 +322,47 @@ static int preload(const struct bench_plan *run, struct bench_result *res,
     return 0;
 }
 
-/* DEBUG AUDIT through libunread (whatever the target's protocol): the
- * number of mismatches into *bad. */
-static int audit(const struct bench_plan *p, uint64_t *bad, char *err,
-                 size_t errlen)
+/* DEBUG AUDIT of server i of u: its mismatches added to *bad. */
+static int audit_shard(struct unread *u, size_t i, uint64_t *bad, char *err,
+                       size_t errlen)
 {
     struct unread_arg a = unread_arg_str("AUDIT", 5);
     struct unread_reply *r = NULL;
-    struct unread *u;
     int rc = -1;
 
-    u = unread_connect(p->host, p->port, SETUP_TIMEOUT_MS, err, errlen);
-    if (u == NULL)
-        return -1;
-    if (unread_command(u, "DEBUG", 0, 1, &a, &r) != 0)
-        snprintf(err, errlen, "DEBUG AUDIT: %s", unread_errstr(u));
+    if (unread_command_shard(u, i, "DEBUG", 0, 1, &a, &r) != 0)
+        snprintf(err, errlen, "DEBUG AUDIT of %s: %s", unread_shard_name(u, i),
+                 unread_errstr(u));
     else if (r->kind != UNREAD_REPLY_INT)
         snprintf(err, errlen, "DEBUG AUDIT: not an integer reply");
     else
         rc = 0;
     if (rc == 0)
-        *bad = r->integer;
+        *bad += r->integer;
     unread_reply_free(r);
+    return rc;
+}
+
+/* DEBUG AUDIT through libunread (whatever the target's protocol) of the
+ * server, or of every shard: the number of mismatches into *bad. */
+static int audit(const struct bench_plan *p, uint64_t *bad, char *err,
+                 size_t errlen)
+{
+    struct unread_opts o;
+    struct unread *u;
+    int rc = 0;
+
+    unread_opts_init(&o);
+    o.connect_timeout_ms = o.read_timeout_ms = SETUP_TIMEOUT_MS;
+    if (p->cluster != NULL)
+        u = unread_connect_cluster(p->cluster, &o, err, errlen);
+    else
+        u = unread_connect(p->host, p->port, SETUP_TIMEOUT_MS, err, errlen);
+    if (u == NULL)
+        return -1;
+    *bad = 0;
+    for (size_t i = 0; i < unread_shards(u) && rc == 0; i++)
+        rc = audit_shard(u, i, bad, err, errlen);
     unread_close(u);
     return rc;
 }
@@ -352,6 +398,11 @@ static void report_json(const struct opts *o, const struct bench_result *r,
     json_str(p->wl->name);
     printf(",\"target\":\"%s\",\"host\":", bench_target_name(p->target));
     json_str(p->host);
+    printf(",\"cluster\":");
+    if (p->cluster != NULL)
+        json_str(p->cluster);
+    else
+        printf("null");
     printf(",\"port\":%u,\"connections\":%u,\"pipeline\":%u,\"threads\":%u,"
            "\"keys\":%" PRIu64 ",\"zipf\":%g,\"types\":%u,\"mode\":\"%s\","
            "\"seconds\":%.3f,\"ops\":%" PRIu64 ",\"ops_per_sec\":%.1f,"
@@ -389,9 +440,12 @@ static void report_text(const struct opts *o, const struct bench_result *r,
     const struct bench_hist *h = &r->hist;
     double busy = r->wall_s > 0 ? r->cpu_s / r->wall_s : 0.0;
 
-    printf("%s on %s %s:%u: %u connections x pipeline %u, %u threads, "
-           "%" PRIu64 " keys %s",
-           p->wl->name, bench_target_name(p->target), p->host, p->port,
+    printf("%s on %s ", p->wl->name, bench_target_name(p->target));
+    if (p->cluster != NULL)
+        printf("cluster %s", p->cluster);
+    else
+        printf("%s:%u", p->host, p->port);
+    printf(": %u connections x pipeline %u, %u threads, %" PRIu64 " keys %s",
            p->conns, p->pipeline, p->threads, p->keys.n,
            p->keys.zipf ? "zipf" : "uniform");
     if (p->keys.zipf)

@@ -2,6 +2,7 @@
 --json, the preload and the audit, and error replies making it fail.
 Timing figures are never asserted here (they live in `make bench`)."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -9,9 +10,14 @@ import subprocess
 import tempfile
 import time
 
-from harness import BUILD, Resp, Server, free_port
+from harness import BUILD, UNREAD_CLI, Resp, Server, free_port
 
 UNREAD_BENCH = os.path.join(BUILD, "unread-bench")
+
+# The CONV, GRP and BC rows (bench/bench_conv.c, bench_grp.c, bench_bc.c).
+CONV_GRP_BC = ("conv-seq", "conv-read", "conv-mix", "grp-unread",
+               "grp-total", "grp-mix", "grp-post", "bc-publish",
+               "bc-unread", "bc-read")
 
 
 def bench(port, *args, expect_rc=0):
@@ -97,9 +103,13 @@ def test_bench_list_names_the_redis_equivalents():
         assert needle in p.stdout, p.stdout
 
 
-def test_bench_redis_when_installed():
+@contextlib.contextmanager
+def redis_server():
+    """A throwaway redis-server on a free port (persistence off): yields
+    the port, or None when redis-server is not installed."""
     if shutil.which("redis-server") is None:
         print("skipped: redis-server not installed")
+        yield None
         return
     with tempfile.TemporaryDirectory(prefix="unread-bench-test-") as tmp:
         port = free_port()
@@ -117,16 +127,327 @@ def test_bench_redis_when_installed():
                 except OSError:
                     assert time.monotonic() < deadline, "redis did not start"
                     time.sleep(0.02)
-            for wl in ("cnt-incr", "cnt-get", "cnt-mix"):
-                r, _ = bench(port, "-t", "redis", "-w", wl, "-d", "0.3",
-                             "-r", 1000, "--preload")
-                check_clean(r, wl, "redis")
-            with Resp(port) as c:
-                for uid in (0, 7, 999):
-                    flat = c.cmd("HGETALL", "u:%d" % uid)
-                    f = {flat[i]: int(flat[i + 1])
-                         for i in range(0, len(flat), 2)}
-                    assert f.pop(b"total") == sum(f.values()), f
+            yield port
         finally:
             proc.terminate()
             proc.wait(10)
+
+
+def test_bench_redis_when_installed():
+    with redis_server() as port:
+        if port is None:
+            return
+        for wl in ("cnt-incr", "cnt-get", "cnt-mix"):
+            r, _ = bench(port, "-t", "redis", "-w", wl, "-d", "0.3",
+                         "-r", 1000, "--preload")
+            check_clean(r, wl, "redis")
+        with Resp(port) as c:
+            for uid in (0, 7, 999):
+                flat = c.cmd("HGETALL", "u:%d" % uid)
+                f = {flat[i]: int(flat[i + 1])
+                     for i in range(0, len(flat), 2)}
+                assert f.pop(b"total") == sum(f.values()), f
+
+
+def test_bench_conv_grp_bc_binary_and_text():
+    with Server() as srv:
+        for target in ("binary", "text"):
+            for wl in CONV_GRP_BC:
+                r, _ = bench(srv.port, "-t", target, "-w", wl, "-d", "0.3",
+                             "-r", 1000, "--preload", "--audit")
+                check_clean(r, wl, target)
+                assert r["audit_mismatches"] == 0, r
+
+
+test_bench_conv_grp_bc_binary_and_text.timeout = 90
+
+
+def test_bench_conv_grp_bc_load_steps():
+    """Each load step builds what its family's INFO counts: 2 conversations,
+    2 memberships, 2 subscriptions per user."""
+    with Server() as srv:
+        for wl, what in (("conv-seq", "conv_conversations"),
+                         ("grp-unread", "grp_memberships"),
+                         ("bc-unread", "bc_subscriptions")):
+            # One connection: the load steps run in key order.
+            r, _ = bench(srv.port, "-w", wl, "--load", "-r", 300, "-c", 1)
+            assert r["mode"] == "load" and r["errors"] == 0, r
+            with srv.resp() as c:
+                info = c.cmd("INFO", "memory").decode()
+            assert "%s:600\r" % what in info, (wl, info)
+        with srv.resp() as c:
+            # CONV: bench_load_value unread in each. GRP: users 200..299
+            # share groups 16 and 17; the even ones post to 16, each after
+            # joining, so 200 has all 50 posts unread and 299 none. BC:
+            # registered at the head, nothing unread.
+            for uid in (0, 5, 299):
+                parts = [c.cmd("CONV.GET", uid, cid) for cid in (0, 1)]
+                assert parts == [1 + (31 * uid + cid) % 9 for cid in (0, 1)]
+                assert c.cmd("CONV.TOTAL", uid) == sum(parts)
+            assert c.cmd("GRP.POST", 16, 1) == 51
+            assert c.cmd("GRP.UNREAD", 200, 16) == 51
+            assert c.cmd("GRP.UNREAD", 299, 16) == 1
+            assert [c.cmd("BC.UNREAD", 7, ch) for ch in (0, 1)] == [0, 0]
+
+
+def conv_state(c, redis, uids, cids=(0, 1)):
+    """Each user's conversations' unread and total, read the family's way."""
+    if redis:
+        return [[int(c.cmd("HGET", "c:%d" % u, f)) for f in cids + ("total",)]
+                for u in uids]
+    return [[c.cmd("CONV.GET", u, cid) for cid in cids] +
+            [c.cmd("CONV.TOTAL", u)] for u in uids]
+
+
+def grp_state(c, redis, uids, types=2):
+    """Each user's unread in its groups (users 100b.. in groups 8b..), and
+    its total."""
+    out = []
+    for u in uids:
+        gids = [u // 100 * 8 + i for i in range(types)]
+        if redis:
+            row = [c.cmd("FCALL", "grp_unread", 2, "gs:%d" % u, "gh:%d" % g, g)
+                   for g in gids]
+            row.append(c.cmd("FCALL", "grp_total", 1, "gs:%d" % u))
+        else:
+            row = [c.cmd("GRP.UNREAD", u, g) for g in gids]
+            row.append(c.cmd("GRP.TOTAL", u))
+        out.append(row)
+    return out
+
+
+def bc_state(c, redis, uids, chans=(0, 1)):
+    """Each user's unread in each channel (registering none: all are)."""
+    if redis:
+        return [[c.cmd("FCALL", "bc_unread", 2, "bh:%d" % ch, "bo:%d" % ch, u)
+                 for ch in chans] for u in uids]
+    return [[c.cmd("BC.UNREAD", u, ch) for ch in chans] for u in uids]
+
+
+def test_bench_conv_grp_bc_same_state_as_redis():
+    """The Redis equivalents do the same work: one connection, one request
+    at a time, the same seeds, so both servers get the same commands in the
+    same order, and afterwards every user reads the same on both. Each
+    sequence starts with the load step (--preload) on an empty server. A
+    CONV sequence is one process: its seqs are relative to the process's
+    base, which the load step shares with the run."""
+    keys = 250
+    runs = ((conv_state, "conv-seq"), (conv_state, "conv-mix"),
+            (grp_state, "grp-mix", "grp-post", "grp-mix"),
+            (bc_state, "bc-publish", "bc-read", "bc-publish", "bc-unread"))
+    with redis_server() as port, Server() as srv:
+        if port is None:
+            return
+        for state, *wls in runs:
+            before = None
+            for target, p in (("binary", srv.port), ("redis", port)):
+                with Resp(p) as c:
+                    c.cmd("FLUSHALL")
+                for i, wl in enumerate(wls):
+                    bench(p, "-t", target, "-w", wl, "-n", 2000, "-r", keys,
+                          "-c", 1, "-P", 1, "--seed", 9 + i,
+                          *(["--preload"] if i == 0 else []))
+                with Resp(p) as c:
+                    got = state(c, target == "redis", range(keys))
+                assert before is None or got == before, (wls, got, before)
+                before = got
+            assert any(any(row) for row in got), (wls, got)
+        # conv-seq advanced seqs: unread grew past the preloaded 1..9.
+        with srv.resp() as c:
+            c.cmd("FLUSHALL")
+        bench(srv.port, "-w", "conv-seq", "-n", 3000, "-r", keys, "-c", 1,
+              "-P", 1, "--preload")
+        with srv.resp() as c:
+            totals = [c.cmd("CONV.TOTAL", u) for u in range(keys)]
+        # Each SEQ raised its conversation's max by one.
+        assert sum(totals) == sum(1 + (31 * u + cid) % 9 for u in range(keys)
+                                  for cid in (0, 1)) + 3000, sum(totals)
+
+
+test_bench_conv_grp_bc_same_state_as_redis.timeout = 90
+
+
+def test_bench_conv_grp_bc_redis_when_installed():
+    with redis_server() as port:
+        if port is None:
+            return
+        for wl in CONV_GRP_BC:
+            r, _ = bench(port, "-t", "redis", "-w", wl, "-d", "0.3",
+                         "-r", 1000, "--preload")
+            check_clean(r, wl, "redis")
+        with Resp(port) as c:
+            # The conv functions kept every total the sum of its parts.
+            for uid in (0, 7, 999):
+                flat = c.cmd("HGETALL", "c:%d" % uid)
+                f = {flat[i]: int(flat[i + 1])
+                     for i in range(0, len(flat), 2)}
+                assert f[b"total"] == sum(v for k, v in f.items()
+                                          if k.isdigit()), f
+
+
+# The DOT, FEED and RCPT rows (bench/bench_dot.c, bench_feed.c,
+# bench_rcpt.c). A key is one entry of what bench-memory divides by: a DOT
+# click (4 per user), a FEED follow edge (200 per user), an RCPT message
+# (1,000 per group of 200).
+DOT_FEED_RCPT = ("dot-click", "dot-check", "dot-push", "feed-unread",
+                 "feed-post", "feed-follow", "rcpt-read", "rcpt-count",
+                 "rcpt-mix")
+
+
+def test_bench_dot_feed_rcpt_binary_and_text():
+    with Server() as srv:
+        for target in ("binary", "text"):
+            for wl in DOT_FEED_RCPT:
+                r, _ = bench(srv.port, "-t", target, "-w", wl, "-d", "0.3",
+                             "-r", 2000, "--preload", "--audit")
+                check_clean(r, wl, target)
+                assert r["audit_mismatches"] == 0, r
+
+
+test_bench_dot_feed_rcpt_binary_and_text.timeout = 90
+
+
+def test_bench_dot_feed_rcpt_load_steps():
+    with Server() as srv:
+        for wl, what in (("dot-check", "dot_clicks"),
+                         ("feed-unread", "feed_follows"),
+                         ("rcpt-count", "rcpt_messages")):
+            r, _ = bench(srv.port, "-w", wl, "--load", "-r", 2000)
+            assert r["mode"] == "load" and r["errors"] == 0, r
+            with srv.resp() as c:
+                info = c.cmd("INFO", "memory").decode()
+            assert "%s:2000\r" % what in info, (wl, info)
+        with srv.resp() as c:
+            # DOT: user 0 clicked dots 0, 16, 32, 48 at T0 + 7919 k ms
+            # (k = its keys 0..3); dot d was pushed at T0 + d minutes. Dot 0
+            # was clicked at its push time (not before: hidden), the others
+            # before; dot 1 was never clicked.
+            assert c.cmd("DOT.CHECK", 0, 0, 16, 48, 1) == [0, 1, 1, 1]
+            # FEED: 200 followees each, nothing posted yet.
+            assert [c.cmd("FEED.UNREAD", u) for u in range(10)] == [0] * 10
+            assert c.cmd("FEED.POST", 0, 3) == 3  # user 0's first followee
+            assert c.cmd("FEED.UNREAD", 0) == 3
+            # RCPT: groups 0 and 1 of 200 members, msgids 1..1000; the
+            # message of age a was read by mapids below 8 * (a / 2) (all
+            # from age 50 on), the sender (mapid 7 msgid mod 200) excepted.
+            assert c.cmd("RCPT.COUNT", 0, 1000) == [0, 199]
+            assert c.cmd("RCPT.COUNT", 1, 1) == [199, 0]
+            assert c.cmd("RCPT.COUNT", 0, 990) == [40, 159]  # sender 130
+            assert c.cmd("RCPT.COUNT", 0, 955) == [175, 24]  # sender 85
+
+
+def dot_state(c, redis, users=100):
+    """Whether each of the 64 dots shows, for each user."""
+    dots = list(range(64))
+    if redis:
+        return c.pipeline([("FCALL", "dot_check", 2, "dot:click:%d" % u,
+                            "dot:push", *dots) for u in range(users)])
+    return c.pipeline([("DOT.CHECK", u, *dots) for u in range(users)])
+
+
+def feed_state(c, redis, users=10):
+    if redis:
+        return c.pipeline([("FCALL", "feed_unread", 2, "feed:snap:%d" % u,
+                            "feed:count", 99) for u in range(users)])
+    return c.pipeline([("FEED.UNREAD", u) for u in range(users)])
+
+
+def rcpt_state(c, redis, groups=2):
+    """[read, unread] of every preloaded message."""
+    msgs = [(g, m) for g in range(groups) for m in range(1, 1001)]
+    if redis:
+        return c.pipeline([("FCALL", "rcpt_count", 3, "rcpt:map:%d" % g,
+                            "rcpt:msg:%d" % (g << 32 | m),
+                            "rcpt:read:%d" % (g << 32 | m)) for g, m in msgs])
+    return c.pipeline([("RCPT.COUNT", g, m) for g, m in msgs])
+
+
+def test_bench_dot_feed_rcpt_same_state_as_redis():
+    """The Redis equivalents do the same work: from the load step on an
+    empty server, one connection, one request at a time, the same seeds,
+    so both servers get the same commands in the same order; afterwards
+    every user (message) reads the same on both. DOT runs no dot-push:
+    clicks and pushes carry the clock, and a click and a push in the same
+    millisecond on one server could fall in different ones on the other."""
+    runs = ((dot_state, 400, "dot-check", "dot-click", "dot-check"),
+            (feed_state, 2000, "feed-unread", "feed-post", "feed-follow"),
+            (rcpt_state, 2000, "rcpt-count", "rcpt-mix", "rcpt-read"))
+    with redis_server() as port, Server() as srv:
+        if port is None:
+            return
+        for state, keys, *wls in runs:
+            before = None
+            for target, p in (("binary", srv.port), ("redis", port)):
+                with Resp(p) as c:
+                    c.cmd("FLUSHALL")
+                for i, wl in enumerate(wls):
+                    bench(p, "-t", target, "-w", wl, "-n", 300, "-r", keys,
+                          "-c", 1, "-P", 1, "--seed", 9 + i,
+                          *(["--preload"] if i == 0 else []))
+                with Resp(p) as c:
+                    got = state(c, target == "redis")
+                assert before is None or got == before, (wls, got, before)
+                before = got
+            flat = [v for row in got for v in
+                    (row if isinstance(row, list) else [row])]
+            assert 0 < sum(flat), (wls, got)
+
+
+test_bench_dot_feed_rcpt_same_state_as_redis.timeout = 90
+
+
+def test_bench_dot_feed_rcpt_redis_when_installed():
+    with redis_server() as port:
+        if port is None:
+            return
+        for wl in DOT_FEED_RCPT:
+            r, _ = bench(port, "-t", "redis", "-w", wl, "-d", "0.3",
+                         "-r", 2000, "--preload")
+            check_clean(r, wl, "redis")
+
+
+def test_bench_cluster_of_two_shards():
+    """--cluster places every request as libunread does: each uid and gid
+    on one shard (the one unread-cli --cluster asks), global writes on
+    every shard, and the audit covers every shard."""
+    with Server() as a, Server() as b:
+        cluster = "127.0.0.1:%d,127.0.0.1:%d" % (a.port, b.port)
+        for wl, keys in (("cnt-incr", 1000), ("rcpt-read", 2000),
+                         ("dot-push", 64), ("feed-unread", 2000)):
+            for target in ("binary", "text"):
+                r, _ = bench(a.port, "--cluster", cluster, "-t", target,
+                             "-w", wl, "-d", "0.3", "-r", keys, "--preload",
+                             "--audit")
+                check_clean(r, wl, target)
+                assert r["audit_mismatches"] == 0 and r["cluster"] == cluster
+        infos = []
+        for srv in (a, b):
+            with srv.resp() as c:
+                infos.append(c.cmd("INFO", "memory").decode())
+                # dot-push is global: every shard has every dot pushed.
+                assert c.cmd("DOT.CHECK", 10 ** 9, *range(64)) == [1] * 64
+        for what, total in (("cnt_users", 1000), ("rcpt_messages", 2000),
+                            ("feed_follows", 2000)):
+            n = [int(i.split(what + ":")[1].split()[0]) for i in infos]
+            assert sum(n) == total, (what, n)  # each uid or gid on one
+        assert all(n > 0 for n in
+                   [int(i.split("cnt_users:")[1].split()[0]) for i in infos])
+        # The library finds every preloaded counter where the bench put it.
+        p = subprocess.run([UNREAD_CLI, "--cluster", cluster],
+                           input="".join("CNT.GET %d 0\n" % u
+                                         for u in range(0, 1000, 37)),
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        values = [int(v) for v in p.stdout.split()]
+        assert len(values) == len(range(0, 1000, 37)), p.stdout
+        assert all(v > 0 for v in values), values
+    # Shards are unreadd's: no Redis target, and a dead shard fails the run.
+    for args, why in ((["-t", "redis", "--cluster", cluster], "not Redis"),
+                      (["--cluster", "127.0.0.1:%d" % free_port()],
+                       "connect")):
+        p = subprocess.run([UNREAD_BENCH, "-n", "1"] + args,
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 1 and why in p.stderr, (args, p.stderr)
+
+
+test_bench_cluster_of_two_shards.timeout = 60

@@ -187,7 +187,10 @@ static void test_encode_cnt(void)
 /* Every row builds every target's requests, and they parse as requests. */
 static void test_every_row_encodes(void)
 {
-    static const char *const names[] = {"cnt-incr", "cnt-get", "cnt-mix"};
+    static const char *const names[] = {
+        "cnt-incr",   "cnt-get",    "cnt-mix",   "conv-seq", "conv-read",
+        "conv-mix",   "grp-unread", "grp-total", "grp-mix",  "grp-post",
+        "bc-publish", "bc-unread",  "bc-read"};
     static const struct ur_limits lim = {1 << 20, 64, 1 << 16};
     struct ur_arg args[65];
     bool ok = true;
@@ -244,6 +247,86 @@ static void test_load_step(void)
     ur_buf_deinit(&b);
 }
 
+/* Redis functions: FCALL name nkeys keys... args... (bc-unread, channel 0). */
+static void test_encode_fcall(void)
+{
+    struct ur_buf b;
+
+    ur_buf_init(&b);
+    CHECK(encode_op("bc-unread", BENCH_REDIS, 42, 1, &b) == 1);
+    CHECK(buf_is(&b, "*6\r\n$5\r\nFCALL\r\n$9\r\nbc_unread\r\n$1\r\n2\r\n"
+                     "$4\r\nbh:0\r\n$4\r\nbo:0\r\n$2\r\n42\r\n"));
+    b.len = 0;
+    CHECK(encode_op("grp-total", BENCH_TEXT, 42, 1, &b) == 1);
+    CHECK(buf_is(&b, "*2\r\n$9\r\nGRP.TOTAL\r\n$2\r\n42\r\n"));
+    ur_buf_deinit(&b);
+}
+
+/*
+ * CONV: the load step leaves max at the process's base seq and v unread
+ * (READ to base - v, then SEQ base; Redis: the same three fields and the
+ * total), and conv-seq's seqs for one conversation then strictly increase
+ * past the base, the same counter serving both dialects.
+ */
+static void test_conv_seqs(void)
+{
+    const struct bench_workload *w = bench_workload_find("conv-seq");
+    struct bench_ctx u = {BENCH_UNREADD, 1, {0}},
+                     r = {BENCH_REDIS_CMDS, 1, {0}};
+    struct bench_cmd cmds[BENCH_OP_MAX];
+    static struct bench_cmd load[BENCH_LOAD_MAX];
+    struct bench_rng rng;
+    uint64_t prev, v = bench_load_value(9, 0);
+    bool ok = true;
+
+    CHECK(w->load(&u, 9, load) == 2);
+    CHECK(load[0].op == UR_OP_CONV_READ && load[1].op == UR_OP_CONV_SEQ);
+    CHECK_EQ_U64(load[1].argv[2].num - load[0].argv[2].num, v);
+    prev = load[1].argv[2].num;
+    CHECK(w->load(&r, 9, load) == 2);
+    CHECK(strcmp(load[0].name, "HSET") == 0 && load[0].argc == 7);
+    CHECK_EQ_U64(load[0].argv[2].num, v);
+    CHECK_EQ_U64(load[0].argv[4].num, prev);
+    CHECK_EQ_U64(load[0].argv[6].num, prev - v);
+    CHECK(load[1].argv[1].len == 5 && load[1].argv[2].num == v);
+    bench_rng_seed(&rng, 1);
+    for (int i = 0; i < 100; i++) {
+        bool redis = i % 2;
+        uint64_t seq;
+
+        ok = ok && w->op(redis ? &r : &u, 9, &rng, cmds) == 1;
+        seq = cmds[0].argv[redis ? 4 : 2].num;
+        ok = ok && seq > prev;
+        prev = seq;
+    }
+    CHECK(ok);
+}
+
+/* GRP: users 100b.. share groups 8b..; the load step joins the user to
+ * its `types` groups, then posts to its group uid mod types now. */
+static void test_grp_load(void)
+{
+    const struct bench_workload *w = bench_workload_find("grp-post");
+    struct bench_ctx u = {BENCH_UNREADD, 3, {0}};
+    static struct bench_cmd load[BENCH_LOAD_MAX];
+    uint64_t now = bench_clock_ms();
+    struct ur_buf b;
+
+    CHECK(w->load(&u, 250, load) == 4);
+    for (unsigned i = 0; i < 3; i++)
+        CHECK(load[i].op == UR_OP_GRP_JOIN && load[i].argv[0].num == 250 &&
+              load[i].argv[1].num == 16 + i);
+    CHECK(load[3].op == UR_OP_GRP_POST && load[3].argv[0].num == 17);
+    CHECK(load[3].argv[1].num + 1000 > now && load[3].argv[1].num < now + 1000);
+    u.dialect = BENCH_REDIS_CMDS;
+    CHECK(w->load(&u, 250, load) == 4);
+    ur_buf_init(&b);
+    CHECK(bench_encode(&b, BENCH_REDIS, &load[1], 1) == 0);
+    CHECK(buf_is(&b, "*6\r\n$5\r\nFCALL\r\n$8\r\ngrp_join\r\n$1\r\n2\r\n"
+                     "$6\r\ngs:250\r\n$5\r\ngh:17\r\n$2\r\n17\r\n"));
+    ur_buf_deinit(&b);
+}
+
 static uint8_t resp_kind(const char *s, size_t *consumed)
 {
     struct bench_reply r;
@@ -283,6 +366,111 @@ static void test_parse_replies(void)
     ur_buf_deinit(&b);
 }
 
+/* Encodes cmds[0..n) for t into b and parses each back as a request. */
+static bool encode_parses(const struct bench_cmd *cmds, unsigned n,
+                          enum bench_target t)
+{
+    static const struct ur_limits lim = {1 << 20, 64, 1 << 16};
+    struct ur_arg args[65];
+    struct ur_frame_req req;
+    struct ur_buf b;
+    size_t used, off = 0, hint;
+    uint32_t argc;
+    bool ok = n > 0;
+
+    ur_buf_init(&b);
+    for (unsigned i = 0; i < n && ok; i++)
+        ok = bench_encode(&b, t, &cmds[i], i + 1) == 0;
+    for (unsigned i = 0; i < n && ok; i++, off += used) {
+        if (t == BENCH_BINARY)
+            ok = ur_frame_parse_request(b.data + off, b.len - off, &lim, args,
+                                        &req, &used, &hint) == UR_PARSE_OK;
+        else
+            ok = ur_resp_parse_request(b.data + off, b.len - off, &lim, args,
+                                       &argc, &used, &hint) == UR_PARSE_OK;
+    }
+    ok = ok && off == b.len;
+    ur_buf_deinit(&b);
+    return ok;
+}
+
+/* Every DOT, FEED and RCPT row's ops and load steps encode for every
+ * target (feed-follow is two requests; an RCPT group loads at its first
+ * key only). */
+static void test_dot_feed_rcpt_rows(void)
+{
+    static const char *const names[] = {
+        "dot-click",   "dot-check", "dot-push",   "feed-unread", "feed-post",
+        "feed-follow", "rcpt-read", "rcpt-count", "rcpt-mix"};
+    static struct bench_cmd cmds[BENCH_LOAD_MAX];
+    bool ok = true;
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const struct bench_workload *w = bench_workload_find(names[i]);
+
+        CHECK(w != NULL && w->script != NULL);
+        for (int t = BENCH_BINARY; w && t <= BENCH_REDIS; t++) {
+            struct bench_ctx x = {
+                bench_dialect_of((enum bench_target)t), 2, {0}};
+            struct bench_rng r;
+
+            bench_rng_seed(&r, 3);
+            for (uint64_t key = 0; key < 50; key++) {
+                unsigned n = w->op(&x, key, &r, cmds);
+
+                ok = ok && n == (strcmp(names[i], "feed-follow") ? 1u : 2u) &&
+                     encode_parses(cmds, n, (enum bench_target)t);
+                n = w->load(&x, key * 1000, cmds);
+                ok = ok && encode_parses(cmds, n, (enum bench_target)t);
+            }
+            ok = ok && (strncmp(names[i], "rcpt", 4) != 0 ||
+                        w->load(&x, 1, cmds) == 0);
+        }
+    }
+    CHECK(ok);
+}
+
+/* An RCPT group's load: 200 joins, 1,000 sends, then each member reads up
+ * to the newest message old enough (member 0: age 2, msgid 998; member
+ * 199: age 50). Redis gets the same state directly: the map in HSETs of
+ * 11 pairs, per message its hash and the bitmap of its first readers()
+ * mapids, the sender's bit cleared. */
+static void test_rcpt_load(void)
+{
+    const struct bench_workload *w = bench_workload_find("rcpt-count");
+    struct bench_ctx u = {BENCH_UNREADD, 2, {0}},
+                     r = {BENCH_REDIS_CMDS, 2, {0}};
+    static struct bench_cmd c[BENCH_LOAD_MAX];
+    unsigned n;
+
+    n = w->load(&u, 3000, c); /* group 3 */
+    CHECK_EQ_U64(n, 1400);
+    CHECK(c[0].op == UR_OP_RCPT_JOIN && c[0].argv[0].num == 3 &&
+          c[0].argv[1].num == 601);
+    CHECK(c[200].op == UR_OP_RCPT_SEND && c[200].argv[1].num == 1 &&
+          c[200].argv[2].num == 601 + 7);
+    CHECK(c[1200].op == UR_OP_RCPT_READUPTO && c[1200].argv[1].num == 601 &&
+          c[1200].argv[2].num == 998);
+    CHECK(c[1399].op == UR_OP_RCPT_READUPTO && c[1399].argv[1].num == 800 &&
+          c[1399].argv[2].num == 950);
+    n = w->load(&r, 3000, c);
+    CHECK(strcmp(c[0].name, "HSET") == 0 && c[0].argc == 23);
+    CHECK(strcmp(c[18].name, "HSET") == 0 && c[18].argc == 1 + 2 * 2);
+    /* msgid 990 (age 10): mapids 0..39 read it; its sender is 130. */
+    for (unsigned i = 19; i < n; i++) {
+        if (strcmp(c[i].name, "SET") == 0 &&
+            c[i].argv[0].num == (3ull << 32 | 990)) {
+            CHECK(c[i].argv[1].len == 5 &&
+                  memcmp(c[i].argv[1].str, "\xff\xff\xff\xff\xff", 5) == 0);
+            CHECK(strcmp(c[i + 1].name, "HSET") == 0); /* 130 >= 40 */
+        }
+        if (strcmp(c[i].name, "SETBIT") == 0)
+            CHECK(c[i].argv[1].num ==
+                  (c[i].argv[0].num & 0xffffffff) * 7 % 200);
+    }
+    CHECK(n > 19 + 1000 && n <= BENCH_LOAD_MAX);
+}
+
 int main(void)
 {
     T_RUN(test_hist_buckets);
@@ -292,6 +480,11 @@ int main(void)
     T_RUN(test_encode_cnt);
     T_RUN(test_every_row_encodes);
     T_RUN(test_load_step);
+    T_RUN(test_encode_fcall);
+    T_RUN(test_conv_seqs);
+    T_RUN(test_grp_load);
     T_RUN(test_parse_replies);
+    T_RUN(test_dot_feed_rcpt_rows);
+    T_RUN(test_rcpt_load);
     T_END();
 }
