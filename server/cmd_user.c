@@ -223,8 +223,11 @@ static void info_active(struct lines *L, const struct server *srv, uint64_t uid)
     time_t t;
 
     if (!u32map_get(srv->db.active, uid, &day)) {
-        line(L, "active: unknown (no command has named this user as its "
-                "reader since it was last expired or erased)");
+        line(L,
+             "active: not tracked (no command of a family in "
+             "expire-families (%s) has named this user as its reader "
+             "since it was last expired or erased)",
+             srv->cfg.expire_families_text);
         return;
     }
     t = (time_t)((uint64_t)day * (USERS_DAY_MS / 1000));

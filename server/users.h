@@ -6,7 +6,10 @@
  *
  * Activity: db->active maps uid -> the UTC day (ms / 86400000) of the
  * user's last command naming it as the reader, a u32map entry of ~13
- * bytes. Days, not milliseconds: the table changes at most once a day per
+ * bytes. Only users with something to expire are in it: a user enters
+ * through a command of a family in expire-families, and from then on any
+ * user command keeps it active; a user of kept families only (CNT, CONV
+ * by default) costs nothing. Days, not milliseconds: the table changes at most once a day per
  * user, so the executor journals a read that marks a user active only
  * then (x->dirty), and replay rebuilds the table exactly.
  *
@@ -43,7 +46,8 @@ static inline uint32_t users_day(uint64_t ms)
  * pinned one: no system call). true when the table changed (a new user or
  * a new day): the command must be journaled. An allocation failure leaves
  * the user as it was: activity is best effort, and a user absent from the
- * table is never expired.
+ * table is never expired. A user not in the table is added only by a
+ * command of a family in expire-families.
  */
 bool users_mark_active(struct server *srv, const struct ur_op *op,
                        uint32_t argc, const struct ur_arg *argv);

@@ -4,8 +4,10 @@
  *   groups   a denseid: gid -> a dense index (assigned at the group's first
  *            use, never reused) and per index a struct grp_group, its head
  *            and its window: a ring of 32-bit timestamp offsets,
- *            ring[seq % window] for the `known` newest seqs, allocated at
- *            the first post;
+ *            ring[seq % cap] for the `known` newest seqs, allocated at the
+ *            first post with RING_MIN slots and doubled each time it is
+ *            full, up to `window` (most groups never see unread-cap + 1
+ *            messages: a group of 12 posts holds 16 slots, not 101);
  *   members  a listmap: uid -> the user's memberships, one u64 entry each,
  *            index << 33 | seen << 1 | 1 (31 bits of group index, the low
  *            32 bits of seen), by ascending index.
@@ -29,11 +31,15 @@
 #define GIDX_BITS 31
 #define MEMB_SHIFT (64 - GIDX_BITS)
 
+/* A ring's first size, and its growth step's smallest. */
+#define RING_MIN 4u
+
 struct grp_group {
     uint64_t head;   /* seq of the newest message; 0 before any */
     uint64_t base;   /* window timestamps are offsets from base */
-    uint32_t *ring;  /* ring[seq % window]; NULL before the first post */
-    uint32_t window; /* ring slots */
+    uint32_t *ring;  /* ring[seq % cap]; NULL before the first post */
+    uint32_t window; /* timestamps kept at most; 0 before the first post */
+    uint32_t cap;    /* ring slots: known <= cap <= window */
     uint32_t known;  /* kept timestamps: seqs head - known + 1 .. head */
 };
 
@@ -75,28 +81,43 @@ static int group_get(struct grp_store *s, uint64_t gid, uint32_t *gidx)
 /* The timestamp of kept message seq. */
 static inline uint64_t ring_ts(const struct grp_group *g, uint64_t seq)
 {
-    return g->base + g->ring[seq % g->window];
+    return g->base + g->ring[seq % g->cap];
 }
 
-/* Gives g a window of `window` slots, keeping the newest timestamps that
- * fit. GRP_OK or GRP_ENOMEM (g unchanged). */
-static int ring_resize(struct grp_store *s, struct grp_group *g,
-                       uint32_t window)
+/* Gives g's ring `cap` slots, keeping the newest timestamps that fit.
+ * GRP_OK or GRP_ENOMEM (g unchanged). */
+static int ring_resize(struct grp_store *s, struct grp_group *g, uint32_t cap)
 {
-    uint32_t keep = g->known < window ? g->known : window;
-    uint32_t *r = calloc(window, sizeof(*r));
+    uint32_t keep = g->known < cap ? g->known : cap;
+    uint32_t *r = calloc(cap, sizeof(*r));
 
     if (r == NULL)
         return GRP_ENOMEM;
     for (uint64_t q = g->head - keep + 1; q <= g->head; q++)
-        r[q % window] = g->ring[q % g->window];
+        r[q % cap] = g->ring[q % g->cap];
     free(g->ring);
-    s->ring_bytes -= (size_t)g->window * sizeof(*r);
-    s->ring_bytes += (size_t)window * sizeof(*r);
+    s->ring_bytes -= (size_t)g->cap * sizeof(*r);
+    s->ring_bytes += (size_t)cap * sizeof(*r);
     g->ring = r;
-    g->window = window;
+    g->cap = cap;
     g->known = keep;
     return GRP_OK;
+}
+
+/* Makes room for one more timestamp in a group that keeps `window`: a
+ * smaller window drops the oldest now; a full ring below the window
+ * doubles. GRP_OK or GRP_ENOMEM (g's kept timestamps unchanged). */
+static int ring_make_room(struct grp_store *s, struct grp_group *g,
+                          uint32_t window)
+{
+    uint32_t cap;
+
+    if (g->cap > window && ring_resize(s, g, window) != GRP_OK)
+        return GRP_ENOMEM;
+    if (g->known < g->cap || g->cap >= window)
+        return GRP_OK;
+    cap = g->cap < RING_MIN ? RING_MIN : g->cap * 2;
+    return ring_resize(s, g, cap < window ? cap : window);
 }
 
 /*
@@ -114,13 +135,13 @@ static void ring_rebase(struct grp_group *g, uint64_t ts)
     for (uint64_t q = first; q <= g->head; q++) {
         uint64_t t = ring_ts(g, q);
 
-        g->ring[q % g->window] = t > base ? (uint32_t)(t - base) : 0;
+        g->ring[q % g->cap] = t > base ? (uint32_t)(t - base) : 0;
     }
     g->base = base;
 }
 
 /* Appends the next message at ts (clamped to the newest kept one, so the
- * window stays sorted). g has a window. */
+ * window stays sorted). g's ring has a slot (ring_make_room). */
 static void ring_append(struct grp_group *g, uint64_t ts)
 {
     if (g->known == 0) {
@@ -134,8 +155,8 @@ static void ring_append(struct grp_group *g, uint64_t ts)
             ring_rebase(g, ts);
     }
     g->head++;
-    g->ring[g->head % g->window] = (uint32_t)(ts - g->base);
-    if (g->known < g->window)
+    g->ring[g->head % g->cap] = (uint32_t)(ts - g->base);
+    if (g->known < g->cap)
         g->known++;
 }
 
@@ -153,7 +174,7 @@ static uint64_t group_seen_at(const struct grp_group *g, uint64_t ts)
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
 
-        if (g->ring[mid % g->window] <= ts - g->base)
+        if (g->ring[mid % g->cap] <= ts - g->base)
             lo = mid + 1;
         else
             hi = mid;
@@ -238,8 +259,9 @@ int grp_post(struct grp_store *s, uint64_t gid, uint64_t ts, uint32_t window,
     if (group_get(s, gid, &gidx) != GRP_OK)
         return GRP_ENOMEM;
     g = group_at(s, gidx);
-    if (g->window != window && ring_resize(s, g, window) != GRP_OK)
+    if (ring_make_room(s, g, window) != GRP_OK)
         return GRP_ENOMEM;
+    g->window = window;
     ring_append(g, ts);
     *seq = g->head;
     return GRP_OK;
@@ -392,7 +414,11 @@ int grp_restore_group(struct grp_store *s, uint64_t gid, uint64_t head,
     g = group_at(s, gidx);
     /* The kept messages go in as posts, on top of the ones before. */
     g->head = head - known;
-    if (window > 0 && ring_resize(s, g, window) != GRP_OK)
+    g->window = window;
+    if (window > 0 && ring_resize(s, g,
+                                  known > RING_MIN    ? known
+                                  : window > RING_MIN ? RING_MIN
+                                                      : window) != GRP_OK)
         return GRP_ENOMEM; /* the group stays, empty: the load fails */
     for (uint32_t k = 0; k < known; k++)
         ring_append(g, ts[k]);
@@ -444,13 +470,13 @@ static size_t audit_group(const struct grp_group *g)
 {
     size_t bad = 0;
 
-    bad += (g->ring == NULL) != (g->window == 0);
-    bad += g->known > g->window || g->known > g->head;
+    bad += (g->ring == NULL) != (g->cap == 0);
+    bad += g->known > g->cap || g->cap > g->window || g->known > g->head;
     bad += g->head > 0 && g->known == 0;
     if (bad != 0)
         return bad;
     for (uint64_t q = g->head - g->known + 2; q <= g->head; q++)
-        bad += g->ring[q % g->window] < g->ring[(q - 1) % g->window];
+        bad += g->ring[q % g->cap] < g->ring[(q - 1) % g->cap];
     return bad;
 }
 
@@ -460,7 +486,7 @@ size_t grp_audit(const struct grp_store *s)
 
     for (uint32_t i = 0; i < denseid_count(s->groups); i++) {
         bad += audit_group(group_at(s, i));
-        ring_bytes += (size_t)group_at(s, i)->window * sizeof(uint32_t);
+        ring_bytes += (size_t)group_at(s, i)->cap * sizeof(uint32_t);
     }
     bad += ring_bytes != s->ring_bytes;
     bad += denseid_audit(s->groups);

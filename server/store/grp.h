@@ -15,6 +15,9 @@
  * sorted. A group takes the window it is given at its next post; growing
  * it keeps the timestamps it had, so until window more messages are
  * posted, a ts older than those reads as "just before the kept ones".
+ * The window's memory follows the messages actually kept (4 slots at the
+ * first post, doubled when full, up to window): a quiet group of a dozen
+ * messages costs 64 bytes of timestamps, not 4 x window.
  *
  * Widths: a member's seen is kept as its low 32 bits and unread computed
  * modulo 2^32, exact while a member is fewer than 2^32 messages behind in

@@ -98,6 +98,31 @@ def test_expiry_forgets_expire_families_and_keeps_the_rest():
         assert c.cmd("INFO", "commandstats").count(b"cmdstat_user.expire:") == 1
 
 
+def test_only_expiring_families_start_tracking_a_user():
+    """A user enters the activity table through a command of a family in
+    expire-families; after that every user command keeps it active. A
+    CNT/CONV-only user (nothing that could expire) costs no entry."""
+    with Server(enable_debug_command="yes") as srv, srv.resp() as c:
+        assert c.cmd("CNT.INCR", 1, "mention", 3) == [3, 3]
+        assert c.cmd("CONV.SEQ", 1, 77, 4)[0] == 4
+        assert c.cmd("CNT.TOTAL", 1) == 3
+        assert expiry(c)["active_users"] == "0"
+        assert c.cmd("USER.INFO", 1)[-1].startswith(b"active: not tracked")
+        assert c.cmd("BC.UNREAD", 1, 1) == 0       # BC expires: tracked
+        assert expiry(c)["active_users"] == "1"
+        c.cmd("DEBUG", "ADVANCE-CLOCK", 20 * DAY)
+        assert c.cmd("CNT.TOTAL", 1) == 3          # kept active by CNT
+        c.cmd("BC.PUBLISH", 1)
+        c.cmd("DEBUG", "ADVANCE-CLOCK", 20 * DAY)  # 20 days since CNT.TOTAL
+        time.sleep(0.3)
+        assert expiry(c)["expired_users"] == "0"
+        assert c.cmd("BC.UNREAD", 1, 1) == 1
+    with Server(expire_families="cnt") as srv, srv.resp() as c:
+        assert c.cmd("CNT.INCR", 1, "mention", 3) == [3, 3]
+        assert c.cmd("BC.UNREAD", 2, 1) == 0
+        assert expiry(c)["active_users"] == "1"     # user 1 only
+
+
 def test_configured_families_and_thresholds():
     with Server(enable_debug_command="yes", expire_families="cnt,CONV",
                 inactive_days=3) as srv, srv.resp() as c:

@@ -71,7 +71,7 @@ def test_info_explains_every_count(via):
 def test_info_of_an_unknown_user(via):
     lines = text(via("USER.INFO", U64_MAX))
     assert lines[0] == "cnt: total=0"
-    assert lines[-1].startswith("active: unknown")
+    assert lines[-1].startswith("active: not tracked")
     assert len(lines) == 8
 
 
@@ -85,7 +85,7 @@ def test_del_erases_everywhere_but_the_anonymous_receipt(via):
     assert lines[0] == "cnt: total=0"
     assert "grp: groups=0 total=0" in lines
     assert "rcpt: groups=0" in lines
-    assert lines[-1].startswith("active: unknown")
+    assert lines[-1].startswith("active: not tracked")
     # 42 read message 1000 before it was erased: still counted, anonymous.
     assert via("RCPT.COUNT", 40, 1000) == [1, 0]
     listed = via("RCPT.LIST", 40, 1000, "READ")
@@ -119,7 +119,10 @@ def test_flushall(via):
     assert via("CNT.TOTAL", 42) == 0
     assert via("GRP.POST", 5) == 1  # groups are gone too
     lines = text(via("USER.INFO", 42))
-    assert lines[-1].startswith("active: last on")  # CNT.TOTAL since
+    assert lines[-1].startswith("active: not tracked")  # CNT only since
+    assert via("BC.UNREAD", 42, 1) == 0
+    lines = text(via("USER.INFO", 42))
+    assert lines[-1].startswith("active: last on")
     assert via("DEBUG", "AUDIT") == 0
 
 

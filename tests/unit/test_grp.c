@@ -314,6 +314,40 @@ static void test_window_changes(void)
     grp_destroy(s);
 }
 
+/* A window's slots are allocated as messages come (4, 8, 16, ... up to
+ * the window), and every kept timestamp survives each growth. */
+static void test_window_grows_lazily(void)
+{
+    struct grp_store *s = grp_create();
+    size_t empty, one;
+    uint64_t seq, u;
+
+    grp_post(s, 9, 5, 101, &seq); /* group 9 exists, ring of 4 */
+    empty = grp_bytes(s);
+    grp_post(s, 5, 1001, 101, &seq);
+    one = grp_bytes(s);
+    CHECK(one > empty);
+    for (uint64_t i = 2; i <= 12; i++)
+        grp_post(s, 5, 1000 + i, 101, &seq);
+    /* 12 kept: 16 slots, not 101. */
+    CHECK_EQ_U64(grp_bytes(s) - one, (16 - 4) * sizeof(uint32_t));
+    for (uint64_t ts = 1000; ts <= 1013; ts++) {
+        CHECK_EQ_U64(grp_seen(s, ts, 5, ts, MAXG, &u), GRP_OK);
+        CHECK_EQ_U64(u, ts >= 1012 ? 0 : 1012 - ts);
+    }
+    one = grp_bytes(s); /* with the 14 new members */
+    for (uint64_t i = 13; i <= 300; i++)
+        grp_post(s, 5, 1000 + i, 101, &seq);
+    /* Full: exactly the window, the newest 101 kept. */
+    CHECK_EQ_U64(grp_bytes(s) - one, (101 - 16) * sizeof(uint32_t));
+    CHECK_EQ_U64(grp_seen(s, 1, 5, 1200, MAXG, &u), GRP_OK);
+    CHECK_EQ_U64(u, 100); /* 200 is the oldest kept */
+    CHECK_EQ_U64(grp_seen(s, 2, 5, 1199, MAXG, &u), GRP_OK);
+    CHECK_EQ_U64(u, 101); /* before the window: unread-cap + 1 */
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
 /* Kept timestamps spanning more than 2^32 ms still compare right. */
 static void test_wide_timestamps(void)
 {
@@ -596,6 +630,7 @@ int main(void)
     T_RUN(test_max_groups);
     T_RUN(test_old_timestamps_are_clamped);
     T_RUN(test_window_changes);
+    T_RUN(test_window_grows_lazily);
     T_RUN(test_wide_timestamps);
     T_RUN(test_restore);
     T_RUN(test_random_vs_model);
