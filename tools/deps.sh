@@ -27,6 +27,7 @@ for what in "$@"; do
         want python3 command -v python3
         want redis-tools command -v redis-cli
         want netcat-openbsd command -v nc
+        want redis-server command -v redis-server
         ;;
     bench)
         want redis-server command -v redis-server

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import BUILD, UNREAD_CLI, Resp, Server, free_port
+from harness import BUILD, REPO, UNREAD_CLI, Resp, Server, free_port
 
 UNREAD_BENCH = os.path.join(BUILD, "unread-bench")
 
@@ -451,3 +451,32 @@ def test_bench_cluster_of_two_shards():
 
 
 test_bench_cluster_of_two_shards.timeout = 60
+
+
+def test_compare_prints_the_table_and_the_goals():
+    """bench/compare.py (make bench) end to end on a tiny keyspace: both
+    servers, a CNT workload and another family's, the table, the goals, the
+    JSON of every run. No figure is asserted, only that every run happened
+    and was counted."""
+    if shutil.which("redis-server") is None:
+        return
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "runs.json")
+        p = subprocess.run(
+            ["python3", os.path.join(REPO, "bench", "compare.py"),
+             "--build", BUILD, "--workloads", "cnt-get,bc-publish",
+             "--keys", "2000", "--seconds", "0.2", "--family-seconds", "0.2",
+             "--warmup", "0", "--family-warmup", "0", "--reps", "2",
+             "--no-pin", "--json", out],
+            capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+        rows = [l for l in p.stdout.splitlines()
+                if l.startswith("| cnt-get |") or l.startswith("| bc-publish |")]
+        assert len(rows) == 4, p.stdout
+        assert "cnt-get  P1  ratio >= 1.3:" in p.stdout
+        assert "bc-publish P16 ratio >= 2.0:" in p.stdout
+        with open(out) as f:
+            runs = json.load(f)["runs"]
+        # 2 workloads x 2 depths x 2 pairs x 2 servers, none with errors.
+        assert len(runs) == 16, len(runs)
+        assert all(r["errors"] == 0 and r["ops"] > 0 for r in runs)
