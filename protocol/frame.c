@@ -87,6 +87,28 @@ static enum ur_parse hdr_check(const char *buf, size_t len,
     return UR_PARSE_OK;
 }
 
+size_t ur_frame_peek(const char *buf, size_t len, uint16_t *op, uint64_t *first,
+                     bool *has_first)
+{
+    struct ur_frame_hdr h;
+    size_t total;
+
+    *has_first = false;
+    if (len < UR_FRAME_HDR || (uint8_t)buf[0] != UR_FRAME_MAGIC)
+        return 0;
+    ur_frame_hdr_decode(buf, &h);
+    total = (size_t)UR_FRAME_HDR + h.len;
+    if (total > len)
+        return 0;
+    *op = h.op;
+    if (h.op != UR_FRAME_OP_BATCH && h.argc > 0 && h.len >= 9 &&
+        (uint8_t)buf[UR_FRAME_HDR] == UR_ARG_INT) {
+        *first = rd64(buf + UR_FRAME_HDR + 1);
+        *has_first = true;
+    }
+    return total;
+}
+
 /* Reads one argument at *pp into *a, advancing *pp; false if it overruns
  * end or its kind is unknown. */
 static bool read_arg(const char **pp, const char *end, struct ur_arg *a)

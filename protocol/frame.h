@@ -85,6 +85,18 @@ struct ur_frame_req {
 void ur_frame_hdr_decode(const char *p, struct ur_frame_hdr *h);
 
 /*
+ * A glance at the request frame at buf[0..len) without parsing it: its
+ * total length when the whole frame is there (0 otherwise, or when buf
+ * does not start with the magic), its opcode in *op, and in *first its
+ * first argument when that is a u64 (*has_first; never for a batch
+ * frame, whose body holds sub-requests). Nothing else is
+ * checked: a hint for prefetching what the request will touch, never a
+ * reason to run it (ur_frame_parse_request decides that).
+ */
+size_t ur_frame_peek(const char *buf, size_t len, uint16_t *op, uint64_t *first,
+                     bool *has_first);
+
+/*
  * Parses one request frame from buf[0..len).
  *   OK        *req filled (argv = args, which must hold lim->max_args
  *             entries); *consumed = bytes of the frame.

@@ -19,6 +19,10 @@
 
 #include "batch.h"
 #include "cmds.h"
+#include "cnt.h"
+#include "dot.h"
+#include "feed.h"
+#include "grp.h"
 #include "persist.h"
 #include "users.h"
 
@@ -142,6 +146,31 @@ void exec_binary(struct server *srv, struct session *sess, uint16_t opcode,
         return;
     }
     exec_op(srv, sess, op, argc, argv, r);
+}
+
+void exec_prefetch(const struct server *srv, uint16_t opcode, uint64_t uid,
+                   int stage)
+{
+    const struct ur_op *op = ur_op_by_code(opcode);
+
+    if (op == NULL || (op->flags & (OPF_USER | OPF_ADMIN)) != OPF_USER)
+        return;
+    switch (opcode >> 8) { /* ops.def's family ranges */
+    case 0x01:
+        cnt_prefetch_user(srv->db.cnt, uid, stage);
+        break;
+    case 0x03:
+        grp_prefetch_user(srv->db.grp, uid, stage);
+        break;
+    case 0x05:
+        dot_prefetch_user(srv->db.dot, uid, stage);
+        break;
+    case 0x06:
+        feed_prefetch_user(srv->db.feed, uid, stage);
+        break;
+    default:
+        break;
+    }
 }
 
 bool arg_u64(struct exec_ctx *x, uint32_t i, const char *what, uint64_t *out)

@@ -68,6 +68,16 @@ void exec_binary(struct server *srv, struct session *sess, uint16_t opcode,
                  uint32_t argc, const struct ur_arg *argv, struct reply *r);
 
 /*
+ * A hint ahead of exec_binary: when opcode is a user command (OPF_USER)
+ * of a family keyed by the reader (CNT, GRP, DOT, FEED), starts loading
+ * uid's record into the cache, in two stages (u64map_prefetch: 0 a few
+ * requests before 1). Changes nothing; an unknown opcode or a family
+ * without the hint is ignored.
+ */
+void exec_prefetch(const struct server *srv, uint16_t opcode, uint64_t uid,
+                   int stage);
+
+/*
  * Argument accessors: true with *out set, or false after replying the
  * error (the handler then just returns). `what` names the argument in the
  * message ("uid", "delta").

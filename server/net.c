@@ -337,10 +337,57 @@ static bool out_full(struct conn *c)
  * Parses and executes every complete request in data[0..len); returns the
  * bytes consumed. Replies go to c->out in request order.
  */
+/*
+ * process()'s lookahead on the binary protocol. Before a request runs, the
+ * complete requests after it have been glanced at (ur_frame_peek) and the
+ * stores told which user each one is about (exec_prefetch), in two
+ * stages: the next LOOK_FAR load their map segment's header, the next
+ * LOOK_NEAR (reading that header) their slot. The cache and TLB misses of
+ * a pipelined read then overlap instead of queueing one after another:
+ * with 1M users a user's slot is a miss, 36% of the server's time at
+ * pipeline 16 without this.
+ */
+#define LOOK_FAR 16u
+#define LOOK_NEAR 6u
+
+struct lookahead {
+    size_t pos[2];    /* the next frame to glance at, per stage */
+    unsigned held[2]; /* frames glanced at between the running one and pos */
+};
+
+/* Glances ahead of the request at `off` in data[..len), per stage. */
+static void look_ahead(struct lookahead *la, const char *data, size_t len,
+                       size_t off)
+{
+    static const unsigned depth[2] = {LOOK_FAR, LOOK_NEAR};
+
+    for (int stage = 0; stage < 2; stage++) {
+        if (la->pos[stage] < off)
+            la->pos[stage] = off;
+        while (la->held[stage] <= depth[stage] && la->pos[stage] < len) {
+            uint16_t op = 0;
+            uint64_t uid = 0;
+            bool has = false;
+            size_t p = la->pos[stage];
+            size_t used = ur_frame_peek(data + p, len - p, &op, &uid, &has);
+
+            if (used == 0) {
+                la->pos[stage] = len; /* a partial frame: nothing past it */
+                break;
+            }
+            if (has)
+                exec_prefetch(srv, op, uid, stage);
+            la->pos[stage] += used;
+            la->held[stage]++;
+        }
+    }
+}
+
 static size_t process(struct conn *c, const char *data, size_t len)
 {
     const uint64_t jseq = persist_appended(srv->persist);
     const size_t out_before = c->out.len;
+    struct lookahead la = {{0, 0}, {0, 0}};
     size_t off = 0;
 
     if (c->proto == PROTO_UNKNOWN && len > 0) {
@@ -362,6 +409,7 @@ static size_t process(struct conn *c, const char *data, size_t len)
 
         if (c->proto == PROTO_BIN) {
             struct ur_frame_req req = {0};
+            look_ahead(&la, data, len, off);
             st = ur_frame_parse_request(data + off, len - off, &lim, args, &req,
                                         &used, &hint);
             if (st == UR_PARSE_OK) {
@@ -398,6 +446,9 @@ static size_t process(struct conn *c, const char *data, size_t len)
             event_del(c->rev);
         }
         off += used;
+        for (int stage = 0; stage < 2; stage++)
+            if (la.held[stage] > 0)
+                la.held[stage]--;
         if (out_full(c))
             break;
     }

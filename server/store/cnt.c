@@ -573,3 +573,8 @@ bool cnt_del_user(struct cnt_store *s, uint64_t uid)
     cnt_clear(s, uid, UINT64_MAX);
     return true;
 }
+
+void cnt_prefetch_user(const struct cnt_store *s, uint64_t uid, int stage)
+{
+    u64map_prefetch(s->map, uid, stage);
+}

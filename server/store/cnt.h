@@ -41,6 +41,12 @@ int cnt_set(struct cnt_store *s, uint64_t uid, unsigned type, uint32_t v,
 uint64_t cnt_clear(struct cnt_store *s, uint64_t uid, uint64_t mask);
 
 uint32_t cnt_get(const struct cnt_store *s, uint64_t uid, unsigned type);
+
+/* Starts loading uid's record into the cache, for a command about uid
+ * soon after: a hint in two stages (u64map_prefetch), for server/net.c's
+ * lookahead. */
+void cnt_prefetch_user(const struct cnt_store *s, uint64_t uid, int stage);
+
 uint64_t cnt_total(const struct cnt_store *s, uint64_t uid);
 
 /* Fills types[]/vals[] (CNT_TYPES entries each) with the non-zero types in

@@ -203,3 +203,8 @@ uint32_t dot_user_info(const struct dot_store *s, uint64_t uid, dot_user_fn fn,
     }
     return n;
 }
+
+void dot_prefetch_user(const struct dot_store *s, uint64_t uid, int stage)
+{
+    listmap_prefetch(s->clicks, uid, stage);
+}

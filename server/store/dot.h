@@ -31,6 +31,11 @@ struct dot_store;
 struct dot_store *dot_create(void);
 void dot_destroy(struct dot_store *s);
 
+/* Starts loading uid's record into the cache, for a command about uid
+ * soon after: a hint in two stages (u64map_prefetch), for server/net.c's
+ * lookahead. */
+void dot_prefetch_user(const struct dot_store *s, uint64_t uid, int stage);
+
 /*
  * Records a push of dot at ts (<= DOT_TS_MAX): the dot's push time becomes
  * the later of its old one and ts, and is stored in *push. 0, DOT_ENOMEM,

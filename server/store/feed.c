@@ -248,3 +248,8 @@ uint32_t feed_user_info(const struct feed_store *s, uint64_t uid,
     }
     return n;
 }
+
+void feed_prefetch_user(const struct feed_store *s, uint64_t uid, int stage)
+{
+    listmap_prefetch(s->follows, uid, stage);
+}

@@ -29,6 +29,11 @@ struct feed_store;
 struct feed_store *feed_create(void);
 void feed_destroy(struct feed_store *s);
 
+/* Starts loading uid's record into the cache, for a command about uid
+ * soon after: a hint in two stages (u64map_prefetch), for server/net.c's
+ * lookahead. */
+void feed_prefetch_user(const struct feed_store *s, uint64_t uid, int stage);
+
 /* Adds n posts to author (saturating); *count is the count after. 0,
  * FEED_ENOMEM, or FEED_EFULL (a new author beyond FEED_MAX_AUTHORS). */
 int feed_post(struct feed_store *s, uint64_t author, uint64_t n,

@@ -514,3 +514,8 @@ uint32_t grp_user_info(const struct grp_store *s, uint64_t uid, grp_user_fn fn,
     }
     return n;
 }
+
+void grp_prefetch_user(const struct grp_store *s, uint64_t uid, int stage)
+{
+    listmap_prefetch(s->members, uid, stage);
+}

@@ -83,6 +83,11 @@ int grp_seen(struct grp_store *s, uint64_t uid, uint64_t gid, uint64_t ts,
 /* uid's unread in gid; 0 when not a member. */
 uint64_t grp_unread(const struct grp_store *s, uint64_t uid, uint64_t gid);
 
+/* Starts loading uid's record into the cache, for a command about uid
+ * soon after: a hint in two stages (u64map_prefetch), for server/net.c's
+ * lookahead. */
+void grp_prefetch_user(const struct grp_store *s, uint64_t uid, int stage);
+
 /* The sum of uid's unread over its groups, stopping as soon as it exceeds
  * limit: the result is exact when <= limit, else some value > limit. */
 uint64_t grp_total(const struct grp_store *s, uint64_t uid, uint64_t limit);

@@ -131,6 +131,11 @@ uint32_t listmap_edit(struct listmap *m, uint64_t uid, uint64_t **e)
     return rec_of(*ref)->n;
 }
 
+void listmap_prefetch(const struct listmap *m, uint64_t uid, int stage)
+{
+    u64map_prefetch(m->map, uid, stage);
+}
+
 bool listmap_lookup(const struct listmap *m, uint64_t uid, uint64_t key,
                     uint64_t *entry)
 {

@@ -44,6 +44,9 @@ uint32_t listmap_get(const struct listmap *m, uint64_t uid, const uint64_t **e,
  * stay as they are); the count, 0 when uid has none. */
 uint32_t listmap_edit(struct listmap *m, uint64_t uid, uint64_t **e);
 
+/* Starts loading uid's map slot into the cache (u64map_prefetch). */
+void listmap_prefetch(const struct listmap *m, uint64_t uid, int stage);
+
 /* uid's entry with this key into *entry; false when there is none.
  * O(log n). */
 bool listmap_lookup(const struct listmap *m, uint64_t uid, uint64_t key,

@@ -584,6 +584,19 @@ uint64_t u64map_get(const struct u64map *m, uint64_t key)
     return sl ? sl->val : 0;
 }
 
+void u64map_prefetch(const struct u64map *m, uint64_t key, int stage)
+{
+    uint64_t h = map_hash(key, m->seed);
+    const struct seg *s = m->dir[dir_index(m, h)];
+
+    if (s == NULL)
+        return;
+    if (stage == 0)
+        __builtin_prefetch(s);
+    else
+        __builtin_prefetch(&s->slot[seg_home(s, h)]);
+}
+
 uint64_t *u64map_ref(struct u64map *m, uint64_t key)
 {
     uint64_t h = map_hash(key, m->seed);

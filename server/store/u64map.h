@@ -29,6 +29,15 @@ void u64map_destroy(struct u64map *m);
 /* The value for key, or 0 when absent. */
 uint64_t u64map_get(const struct u64map *m, uint64_t key);
 
+/*
+ * Hints for a lookup of key soon after, with no effect on the map: stage 0
+ * starts loading the header of key's segment, stage 1 (which reads that
+ * header: issue it a little later) the cache line of key's home slot.
+ * server/net.c issues them a few requests ahead, so that the misses of a
+ * pipelined read overlap instead of queueing.
+ */
+void u64map_prefetch(const struct u64map *m, uint64_t key, int stage);
+
 /* Pointer to key's value slot, or NULL when absent. The caller may change
  * the value to any non-zero value through it (to 0: use u64map_del). */
 uint64_t *u64map_ref(struct u64map *m, uint64_t key);

@@ -15,6 +15,7 @@
  *       tests/fuzz/fuzz_frame.c protocol/(all .c) -o fuzz_frame
  *   ./fuzz_frame tests/fuzz/corpus/frame
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,22 @@ static void check_request(const char *p, size_t c,
     ASSERT(ur_frame_parse_request(p, c / 2, &lim, again, &r2, &consumed,
                                   &hint) == UR_PARSE_NEED_MORE);
     ASSERT(hint > c / 2 && hint <= c);
+
+    /* A glance (ur_frame_peek, the server's prefetch hint) agrees with the
+     * parse: the frame's length, its op, its first u64 argument; a prefix
+     * is not a whole frame. */
+    {
+        uint16_t op = 0;
+        uint64_t first = 0;
+        bool has = false;
+
+        ASSERT(ur_frame_peek(p, c, &op, &first, &has) == c);
+        ASSERT(op == req->op);
+        ASSERT(has == (req->op != UR_FRAME_OP_BATCH && req->argc > 0 &&
+                       args[0].kind == UR_ARG_INT));
+        ASSERT(!has || first == args[0].num);
+        ASSERT(ur_frame_peek(p, c - 1, &op, &first, &has) == 0 && !has);
+    }
 
     /* Re-encoding gives the same bytes (the reserved flags aside). */
     ur_buf_init(&b);

@@ -221,6 +221,44 @@ static void test_request_pipeline_one_buffer(void)
     ur_buf_deinit(&b);
 }
 
+/* ur_frame_peek: length, op and first u64 of whole frames only; a string
+ * or no first argument gives no key; junk and partial frames give 0. */
+static void test_request_peek(void)
+{
+    struct ur_buf b;
+    size_t off, first_len, pos = 0, n;
+    uint16_t op;
+    uint64_t key;
+    bool has;
+
+    ur_buf_init(&b);
+    CHECK(ur_frame_req_begin(&b, 0x0104, 1, &off) == 0);
+    CHECK(ur_frame_put_arg_int(&b, 42) == 0);
+    CHECK(ur_frame_put_arg_str(&b, "mention", 7) == 0);
+    ur_frame_req_end(&b, off, 2);
+    first_len = b.len;
+    CHECK(ur_frame_req_begin(&b, 0x0105, 2, &off) == 0);
+    CHECK(ur_frame_put_arg_str(&b, "42", 2) == 0);
+    ur_frame_req_end(&b, off, 1);
+    CHECK(ur_frame_req_begin(&b, 0x0001, 3, &off) == 0);
+    ur_frame_req_end(&b, off, 0);
+
+    n = ur_frame_peek(b.data, b.len, &op, &key, &has);
+    CHECK_EQ_U64(n, first_len);
+    CHECK(op == 0x0104 && has && key == 42);
+    pos += n;
+    n = ur_frame_peek(b.data + pos, b.len - pos, &op, &key, &has);
+    CHECK(n > 0 && op == 0x0105 && !has);
+    pos += n;
+    n = ur_frame_peek(b.data + pos, b.len - pos, &op, &key, &has);
+    CHECK(n == UR_FRAME_HDR && op == 0x0001 && !has);
+    CHECK_EQ_U64(pos + n, b.len);
+    for (size_t cut = 0; cut < first_len; cut++)
+        CHECK(ur_frame_peek(b.data, cut, &op, &key, &has) == 0 && !has);
+    CHECK(ur_frame_peek("*1\r\n$4\r\nPING\r\n", 14, &op, &key, &has) == 0);
+    ur_buf_deinit(&b);
+}
+
 static void test_request_header_errors(void)
 {
     struct ur_frame_req req;
@@ -816,6 +854,7 @@ int main(void)
     T_RUN(test_request_prefixes);
     T_RUN(test_request_bytewise_pipeline);
     T_RUN(test_request_pipeline_one_buffer);
+    T_RUN(test_request_peek);
     T_RUN(test_request_header_errors);
     T_RUN(test_request_body_errors);
     T_RUN(test_request_random);
