@@ -151,11 +151,14 @@ void exec_binary(struct server *srv, struct session *sess, uint16_t opcode,
 void exec_prefetch(const struct server *srv, uint16_t opcode, uint64_t uid,
                    int stage)
 {
-    const struct ur_op *op = ur_op_by_code(opcode);
+    const struct ur_op *op;
 
+    if (!exec_prefetchable(opcode))
+        return;
+    op = ur_op_by_code(opcode);
     if (op == NULL || (op->flags & (OPF_USER | OPF_ADMIN)) != OPF_USER)
         return;
-    switch (opcode >> 8) { /* ops.def's family ranges */
+    switch (opcode >> 8) {
     case 0x01:
         cnt_prefetch_user(srv->db.cnt, uid, stage);
         break;

@@ -77,6 +77,15 @@ void exec_binary(struct server *srv, struct session *sess, uint16_t opcode,
 void exec_prefetch(const struct server *srv, uint16_t opcode, uint64_t uid,
                    int stage);
 
+/* Whether exec_prefetch may do anything for opcode: its family has the
+ * hint (CNT 0x01xx, GRP 0x03xx, DOT 0x05xx, FEED 0x06xx). */
+static inline bool exec_prefetchable(uint16_t opcode)
+{
+    unsigned fam = opcode >> 8;
+
+    return fam < 8 && ((0x6Au >> fam) & 1u);
+}
+
 /*
  * Argument accessors: true with *out set, or false after replying the
  * error (the handler then just returns). `what` names the argument in the

@@ -349,46 +349,75 @@ static bool out_full(struct conn *c)
  */
 #define LOOK_FAR 16u
 #define LOOK_NEAR 6u
+#define LOOK_RING 32u /* a power of two above LOOK_FAR */
 
 struct lookahead {
-    size_t pos[2];    /* the next frame to glance at, per stage */
-    unsigned held[2]; /* frames glanced at between the running one and pos */
+    size_t pos;            /* the next frame to glance at */
+    unsigned first, count; /* ring[first ..] holds the frames glanced at and
+                              not yet run, the running one first */
+    unsigned near;         /* of those, how many had their second stage */
+    struct glance {
+        uint64_t uid;
+        uint16_t op;
+        bool has; /* uid is the frame's first argument */
+    } ring[LOOK_RING];
 };
 
-/* Glances ahead of the request at `off` in data[..len), per stage. */
-static void look_ahead(struct lookahead *la, const char *data, size_t len,
-                       size_t off)
+/* Glances ahead in data[..len) of the frame about to run (ring[first]). */
+static void look_ahead(struct lookahead *la, const char *data, size_t len)
 {
-    static const unsigned depth[2] = {LOOK_FAR, LOOK_NEAR};
+    while (la->count <= LOOK_FAR && la->pos < len) {
+        struct glance *g = &la->ring[(la->first + la->count) & (LOOK_RING - 1)];
+        size_t used = ur_frame_peek(data + la->pos, len - la->pos, &g->op,
+                                    &g->uid, &g->has);
 
-    for (int stage = 0; stage < 2; stage++) {
-        if (la->pos[stage] < off)
-            la->pos[stage] = off;
-        while (la->held[stage] <= depth[stage] && la->pos[stage] < len) {
-            uint16_t op = 0;
-            uint64_t uid = 0;
-            bool has = false;
-            size_t p = la->pos[stage];
-            size_t used = ur_frame_peek(data + p, len - p, &op, &uid, &has);
-
-            if (used == 0) {
-                la->pos[stage] = len; /* a partial frame: nothing past it */
-                break;
-            }
-            if (has)
-                exec_prefetch(srv, op, uid, stage);
-            la->pos[stage] += used;
-            la->held[stage]++;
+        if (used == 0) {
+            la->pos = len; /* a partial frame: nothing past it is whole */
+            break;
         }
+        g->has = g->has && exec_prefetchable(g->op);
+        if (!g->has && la->pos == 0) {
+            /* A pipeline is mostly of a kind: when its first request has
+             * no hint (BC.PUBLISH, RCPT, admin), looking further costs more
+             * than it finds. */
+            la->pos = len;
+            break;
+        }
+        if (g->has)
+            exec_prefetch(srv, g->op, g->uid, 0);
+        la->pos += used;
+        la->count++;
     }
+    while (la->near < la->count && la->near <= LOOK_NEAR) {
+        const struct glance *g =
+            &la->ring[(la->first + la->near) & (LOOK_RING - 1)];
+
+        if (g->has)
+            exec_prefetch(srv, g->op, g->uid, 1);
+        la->near++;
+    }
+}
+
+/* The frame at ring[first] ran. */
+static void look_done(struct lookahead *la)
+{
+    if (la->count == 0)
+        return;
+    la->first = (la->first + 1) & (LOOK_RING - 1);
+    la->count--;
+    if (la->near > 0)
+        la->near--;
 }
 
 static size_t process(struct conn *c, const char *data, size_t len)
 {
     const uint64_t jseq = persist_appended(srv->persist);
     const size_t out_before = c->out.len;
-    struct lookahead la = {{0, 0}, {0, 0}};
+    struct lookahead la; /* the ring is written before it is read */
     size_t off = 0;
+
+    la.pos = 0;
+    la.first = la.count = la.near = 0;
 
     if (c->proto == PROTO_UNKNOWN && len > 0) {
         if ((unsigned char)data[0] == UR_FRAME_MAGIC) {
@@ -409,7 +438,7 @@ static size_t process(struct conn *c, const char *data, size_t len)
 
         if (c->proto == PROTO_BIN) {
             struct ur_frame_req req = {0};
-            look_ahead(&la, data, len, off);
+            look_ahead(&la, data, len);
             st = ur_frame_parse_request(data + off, len - off, &lim, args, &req,
                                         &used, &hint);
             if (st == UR_PARSE_OK) {
@@ -446,9 +475,7 @@ static size_t process(struct conn *c, const char *data, size_t len)
             event_del(c->rev);
         }
         off += used;
-        for (int stage = 0; stage < 2; stage++)
-            if (la.held[stage] > 0)
-                la.held[stage]--;
+        look_done(&la);
         if (out_full(c))
             break;
     }
