@@ -9,9 +9,9 @@
  * bytes. Only users with something to expire are in it: a user enters
  * through a command of a family in expire-families, and from then on any
  * user command keeps it active; a user of kept families only (CNT, CONV
- * by default) costs nothing. Days, not milliseconds: the table changes at most once a day per
- * user, so the executor journals a read that marks a user active only
- * then (x->dirty), and replay rebuilds the table exactly.
+ * by default) costs nothing. Days, not milliseconds: the table changes at most
+ * once a day per user, so the executor journals a read that marks a user active
+ * only then (x->dirty), and replay rebuilds the table exactly.
  *
  * Expiry: a sweep walks the activity table with a cursor, a bounded slice
  * per timer run (users_expire_cycle), and expires each user inactive for
