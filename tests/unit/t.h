@@ -6,9 +6,31 @@
 #ifndef UR_T_H
 #define UR_T_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 static int t_pass, t_fail;
+
+/*
+ * xorshift64* for randomized tests: the same sequence on every run. A test
+ * file that wants another sequence defines T_RNG_SEED before including
+ * this file.
+ */
+#ifndef T_RNG_SEED
+#define T_RNG_SEED 0x9e3779b97f4a7c15ULL
+#endif
+static uint64_t t_rng_state = T_RNG_SEED;
+
+static inline uint64_t t_rng(void)
+{
+    uint64_t x = t_rng_state;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    t_rng_state = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
 
 #define CHECK(cond)                                                            \
     do {                                                                       \

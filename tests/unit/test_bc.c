@@ -9,19 +9,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
-
 static uint64_t publish(struct bc_store *s, uint64_t ch)
 {
     uint64_t head = 0;
@@ -179,13 +166,13 @@ static void test_random_vs_model(void)
     memset(head, 0, sizeof(head));
     memset(known, 0, sizeof(known));
     for (unsigned c = 0; c < M_CHANS; c++)
-        chs[c] = rng();
+        chs[c] = t_rng();
     for (unsigned u = 0; u < M_USERS; u++)
-        uids[u] = rng();
+        uids[u] = t_rng();
     for (int round = 0; round < 50000; round++) {
-        unsigned c = (unsigned)(rng() % M_CHANS);
-        unsigned u = (unsigned)(rng() % M_USERS);
-        unsigned op = (unsigned)(rng() % 10);
+        unsigned c = (unsigned)(t_rng() % M_CHANS);
+        unsigned u = (unsigned)(t_rng() % M_USERS);
+        unsigned op = (unsigned)(t_rng() % 10);
         uint64_t got = 0;
         bool reg;
 
@@ -206,7 +193,7 @@ static void test_random_vs_model(void)
             entries += !known[u][c];
             known[u][c] = true;
             off[u][c] = head[c];
-        } else if (rng() % 16 == 0) { /* expiry or USER.DEL of the user */
+        } else if (t_rng() % 16 == 0) { /* expiry or USER.DEL of the user */
             size_t had = 0;
 
             for (unsigned k = 0; k < M_CHANS; k++) {

@@ -14,19 +14,6 @@
 #define INLINE_VMAX ((UINT32_C(1) << 25) - 1)  /* one or two types */
 #define INLINE3_VMAX ((UINT32_C(1) << 14) - 1) /* three types */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
-
 static void test_empty(void)
 {
     struct cnt_store *s = cnt_create();
@@ -303,28 +290,28 @@ static void test_scan(void)
 /* Values drawn to cross the inline limits and saturation often. */
 static uint64_t rand_amount(void)
 {
-    switch (rng() % 18) {
+    switch (t_rng() % 18) {
     case 16:
-        return INLINE3_VMAX - rng() % 3;
+        return INLINE3_VMAX - t_rng() % 3;
     case 17:
-        return INLINE3_VMAX + 1 + rng() % 3;
+        return INLINE3_VMAX + 1 + t_rng() % 3;
     case 0:
-        return INLINE_VMAX - rng() % 3;
+        return INLINE_VMAX - t_rng() % 3;
     case 1:
-        return (uint64_t)INLINE_VMAX + 1 + rng() % 3;
+        return (uint64_t)INLINE_VMAX + 1 + t_rng() % 3;
     case 2:
-        return UINT32_MAX - rng() % 3;
+        return UINT32_MAX - t_rng() % 3;
     case 3:
-        return rng() >> (rng() % 64);
+        return t_rng() >> (t_rng() % 64);
     default:
-        return rng() % 5;
+        return t_rng() % 5;
     }
 }
 
 static unsigned rand_type(void)
 {
     /* Mostly a few hot types, so users hover around two types. */
-    return (unsigned)(rng() % 4 ? rng() % 4 : rng() % CNT_TYPES);
+    return (unsigned)(t_rng() % 4 ? t_rng() % 4 : t_rng() % CNT_TYPES);
 }
 
 /*
@@ -343,11 +330,11 @@ static void test_random_vs_model(void)
 
     memset(model, 0, sizeof(model));
     for (size_t i = 0; i < USERS; i++)
-        uids[i] = i < 2 ? (i ? UINT64_MAX : 0) : rng();
+        uids[i] = i < 2 ? (i ? UINT64_MAX : 0) : t_rng();
 
     for (size_t op = 0; op < OPS; op++) {
-        size_t i = rng() % USERS;
-        unsigned ty = rand_type(), r = (unsigned)(rng() % 100);
+        size_t i = t_rng() % USERS;
+        unsigned ty = rand_type(), r = (unsigned)(t_rng() % 100);
         uint64_t amount = rand_amount(), mt = 0, t = ~0ULL;
         uint32_t *cell = &model[i][ty], v = ~0u;
         bool mutated = true;
@@ -364,7 +351,7 @@ static void test_random_vs_model(void)
             *cell = (uint32_t)amount;
             bad += cnt_set(s, uids[i], ty, (uint32_t)amount, &v, &t) != 0;
         } else if (r < 90) {
-            uint64_t mask = rng() % 4 ? rng() & rng() : UINT64_MAX;
+            uint64_t mask = t_rng() % 4 ? t_rng() & t_rng() : UINT64_MAX;
 
             for (unsigned k = 0; k < CNT_TYPES; k++)
                 if (mask >> k & 1)

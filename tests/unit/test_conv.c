@@ -13,19 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
-
 /* One mutation that must succeed with the given [unread, total]. */
 #define UPD(s, op, uid, cid, arg, want_unread, want_total)                     \
     do {                                                                       \
@@ -394,16 +381,16 @@ static void test_memory_per_entry(void)
     struct conv_store *s = conv_create();
 
     for (uint64_t u = 0; u < 50000; u++)
-        UPD(s, CONV_OP_SEQ, rng(), rng(), 1 + u % 1000, 1 + u % 1000,
+        UPD(s, CONV_OP_SEQ, t_rng(), t_rng(), 1 + u % 1000, 1 + u % 1000,
             1 + u % 1000);
     CHECK(conv_bytes(s) < 32 * conv_count(s));
     conv_destroy(s);
     s = conv_create();
     for (uint64_t u = 0; u < 5000; u++) {
-        uint64_t uid = rng();
+        uint64_t uid = t_rng();
 
         for (uint64_t c = 0; c < 10; c++)
-            UPD(s, CONV_OP_SEQ, uid, rng(), 5, 5, 5 * (c + 1));
+            UPD(s, CONV_OP_SEQ, uid, t_rng(), 5, 5, 5 * (c + 1));
     }
     CHECK(conv_bytes(s) < 24 * conv_count(s));
     CHECK_EQ_U64(conv_audit(s), 0);
@@ -582,9 +569,9 @@ static uint64_t m_seq(void)
     static const uint64_t edges[] = {UINT64_C(1) << 21, UINT64_C(1) << 41,
                                      3000000, UINT64_MAX - 3};
 
-    if (rng() % 50 != 0)
-        return rng() % 120;
-    return edges[rng() % 4] + rng() % 4;
+    if (t_rng() % 50 != 0)
+        return t_rng() % 120;
+    return edges[t_rng() % 4] + t_rng() % 4;
 }
 
 static void m_apply(struct mconv *c, enum conv_op op, uint64_t arg)
@@ -630,14 +617,15 @@ static void test_random_vs_model(void)
 
     memset(model, 0, sizeof(model));
     for (long i = 0; i < ops; i++) {
-        unsigned u = (unsigned)(rng() % MU), j = (unsigned)(rng() % m_pool[u]);
+        unsigned u = (unsigned)(t_rng() % MU),
+                 j = (unsigned)(t_rng() % m_pool[u]);
         struct mconv *mc = &model[u][j];
         uint64_t uid = m_uids[u], cid = m_cid(j), arg = m_seq(), t;
-        unsigned r = (unsigned)(rng() % 100);
+        unsigned r = (unsigned)(t_rng() % 100);
         enum conv_op op;
         uint32_t un;
 
-        if (rng() % 4000 == 0) { /* expiry or USER.DEL of the user */
+        if (t_rng() % 4000 == 0) { /* expiry or USER.DEL of the user */
             size_t had = 0;
 
             for (unsigned k = 0; k < MC; k++) {
@@ -669,11 +657,11 @@ static void test_random_vs_model(void)
              : r < 92 ? CONV_OP_RECALL
                       : CONV_OP_MUTE;
         if (op == CONV_OP_INCR)
-            arg = rng() % 30 == 0 ? UINT64_C(1) << 33 : rng() % 4;
+            arg = t_rng() % 30 == 0 ? UINT64_C(1) << 33 : t_rng() % 4;
         if (op == CONV_OP_MARKUNREAD && arg == 0)
             arg = 1;
         if (op == CONV_OP_MUTE)
-            arg = rng() % 2;
+            arg = t_rng() % 2;
         if (op == CONV_OP_RECALL && mc->nrec == MREC)
             continue; /* the model's own bound, far below the store's */
         m_apply(mc, op, arg);

@@ -9,19 +9,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
-
 static void test_empty(void)
 {
     struct dot_store *s = dot_create();
@@ -113,7 +100,7 @@ static void test_many_dots_per_user(void)
 
     /* Dots named in an order unrelated to their index; clicks in another. */
     for (unsigned i = 0; i < 300; i++) {
-        dots[i] = rng();
+        dots[i] = t_rng();
         CHECK_EQ_U64(dot_push(s, dots[i], 1000 + i, &push), 0);
     }
     for (unsigned k = 0; k < 300; k++) {
@@ -180,15 +167,15 @@ static void test_random_vs_model(void)
     size_t bad = 0, clicks = 0;
 
     for (unsigned i = 0; i < M_USERS; i++)
-        uids[i] = i < 2 ? i * UINT64_MAX : rng();
+        uids[i] = i < 2 ? i * UINT64_MAX : t_rng();
     for (unsigned i = 0; i < M_DOTS; i++)
-        dots[i] = i < 2 ? i * UINT64_MAX : rng();
+        dots[i] = i < 2 ? i * UINT64_MAX : t_rng();
     for (unsigned step = 0; step < 300000; step++) {
-        unsigned u = (unsigned)(rng() % M_USERS);
-        unsigned d = (unsigned)(rng() % M_DOTS);
-        uint64_t ts = rng() % 1000, r = rng() % 10;
+        unsigned u = (unsigned)(t_rng() % M_USERS);
+        unsigned d = (unsigned)(t_rng() % M_DOTS);
+        uint64_t ts = t_rng() % 1000, r = t_rng() % 10;
 
-        if (rng() % 500 == 0) { /* expiry or USER.DEL of the user */
+        if (t_rng() % 500 == 0) { /* expiry or USER.DEL of the user */
             uint32_t had = 0;
 
             for (unsigned k = 0; k < M_DOTS; k++) {

@@ -12,19 +12,6 @@
 
 #define NO_CAP UINT64_MAX /* feed_unread without a cap: the exact sum */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
-
 static uint32_t post(struct feed_store *s, uint64_t author, uint64_t n)
 {
     uint32_t count = 0;
@@ -193,7 +180,7 @@ static void test_many(void)
     uint64_t want = 0;
 
     for (unsigned i = 0; i < 10000; i++) {
-        authors[i] = rng();
+        authors[i] = t_rng();
         post(s, authors[i], i % 7);
     }
     for (unsigned k = 0; k < 2000; k++)
@@ -255,12 +242,12 @@ static size_t random_op(struct feed_store *s, struct model *m,
                         const uint64_t *uids, const uint64_t *authors,
                         bool *known)
 {
-    unsigned u = (unsigned)(rng() % M_USERS);
+    unsigned u = (unsigned)(t_rng() % M_USERS);
     /* User u picks among the first 1 + 2u authors only, so that the lists
      * of low users keep passing through 0, 1 and 2 entries. */
     unsigned a =
-        (unsigned)(rng() % (u < M_AUTHORS / 2 ? 1 + 2 * u : M_AUTHORS));
-    uint64_t r = rng() % 100, n = rng() % 4 ? rng() % 4 : rng() % 100;
+        (unsigned)(t_rng() % (u < M_AUTHORS / 2 ? 1 + 2 * u : M_AUTHORS));
+    uint64_t r = t_rng() % 100, n = t_rng() % 4 ? t_rng() % 4 : t_rng() % 100;
     uint32_t count;
     int rc;
 
@@ -300,7 +287,7 @@ static size_t random_op(struct feed_store *s, struct model *m,
             m->snap[u][i] = m->count[i];
         return 0;
     }
-    uint64_t cap = r < 85 ? rng() % 30 : NO_CAP;
+    uint64_t cap = r < 85 ? t_rng() % 30 : NO_CAP;
     return feed_unread(s, uids[u], cap) != model_unread(m, u, cap);
 }
 
@@ -313,9 +300,9 @@ static void test_random_vs_model(void)
     size_t bad = 0, nknown = 0;
 
     for (unsigned i = 0; i < M_USERS; i++)
-        uids[i] = i < 2 ? i * UINT64_MAX : rng();
+        uids[i] = i < 2 ? i * UINT64_MAX : t_rng();
     for (unsigned i = 0; i < M_AUTHORS; i++)
-        authors[i] = i < 2 ? i * UINT64_MAX : rng();
+        authors[i] = i < 2 ? i * UINT64_MAX : t_rng();
     for (unsigned step = 0; step < 300000; step++) {
         bad += random_op(s, &m, uids, authors, known);
         if (step % 50000 == 0)

@@ -16,19 +16,6 @@
 #define WINDOW (CAP + 1) /* what the server passes for it */
 #define MAXG 1000        /* grp-max-groups */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
-
 static uint64_t post(struct grp_store *s, uint64_t gid, uint64_t ts)
 {
     uint64_t seq = 0;
@@ -492,13 +479,13 @@ static void test_random_vs_model(void)
     memset(mg, 0, sizeof(mg));
     memset(mu, 0, sizeof(mu));
     for (unsigned g = 0; g < M_GROUPS; g++)
-        mg[g].gid = rng();
+        mg[g].gid = t_rng();
     for (unsigned u = 0; u < M_USERS; u++)
-        uids[u] = rng();
+        uids[u] = t_rng();
     for (int round = 0; round < 20000; round++) {
-        unsigned g = (unsigned)(rng() % M_GROUPS);
-        unsigned u = (unsigned)(rng() % M_USERS);
-        unsigned op = (unsigned)(rng() % 100);
+        unsigned g = (unsigned)(t_rng() % M_GROUPS);
+        unsigned u = (unsigned)(t_rng() % M_USERS);
+        unsigned op = (unsigned)(t_rng() % 100);
         uint64_t got = 0, want = 0;
 
         if (op < 30 && mg[g].n < M_MSGS) {
@@ -506,10 +493,10 @@ static void test_random_vs_model(void)
              * sometimes backwards (clamped). */
             uint64_t ts = now, seq = 0;
 
-            if (rng() % 10 == 0)
-                ts = now - rng() % 50;
+            if (t_rng() % 10 == 0)
+                ts = now - t_rng() % 50;
             else
-                now = ts = now + rng() % 3;
+                now = ts = now + t_rng() % 3;
             if (mg[g].n > 0 && ts < mg[g].ts[mg[g].n - 1])
                 mg[g].ts[mg[g].n] = mg[g].ts[mg[g].n - 1];
             else
@@ -527,9 +514,9 @@ static void test_random_vs_model(void)
             mu[u].member[g] = false;
         } else if (op < 65) {
             /* A ts near recent posts, or far back, or none (the head). */
-            uint64_t r = rng() % 10;
-            uint64_t ts = r < 6   ? now - rng() % 40
-                          : r < 8 ? now - rng() % 400
+            uint64_t r = t_rng() % 10;
+            uint64_t ts = r < 6   ? now - t_rng() % 40
+                          : r < 8 ? now - t_rng() % 400
                                   : UINT64_MAX;
             int rc = grp_seen(s, uids[u], mg[g].gid, ts, M_MAXG, &got);
 

@@ -4,6 +4,7 @@
  * entry, and a randomized run against a presence/payload array model.
  */
 #include "listmap.h"
+#define T_RNG_SEED 0x2545f4914f6cdd1dULL
 #include "t.h"
 
 #include <stdbool.h>
@@ -11,19 +12,6 @@
 
 #define KEYBITS 16
 #define SHIFT (64 - KEYBITS)
-
-static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
 
 static uint64_t entry(uint64_t key, uint64_t payload)
 {
@@ -127,14 +115,14 @@ static void test_random_vs_model(void)
     size_t bad = 0, entries = 0;
 
     for (unsigned step = 0; step < 200000; step++) {
-        unsigned u = (unsigned)(rng() % M_USERS);
+        unsigned u = (unsigned)(t_rng() % M_USERS);
         /* Low users use few keys, so their lists stay short and cross
          * the inline/record boundary often. */
-        unsigned k = (unsigned)(rng() % (u < 8 ? 1 + u : M_KEYS));
-        uint64_t p = rng() % 1000, got, *w;
-        unsigned r = (unsigned)(rng() % 4);
+        unsigned k = (unsigned)(t_rng() % (u < 8 ? 1 + u : M_KEYS));
+        uint64_t p = t_rng() % 1000, got, *w;
+        unsigned r = (unsigned)(t_rng() % 4);
 
-        if (rng() % 64 == 0) { /* the whole list (expiry, USER.DEL) */
+        if (t_rng() % 64 == 0) { /* the whole list (expiry, USER.DEL) */
             uint32_t n = 0;
 
             for (unsigned j = 0; j < M_KEYS; j++) {

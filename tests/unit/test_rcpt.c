@@ -6,6 +6,7 @@
  * arrays.
  */
 #include "rcpt.h"
+#define T_RNG_SEED 0x2545f4914f6cdd1dULL
 #include "t.h"
 
 #include <stdbool.h>
@@ -15,19 +16,6 @@
 #define DAY_MS (86400000ULL)
 #define T0 (1700000000000ULL) /* a send time, ms */
 #define NO_HORIZON 0          /* nothing expires */
-
-static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
 
 /* Collects listed uids. */
 struct uids {
@@ -411,12 +399,12 @@ static void test_index_migration(void)
     join(s, 1, 2);
     for (uint64_t i = 0; i < 20000; i++) {
         rcpt_send(s, 1, i * 13 + 5, 1, T0 + i * 1000, NO_HORIZON, &n);
-        all = all && count_is(s, 1, (rng() % (i + 1)) * 13 + 5, 0, 1);
+        all = all && count_is(s, 1, (t_rng() % (i + 1)) * 13 + 5, 0, 1);
     }
     CHECK(all);
     CHECK_EQ_U64(rcpt_audit(s), 0);
     for (uint64_t i = 0; i < 19990; i++) {
-        uint64_t j = i + 1 + rng() % (19999 - i);
+        uint64_t j = i + 1 + t_rng() % (19999 - i);
         uint32_t r, u;
 
         rcpt_expire(s, 1, T0 + (i + 1) * 1000, 1);
@@ -483,8 +471,8 @@ static void random_step(struct rcpt_store *s, struct mgroup *model,
     /* Group sizes differ: a small group collapses messages often, a large
      * one spans several bitmap words and meets the member limit. */
     static const uint32_t span[MG] = {MU, 8, 70};
-    uint32_t gi = (uint32_t)(rng() % MG), op = (uint32_t)(rng() % 100);
-    uint64_t uid = rng() % span[gi], msgid = rng() % MM;
+    uint32_t gi = (uint32_t)(t_rng() % MG), op = (uint32_t)(t_rng() % 100);
+    uint64_t uid = t_rng() % span[gi], msgid = t_rng() % MM;
     struct mgroup *g = &model[gi];
     uint64_t gid = 1000 + gi;
 
@@ -575,9 +563,9 @@ static void random_step(struct rcpt_store *s, struct mgroup *model,
         CHECK(r == wr && u == wu);
     } else if (op < 95) {
         struct mmsg *m = &g->msg[msgid];
-        bool want_read = rng() & 1;
-        uint32_t off = (uint32_t)(rng() % 8 == 0 ? 0 : rng() % 60);
-        uint32_t cnt = (uint32_t)(rng() % 4 == 0 ? UINT32_MAX : rng() % 40);
+        bool want_read = t_rng() & 1;
+        uint32_t off = (uint32_t)(t_rng() % 8 == 0 ? 0 : t_rng() % 60);
+        uint32_t cnt = (uint32_t)(t_rng() % 4 == 0 ? UINT32_MAX : t_rng() % 40);
         struct uids got = {0, {0}};
         uint32_t n = 0, seen = 0, k = 0;
         bool ok = true;
@@ -602,7 +590,7 @@ static void random_step(struct rcpt_store *s, struct mgroup *model,
         }
         CHECK(ok && k == n && n == got.n);
     } else {
-        rcpt_expire_step(s, horizon, 1 + rng() % 8);
+        rcpt_expire_step(s, horizon, 1 + t_rng() % 8);
     }
 }
 
@@ -619,7 +607,7 @@ static void test_random_vs_model(void)
         for (int u = 0; u < MU; u++)
             model[gi].mapid[u] = -1;
     for (int i = 0; i < 60000; i++) {
-        now += rng() % 200; /* ~10 minutes of retention = ~6000 steps */
+        now += t_rng() % 200; /* ~10 minutes of retention = ~6000 steps */
         random_step(s, model, now);
         if (i % 5000 == 4999)
             CHECK_EQ_U64(rcpt_audit(s), 0);

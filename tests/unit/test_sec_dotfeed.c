@@ -19,19 +19,6 @@
 #define DOTS 300
 #define AUTHORS 3000
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
-
 /* Random DOT and FEED data: users with 0 to 40 clicks (all forms), some
  * dots never pushed, authors with any count, users with up to 300
  * follows, snapshots below and above the counts. */
@@ -43,23 +30,23 @@ static void fill(struct db *db)
     CHECK(db_init(db) == 0);
     for (unsigned d = 0; d < DOTS; d++)
         if (d % 5 != 0)
-            CHECK(dot_push(db->dot, rng(), rng() % DOT_TS_MAX, &push) == 0);
+            CHECK(dot_push(db->dot, t_rng(), t_rng() % DOT_TS_MAX, &push) == 0);
     for (unsigned u = 0; u < USERS; u++) {
-        unsigned n = (unsigned)(rng() % (u % 3 ? 4 : 40));
+        unsigned n = (unsigned)(t_rng() % (u % 3 ? 4 : 40));
 
         for (unsigned k = 0; k < n; k++)
-            CHECK(dot_click(db->dot, u * 7919, rng() % (DOTS + 50),
-                            u % 7 ? rng() % 1000 : DOT_TS_MAX) == 0);
+            CHECK(dot_click(db->dot, u * 7919, t_rng() % (DOTS + 50),
+                            u % 7 ? t_rng() % 1000 : DOT_TS_MAX) == 0);
     }
     for (unsigned a = 0; a < AUTHORS; a++)
-        CHECK(feed_post(db->feed, a * 31, a % 4 ? rng() % 100 : UINT64_MAX,
+        CHECK(feed_post(db->feed, a * 31, a % 4 ? t_rng() % 100 : UINT64_MAX,
                         &count) == 0);
     for (unsigned u = 0; u < USERS; u++) {
-        unsigned n = (unsigned)(rng() % (u % 5 ? 3 : 300));
+        unsigned n = (unsigned)(t_rng() % (u % 5 ? 3 : 300));
 
         for (unsigned k = 0; k < n; k++) {
-            CHECK(feed_follow(db->feed, u, rng() % AUTHORS * 31, 1000) >= 0);
-            CHECK(feed_post(db->feed, rng() % AUTHORS * 31, 1, &count) == 0);
+            CHECK(feed_follow(db->feed, u, t_rng() % AUTHORS * 31, 1000) >= 0);
+            CHECK(feed_post(db->feed, t_rng() % AUTHORS * 31, 1, &count) == 0);
         }
         if (u % 11 == 0)
             feed_unpost(db->feed, u % AUTHORS * 31, 1000);
@@ -127,7 +114,7 @@ static void test_round_trip(void)
         bad += feed_unread(a.feed, u, UINT64_MAX) !=
                feed_unread(b.feed, u, UINT64_MAX);
         for (unsigned d = 0; d < 20; d++) {
-            uint64_t dot = rng() % (DOTS + 50);
+            uint64_t dot = t_rng() % (DOTS + 50);
 
             bad += dot_shown(a.dot, u * 7919, dot) !=
                    dot_shown(b.dot, u * 7919, dot);

@@ -19,19 +19,6 @@
 #define GROUPS 200
 #define CHANS 7
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
-
 /*
  * Random GRP and BC data: groups never posted to, with a few posts, with
  * full windows of several sizes and timestamps spanning more than 2^32
@@ -45,30 +32,30 @@ static void fill(struct db *db)
 
     CHECK(db_init(db) == 0);
     for (unsigned g = 0; g < GROUPS; g++) {
-        unsigned posts = (unsigned)(g % 4 ? rng() % 300 : 0);
+        unsigned posts = (unsigned)(g % 4 ? t_rng() % 300 : 0);
         uint32_t window = g % 3 ? 100 : 7;
 
         for (unsigned p = 0; p < posts; p++) {
-            ts += rng() % (g % 10 ? 1000 : UINT64_C(20) * 86400000);
+            ts += t_rng() % (g % 10 ? 1000 : UINT64_C(20) * 86400000);
             CHECK(grp_post(db->grp, g * 31, ts, window, &seq) == GRP_OK);
         }
     }
     for (unsigned i = 0; i < USERS; i++) {
-        unsigned n = (unsigned)(rng() % (i % 4 ? 3 : 30));
+        unsigned n = (unsigned)(t_rng() % (i % 4 ? 3 : 30));
 
         for (unsigned k = 0; k < n; k++) {
-            uint64_t gid = rng() % GROUPS * 31;
+            uint64_t gid = t_rng() % GROUPS * 31;
 
             if (k % 2)
                 CHECK(grp_join(db->grp, i, gid, 100, &u) == GRP_OK);
             else
-                CHECK(grp_seen(db->grp, i, gid, ts - rng() % 5000000, 100,
+                CHECK(grp_seen(db->grp, i, gid, ts - t_rng() % 5000000, 100,
                                &u) == GRP_OK);
         }
     }
     for (unsigned c = 0; c < CHANS; c++)
         for (unsigned i = 0; i < USERS; i++) {
-            if (rng() % 3 == 0)
+            if (t_rng() % 3 == 0)
                 CHECK(bc_unread(db->bc, i * 7919, c, &u, &reg) == 0);
             if (i % (c + 2) == 0)
                 CHECK(bc_publish(db->bc, c, &u) == 0);
@@ -162,7 +149,8 @@ static void test_round_trip(void)
         bad += seq1 != seq2;
     }
     for (unsigned i = 0; i < USERS; i++) {
-        uint64_t gid = rng() % GROUPS * 31, t = ts - rng() % 10000000, u1, u2;
+        uint64_t gid = t_rng() % GROUPS * 31, t = ts - t_rng() % 10000000, u1,
+                 u2;
         bool r1, r2;
 
         bad +=

@@ -24,19 +24,6 @@
 #define T0 1700000000000ull
 #define MAX_SENT 40000
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
-
 /* Mapid pools: group g draws uids from pool[g % 7] candidates (0: nobody
  * ever joins; sends come from non-members). */
 static const unsigned pool[7] = {0, 3, 20, 64, 65, 130, 300};
@@ -77,12 +64,12 @@ struct cmd {
  * near the horizon (they expire soon). */
 static struct cmd random_cmd(struct run *run)
 {
-    unsigned g = (unsigned)(rng() % GROUPS), x = (unsigned)(rng() % 100);
+    unsigned g = (unsigned)(t_rng() % GROUPS), x = (unsigned)(t_rng() % 100);
     unsigned np = pool[g % 7] + pool[g % 7] / 5 + 1;
-    struct cmd c = {EXPIRE, gid_of(g), uid_of(g, (unsigned)(rng() % np)),
-                    rng() % 4000, 0};
+    struct cmd c = {EXPIRE, gid_of(g), uid_of(g, (unsigned)(t_rng() % np)),
+                    t_rng() % 4000, 0};
 
-    run->clock += rng() % 400;
+    run->clock += t_rng() % 400;
     if (x < 8)
         c.op = pool[g % 7] > 0 ? JOIN : QUIT;
     else if (x < 12)
@@ -95,7 +82,7 @@ static struct cmd random_cmd(struct run *run)
         c.op = UPTO;
     else if (x < 94)
         c.op = FORGET;
-    c.ts = run->clock - (x < 20 ? rng() % 1000 : AGE_MS - rng() % 200000);
+    c.ts = run->clock - (x < 20 ? t_rng() % 1000 : AGE_MS - t_rng() % 200000);
     return c;
 }
 

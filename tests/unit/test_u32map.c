@@ -10,19 +10,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
-
 static void test_empty(void)
 {
     struct u32map *m = u32map_create();
@@ -87,7 +74,7 @@ static void test_grow_and_shrink(void)
     uint32_t v;
 
     for (uint64_t i = 0; i < N; i++) {
-        rnd[i] = rng() | (UINT64_C(1) << 63);
+        rnd[i] = t_rng() | (UINT64_C(1) << 63);
         bad += u32map_put(m, i, (uint32_t)(i * 3)) != 0;
         bad += u32map_put(m, rnd[i], 1) != 0;
     }
@@ -153,9 +140,9 @@ static void test_scan_under_changes(void)
         u32map_scan(m, &cursor, 97, count_visit, &s);
         /* Churn keys that are not part of the check. */
         for (int j = 0; j < 60; j++)
-            u32map_put(m, base + rng() % 40000, 0);
+            u32map_put(m, base + t_rng() % 40000, 0);
         for (int j = 0; j < 60; j++)
-            u32map_del(m, base + rng() % 40000);
+            u32map_del(m, base + t_rng() % 40000);
         calls++;
     } while (cursor != 0);
     for (uint64_t i = 0; i < 50000; i++)
@@ -199,9 +186,9 @@ static void test_random_vs_model(void)
         /* Phases that fill toward ~20000 keys, then empty out: splits,
          * merges, growth and shrinking all happen many times. */
         bool filling = round / 50000 % 2 == 0;
-        uint64_t key = rng() % 20000 * 0x9e3779b97f4a7c15ULL;
-        uint32_t v, val = (uint32_t)rng();
-        unsigned op = (unsigned)(rng() % 10);
+        uint64_t key = t_rng() % 20000 * 0x9e3779b97f4a7c15ULL;
+        uint32_t v, val = (uint32_t)t_rng();
+        unsigned op = (unsigned)(t_rng() % 10);
 
         if (op < (filling ? 6u : 1u)) {
             bad += u32map_put(m, key, val) != 0;

@@ -2,24 +2,12 @@
  * test_u64map.c - the map against a naive reference, its growth and merge
  * paths, the scan cursor under mutation, and its byte accounting.
  */
+#define T_RNG_SEED 0x853c49e6748fea9bULL
 #include "t.h"
 #include "u64map.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t rng_state = 0x853c49e6748fea9bULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
 
 static void test_basic(void)
 {
@@ -180,16 +168,16 @@ static void test_random_vs_reference(void)
     keys[1] = UINT64_MAX;
     keys[2] = 1;
     for (size_t i = 3; i < POOL; i++)
-        keys[i] = i % 3 ? rng() : i; /* random and small dense ids */
+        keys[i] = i % 3 ? t_rng() : i; /* random and small dense ids */
 
     for (size_t op = 0; op < OPS; op++) {
-        size_t i = rng() % POOL;
-        unsigned r = (unsigned)(rng() % 100);
+        size_t i = t_rng() % POOL;
+        unsigned r = (unsigned)(t_rng() % 100);
         /* Waves: mostly inserting for 25k ops, then mostly deleting. */
         bool filling = (op / 25000) % 2 == 0;
 
         if (r < (filling ? 60u : 20u)) {
-            uint64_t v = rng() | 1;
+            uint64_t v = t_rng() | 1;
 
             bad += u64map_put(m, keys[i], v) != 0;
             live += vals[i] == 0;
@@ -205,7 +193,7 @@ static void test_random_vs_reference(void)
 
             bad += (p != NULL) != (vals[i] != 0);
             if (p != NULL)
-                *p = vals[i] = rng() | 2;
+                *p = vals[i] = t_rng() | 2;
         } else {
             bad += u64map_get(m, keys[i]) != vals[i];
         }
@@ -260,7 +248,7 @@ static void test_scan_stable(void)
     CHECK_EQ_U64(cursor, 0);
 
     for (uint64_t i = 0; i < N; i++)
-        u64map_put(m, rng(), i + 1);
+        u64map_put(m, t_rng(), i + 1);
     do {
         got = u64map_scan(m, &cursor, 97, count_visit, &v);
         maxgot = got > maxgot ? got : maxgot;
@@ -300,14 +288,14 @@ static void test_scan_mutating(void)
     size_t calls = 0, added = 0, removed = 0, once = 0;
 
     for (uint64_t i = 0; i < STABLE; i++)
-        u64map_put(m, rng(), i + 1);
+        u64map_put(m, t_rng(), i + 1);
     do {
         u64map_scan(m, &cursor, 50, count_visit, &v);
         calls++;
         /* Between calls: add 500 churn keys, or later take 500 away. */
         for (int j = 0; j < 500; j++) {
             if (added < CHURN) {
-                churn[added] = rng();
+                churn[added] = t_rng();
                 u64map_put(m, churn[added], STABLE + 1 + added);
                 added++;
             } else if (removed < CHURN) {

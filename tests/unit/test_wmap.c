@@ -3,25 +3,13 @@
  * through many splits and merges, a randomized run against u64map as the
  * reference, and the scan contract under mutation.
  */
+#define T_RNG_SEED 0x853c49e6748fea9bULL
 #include "t.h"
 #include "u64map.h"
 #include "wmap.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
-
-static uint64_t rng_state = 0x853c49e6748fea9bULL;
-
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
 
 /* The value the tests store for a key: derived, so any mix-up shows. */
 static struct wmap_val val_for(uint64_t key)
@@ -153,8 +141,8 @@ static void test_random_vs_u64map(void)
     size_t wrong = 0;
 
     for (int i = 0; i < 400000; i++) {
-        uint64_t key = (rng() % space) * 0x100000001b3ULL;
-        unsigned op = (unsigned)(rng() % 10);
+        uint64_t key = (t_rng() % space) * 0x100000001b3ULL;
+        unsigned op = (unsigned)(t_rng() % 10);
 
         if (op < 5) {
             int created = put(m, key);
@@ -203,10 +191,10 @@ static void test_scan_under_mutation(void)
     for (uint64_t i = 0; i < 20000; i++)
         put(m, i);
     do {
-        wmap_scan(m, &cursor, 1 + rng() % 40, seen_visit, &s);
+        wmap_scan(m, &cursor, 1 + t_rng() % 40, seen_visit, &s);
         /* Churn keys >= 1000000: inserts split, deletes merge. */
         for (int j = 0; j < 30; j++) {
-            uint64_t key = 1000000 + rng() % 40000;
+            uint64_t key = 1000000 + t_rng() % 40000;
 
             if (calls % 200 < 100)
                 put(m, key);
