@@ -146,6 +146,18 @@ static void persistence_metrics(struct evbuffer *b, const struct persist *p)
     one(b, "last_fsync_timestamp_seconds", "gauge",
         "Unix time of the last journal fdatasync (0: none).",
         (double)pi.last_fsync_ms / 1000.0);
+    one(b, "journal_last_fsync_seconds", "gauge",
+        "How long the last journal fdatasync took.",
+        (double)pi.last_fsync_us / 1e6);
+    one(b, "journal_fsyncs_total", "counter", "Journal fdatasyncs done.",
+        (double)pi.fsyncs);
+    one(b, "journal_fsync_in_progress", "gauge",
+        "everysec: 1 while the sync thread's fdatasync runs.",
+        pi.fsync_in_progress);
+    one(b, "journal_fsync_delayed_total", "counter",
+        "everysec: syncs that came due while the previous one still ran "
+        "(a slow disk).",
+        (double)pi.fsync_delayed);
 }
 
 static void expiry_metrics(struct evbuffer *b, const struct server *srv)

@@ -143,6 +143,10 @@ def test_metrics_endpoint():
                      'unreadd_family_bytes{family="bc"}',
                      'unreadd_family_entries{family="cnt",unit="user"}',
                      "unreadd_journal_ok", "unreadd_last_save_ok",
+                     "unreadd_journal_fsyncs_total",
+                     "unreadd_journal_fsync_delayed_total",
+                     "unreadd_journal_last_fsync_seconds",
+                     "unreadd_journal_fsync_in_progress",
                      "unreadd_expired_users_total",
                      'unreadd_expired_entries_total{family="dot"}',
                      "unreadd_expiry_cycle_max_seconds"):
@@ -154,7 +158,13 @@ def test_metrics_endpoint():
         c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * 86400)
         srv.wait_for(lambda: scrape(mport)["unreadd_expired_users_total"] ==
                      10, 10, "expiry")
+        # The writes above are journaled and synced within a second or so
+        # (journal-fsync everysec, the default).
+        srv.wait_for(lambda: scrape(mport)["unreadd_journal_fsyncs_total"] >=
+                     1, 10, "a journal fsync")
         m1 = scrape(mport)
+        assert m1["unreadd_journal_fsync_in_progress"] in (0, 1)
+        assert m1["unreadd_journal_last_fsync_seconds"] >= 0
         assert m1['unreadd_command_calls_total{cmd="BC.UNREAD"}'] == 11
         assert m1['unreadd_command_errors_total{cmd="BC.UNREAD"}'] == 1
         assert m1['unreadd_expired_entries_total{family="bc"}'] == 10
