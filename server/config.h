@@ -30,6 +30,18 @@ enum family {
 /* "cnt", "conv", ...; NULL past FAM_COUNT. */
 const char *config_family_name(unsigned fam);
 
+/* The family whose commands an opcode belongs to: ops.def reserves
+ * 0x0100-0x07FF for CNT..RCPT in this order. FAM_COUNT for the others
+ * (admin, USER, DEBUG, framing). */
+static inline unsigned config_family_of_opcode(uint16_t code)
+{
+    unsigned range = code >> 8u;
+
+    return range >= 1 && range <= FAM_COUNT ? range - 1 : FAM_COUNT;
+}
+_Static_assert(FAM_CNT == 0 && FAM_RCPT == 6 && FAM_COUNT == 7,
+               "enum family follows the opcode ranges of ops.def");
+
 struct config {
     char bind[CONFIG_STR_MAX];
     uint32_t port;

@@ -158,17 +158,17 @@ void exec_prefetch(const struct server *srv, uint16_t opcode, uint64_t uid,
     op = ur_op_by_code(opcode);
     if (op == NULL || (op->flags & (OPF_USER | OPF_ADMIN)) != OPF_USER)
         return;
-    switch (opcode >> 8) {
-    case 0x01:
+    switch (config_family_of_opcode(opcode)) {
+    case FAM_CNT:
         cnt_prefetch_user(srv->db.cnt, uid, stage);
         break;
-    case 0x03:
+    case FAM_GRP:
         grp_prefetch_user(srv->db.grp, uid, stage);
         break;
-    case 0x05:
+    case FAM_DOT:
         dot_prefetch_user(srv->db.dot, uid, stage);
         break;
-    case 0x06:
+    case FAM_FEED:
         feed_prefetch_user(srv->db.feed, uid, stage);
         break;
     default:

@@ -77,13 +77,16 @@ void exec_binary(struct server *srv, struct session *sess, uint16_t opcode,
 void exec_prefetch(const struct server *srv, uint16_t opcode, uint64_t uid,
                    int stage);
 
-/* Whether exec_prefetch may do anything for opcode: its family has the
- * hint (CNT 0x01xx, GRP 0x03xx, DOT 0x05xx, FEED 0x06xx). */
+/* Whether exec_prefetch may do anything for opcode: its family (CNT,
+ * GRP, DOT, FEED) has the hint. */
 static inline bool exec_prefetchable(uint16_t opcode)
 {
-    unsigned fam = opcode >> 8;
+    unsigned fam = config_family_of_opcode(opcode);
 
-    return fam < 8 && ((0x6Au >> fam) & 1u);
+    return fam < FAM_COUNT && (((1u << FAM_CNT) | (1u << FAM_GRP) |
+                                (1u << FAM_DOT) | (1u << FAM_FEED)) >>
+                               fam) &
+                                  1u;
 }
 
 /*

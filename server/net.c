@@ -334,10 +334,6 @@ static bool out_full(struct conn *c)
 }
 
 /*
- * Parses and executes every complete request in data[0..len); returns the
- * bytes consumed. Replies go to c->out in request order.
- */
-/*
  * process()'s lookahead on the binary protocol. Before a request runs, the
  * complete requests after it have been glanced at (ur_frame_peek) and the
  * stores told which user each one is about (exec_prefetch), in two
@@ -409,6 +405,10 @@ static void look_done(struct lookahead *la)
         la->near--;
 }
 
+/*
+ * Parses and executes every complete request in data[0..len); returns the
+ * bytes consumed. Replies go to c->out in request order.
+ */
 static size_t process(struct conn *c, const char *data, size_t len)
 {
     const uint64_t jseq = persist_appended(srv->persist);

@@ -20,17 +20,12 @@
  * the work between two looks at the clock. */
 #define EXPIRE_BATCH 32
 
-_Static_assert(FAM_CNT == 0 && FAM_RCPT == 6 && FAM_COUNT == 7,
-               "families follow the opcode ranges of ops.def");
-
-/* Whether op belongs to a family named by expire-families: the family is
- * the high byte of its opcode (ops.def's ranges, CNT = 1). */
+/* Whether op belongs to a family named by expire-families. */
 static bool op_expires(const struct server *srv, const struct ur_op *op)
 {
-    unsigned range = op->code >> 8u;
+    unsigned fam = config_family_of_opcode(op->code);
 
-    return range >= 1 && range <= FAM_COUNT &&
-           (srv->cfg.expire_families & (1u << (range - 1)));
+    return fam < FAM_COUNT && (srv->cfg.expire_families & (1u << fam));
 }
 
 bool users_mark_active(struct server *srv, const struct ur_op *op,

@@ -404,7 +404,7 @@ int grp_restore_group(struct grp_store *s, uint64_t gid, uint64_t head,
                       uint32_t window, uint32_t known, const uint64_t *ts)
 {
     struct grp_group *g;
-    uint32_t gidx;
+    uint32_t gidx, cap;
 
     if (!group_valid(head, window, known, ts) ||
         denseid_find(s->groups, gid, &gidx))
@@ -415,10 +415,10 @@ int grp_restore_group(struct grp_store *s, uint64_t gid, uint64_t head,
     /* The kept messages go in as posts, on top of the ones before. */
     g->head = head - known;
     g->window = window;
-    if (window > 0 && ring_resize(s, g,
-                                  known > RING_MIN    ? known
-                                  : window > RING_MIN ? RING_MIN
-                                                      : window) != GRP_OK)
+    cap = known > RING_MIN ? known : RING_MIN; /* as the posts would grow it */
+    if (cap > window)
+        cap = window;
+    if (cap > 0 && ring_resize(s, g, cap) != GRP_OK)
         return GRP_ENOMEM; /* the group stays, empty: the load fails */
     for (uint32_t k = 0; k < known; k++)
         ring_append(g, ts[k]);
