@@ -6,11 +6,12 @@
 #include <string.h>
 #include <time.h>
 
-/* One line per family, in SPEC order. */
+/* One line per family, in families.def order. */
 static const struct bench_workload *const families[] = {
-    bench_cnt_workloads,  bench_conv_workloads, bench_grp_workloads,
-    bench_bc_workloads,   bench_dot_workloads,  bench_feed_workloads,
-    bench_rcpt_workloads,
+#define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
+    bench_##f##_workloads,
+#include "families.def"
+#undef FAMILY
 };
 
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))

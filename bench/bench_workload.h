@@ -59,13 +59,11 @@ struct bench_workload {
 };
 
 /* The families' rows (one line per family). */
-extern const struct bench_workload bench_cnt_workloads[];
-extern const struct bench_workload bench_conv_workloads[];
-extern const struct bench_workload bench_grp_workloads[];
-extern const struct bench_workload bench_bc_workloads[];
-extern const struct bench_workload bench_dot_workloads[];
-extern const struct bench_workload bench_feed_workloads[];
-extern const struct bench_workload bench_rcpt_workloads[];
+/* One table per family of server/store/families.def, in bench_<f>.c. */
+#define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
+    extern const struct bench_workload bench_##f##_workloads[];
+#include "families.def"
+#undef FAMILY
 
 /* The row named `name`, or NULL. */
 const struct bench_workload *bench_workload_find(const char *name);

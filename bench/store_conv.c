@@ -89,7 +89,7 @@ static int run(uint64_t n, unsigned per)
     t1 = su_clock_ns();
     rss1 = su_rss_bytes();
     bytes = conv_bytes(s);
-    if (conv_count(s) != n || conv_audit(s) != 0) {
+    if (conv_entries(s) != n || conv_audit(s) != 0) {
         fprintf(stderr, "store inconsistent after load\n");
         return 1;
     }

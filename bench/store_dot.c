@@ -74,7 +74,7 @@ int main(int argc, char **argv)
     t1 = su_clock_ns();
     rss1 = su_rss_bytes();
     bytes = dot_bytes(s) - bytes0;
-    clicks = dot_clicks(s);
+    clicks = dot_entries(s);
     if (clicks != users * per_user || dot_audit(s) != 0)
         su_die("store inconsistent after load");
 

@@ -78,7 +78,7 @@ static struct mem_result memory_run(uint64_t users, uint64_t follows,
     for (uint64_t u = 0; u < users; u++)
         follow_random(s, su_splitmix(u ^ 0xabcdef), follows, authors, u << 32);
     rss1 = su_rss_bytes();
-    if (feed_edges(s) != users * follows || feed_audit(s) != 0)
+    if (feed_entries(s) != users * follows || feed_audit(s) != 0)
         su_die("store inconsistent after load");
     /* Edge cost: everything the follows added (the author table, loaded
      * first, is counted apart). */

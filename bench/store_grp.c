@@ -146,7 +146,7 @@ int main(int argc, char **argv)
                          &unread) != GRP_OK)
                 su_die("grp_join failed");
     rss2 = su_rss_bytes();
-    memb = grp_memberships(b.s);
+    memb = grp_entries(b.s);
     if (memb != b.users * b.per || grp_audit(b.s) != 0)
         su_die("store inconsistent after load");
     all_bpe = (double)grp_bytes(b.s) / (double)memb;

@@ -95,7 +95,7 @@ int main(int argc, char **argv)
     rss1 = su_rss_bytes();
     bytes = cnt_bytes(s);
 
-    if (cnt_users(s) != n || cnt_audit(s) != 0) {
+    if (cnt_entries(s) != n || cnt_audit(s) != 0) {
         fprintf(stderr, "store inconsistent after load\n");
         return 1;
     }

@@ -151,7 +151,7 @@ int main(int argc, char **argv)
     }
     rss1 = su_rss_bytes();
     bytes = rcpt_bytes(s);
-    msgs = rcpt_messages(s);
+    msgs = rcpt_entries(s);
     if (msgs != p.groups * p.msgs || rcpt_audit(s) != 0) {
         fprintf(stderr, "store inconsistent after load\n");
         return 1;

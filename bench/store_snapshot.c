@@ -86,7 +86,7 @@ int main(int argc, char **argv)
     }
     t1 = su_clock_ns();
     printf("load: %.3f s (%.2f M users/s), %zu users\n", secs(t0, t1),
-           (double)users / secs(t0, t1) / 1e6, cnt_users(db.cnt));
+           (double)users / secs(t0, t1) / 1e6, cnt_entries(db.cnt));
     fs_map_close(&m);
     unlink(path);
     db_deinit(&db);

@@ -32,7 +32,7 @@ static const char *fmt_ms(uint64_t ms, char *buf, size_t cap)
 static int check_snapshot(const struct fs_map *m, const char *path, bool fix)
 {
     struct snap_meta meta;
-    struct db_usage u[DB_FAMILIES_MAX];
+    struct db_usage u[DB_USAGE_ROWS];
     struct db db;
     char err[512], when[64];
     int rc;

@@ -531,13 +531,6 @@ uint64_t persist_durable(const struct persist *p)
  * covers segments <= *seg. */
 static int cut(struct persist *p, uint64_t *seg, char *err, size_t errlen)
 {
-    const char *lost = snapshot_uncovered(&p->srv->db);
-
-    if (lost != NULL)
-        log_warn("family %s has no snapshot section yet "
-                 "(persistence/sections.def): its data is not saved and "
-                 "will be missing after a restart",
-                 lost);
     if (journal_rotate(&p->j, seg) == 0)
         return 0;
     journal_broken(p, "write");

@@ -9,7 +9,6 @@
  */
 #include "sections.h"
 #include "u32map.h"
-#include "users.h"
 
 /* Users per walk step: bounds the stack of a step, not memory. */
 #define SCAN_BATCH 1024
@@ -46,7 +45,7 @@ int sec_activity_load(struct db *db, struct snap_reader *r)
         if (u32map_get(db->active, uid, &old))
             return snap_fail(r, "user %llu listed twice",
                              (unsigned long long)uid);
-        if (users_set_day(db, uid, (uint32_t)day) != 0)
+        if (u32map_put(db->active, uid, (uint32_t)day) != 0)
             return snap_fail(r, "user %llu: out of memory",
                              (unsigned long long)uid);
     }

@@ -53,22 +53,6 @@ const char *snapshot_section_name(uint32_t id)
     return NULL;
 }
 
-const char *snapshot_uncovered(const struct db *db)
-{
-    struct db_usage u[DB_FAMILIES_MAX];
-    unsigned n = db_usage(db, u);
-
-    for (unsigned i = 0; i < n; i++) {
-        bool found = false;
-
-        for (size_t k = 0; k < NSECTIONS; k++)
-            found |= strcmp(sections[k].name, u[i].family) == 0;
-        if (!found && u[i].entries > 0)
-            return u[i].family;
-    }
-    return NULL;
-}
-
 static const LZ4F_preferences_t lz4_prefs = {
     .frameInfo = {.blockSizeID = LZ4F_max64KB,
                   .contentChecksumFlag = LZ4F_contentChecksumEnabled,

@@ -106,11 +106,6 @@ int snapshot_write(int fd, const struct db *db, uint64_t created_ms,
 int snapshot_load(const char *buf, size_t len, struct db *db,
                   struct snap_meta *meta, char *err, size_t errlen);
 
-/* A family of db_usage holding entries but missing from sections.def (its
- * data would not survive a snapshot), or NULL when every family with data
- * has its section. */
-const char *snapshot_uncovered(const struct db *db);
-
 /* The name of section id from sections.def, or NULL. */
 const char *snapshot_section_name(uint32_t id);
 

@@ -230,7 +230,7 @@ static void info_expiry(struct info *in, const struct server *srv)
              u32map_count(srv->db.active), (unsigned long long)e->users);
     for (unsigned f = 0; f < FAM_COUNT; f++)
         if (f != FAM_RCPT)
-            info_add(in, "expired_%s_entries:%llu\r\n", config_family_name(f),
+            info_add(in, "expired_%s_entries:%llu\r\n", db_families[f].name,
                      (unsigned long long)e->entries[f]);
     info_add(in,
              "sweep_in_progress:%d\r\nsweeps:%llu\r\nscanned:%llu\r\n"
@@ -279,7 +279,7 @@ void cmd_INFO(struct exec_ctx *x)
         info_limits(&in, srv);
     }
     if (want(section, "memory")) {
-        struct db_usage u[DB_FAMILIES_MAX];
+        struct db_usage u[DB_USAGE_ROWS];
         unsigned n = db_usage(&srv->db, u);
         size_t used = db_bytes(&srv->db);
         info_add(&in,

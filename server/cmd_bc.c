@@ -1,6 +1,8 @@
 /*
  * cmd_bc.c - BC handlers (SPEC 3.4): arguments in, store call, reply out.
  */
+#include <stdio.h>
+
 #include "bc.h"
 #include "cmds.h"
 
@@ -51,4 +53,29 @@ void cmd_BC_READ(struct exec_ctx *x)
         return;
     }
     reply_int(x->r, 0);
+}
+
+/* ---- USER.INFO --------------------------------------------------------- */
+
+static void bc_line(uint64_t ch, uint64_t head, uint64_t unread, void *ctx)
+{
+    struct user_lines *L = ctx;
+
+    if (user_line_room(L))
+        user_line(L, "bc %llu: head=%llu offset=%llu unread=%llu",
+                  (unsigned long long)ch, (unsigned long long)head,
+                  (unsigned long long)(head - unread),
+                  (unsigned long long)unread);
+}
+
+void cmd_bc_user_info(struct user_lines *L, const struct server *srv,
+                      uint64_t uid)
+{
+    size_t n = bc_user_info(srv->db.bc, uid, bc_line, L);
+
+    user_lines_more(L, "bc", n);
+    user_line(L,
+              "bc: channels=%zu (a channel not listed registers the user at "
+              "its head: 0 unread)",
+              n);
 }

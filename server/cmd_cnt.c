@@ -1,6 +1,8 @@
 /*
  * cmd_cnt.c - CNT handlers (SPEC 3.1): arguments in, store call, reply out.
  */
+#include <stdio.h>
+
 #include "cmds.h"
 #include "cnt.h"
 
@@ -103,4 +105,27 @@ void cmd_CNT_CLEAR(struct exec_ctx *x)
         mask |= (uint64_t)1 << type;
     }
     reply_int(x->r, cnt_clear(x->srv->db.cnt, uid, mask));
+}
+
+/* ---- USER.INFO --------------------------------------------------------- */
+
+void cmd_cnt_user_info(struct user_lines *L, const struct server *srv,
+                       uint64_t uid)
+{
+    uint8_t types[CNT_TYPES];
+    uint32_t vals[CNT_TYPES];
+    unsigned n = cnt_getall(srv->db.cnt, uid, types, vals);
+    char buf[400] = "";
+    size_t len = 0;
+
+    for (unsigned i = 0; i < n && len < sizeof(buf); i++) {
+        if (types[i] < srv->cfg.ntypes)
+            len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s=%u ",
+                                    srv->cfg.type_names[types[i]], vals[i]);
+        else
+            len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%u=%u ",
+                                    types[i], vals[i]);
+    }
+    user_line(L, "cnt: %stotal=%llu", buf,
+              (unsigned long long)cnt_total(srv->db.cnt, uid));
 }

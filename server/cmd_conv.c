@@ -1,6 +1,8 @@
 /*
  * cmd_conv.c - CONV handlers (SPEC 3.2): arguments in, store call, reply out.
  */
+#include <stdio.h>
+
 #include "cmds.h"
 #include "conv.h"
 
@@ -169,4 +171,42 @@ void cmd_CONV_LIST(struct exec_ctx *x)
         reply_arr(x->r, 0);
     else
         reply_arr_finish(x->r, o.mark, (uint32_t)(2 * n));
+}
+
+/* ---- USER.INFO --------------------------------------------------------- */
+
+/* Recalled seqs shown on a conversation's line. */
+#define INFO_RECALLS 8
+
+static void conv_line(uint64_t uid, uint64_t cid, const struct conv_info *ci,
+                      void *ctx)
+{
+    struct user_lines *L = ctx;
+    char rec[200] = "";
+    size_t len = 0;
+
+    (void)uid;
+    if (!user_line_room(L))
+        return;
+    for (uint32_t i = 0; i < ci->nrecall && i < INFO_RECALLS; i++)
+        len +=
+            (size_t)snprintf(rec + len, sizeof(rec) - len, "%s%llu",
+                             i ? "," : "", (unsigned long long)ci->recall[i]);
+    if (ci->nrecall > INFO_RECALLS)
+        snprintf(rec + len, sizeof(rec) - len, ",+%u more",
+                 ci->nrecall - INFO_RECALLS);
+    user_line(L,
+              "conv %llu: max=%llu read=%llu unread=%u muted=%d recalled=[%s]",
+              (unsigned long long)cid, (unsigned long long)ci->max,
+              (unsigned long long)ci->read, ci->unread, ci->muted, rec);
+}
+
+void cmd_conv_user_info(struct user_lines *L, const struct server *srv,
+                        uint64_t uid)
+{
+    size_t n = conv_user_info(srv->db.conv, uid, conv_line, L);
+
+    user_lines_more(L, "conv", n);
+    user_line(L, "conv: conversations=%zu total=%llu (unmuted unread)", n,
+              (unsigned long long)conv_total(srv->db.conv, uid));
 }

@@ -1,6 +1,8 @@
 /*
  * cmd_dot.c - DOT handlers (SPEC 3.5): arguments in, store call, reply out.
  */
+#include <stdio.h>
+
 #include <inttypes.h>
 
 #include "cmds.h"
@@ -68,4 +70,29 @@ void cmd_DOT_CHECK(struct exec_ctx *x)
         (void)arg_u64(x, i, "dot", &dot);
         reply_int(x->r, dot_shown(x->srv->db.dot, uid, dot));
     }
+}
+
+/* ---- USER.INFO --------------------------------------------------------- */
+
+static void dot_line(uint64_t dot, uint64_t click, uint64_t push, bool shown,
+                     void *ctx)
+{
+    struct user_lines *L = ctx;
+    char p[24] = "never";
+
+    if (!user_line_room(L))
+        return;
+    if (push != DOT_NEVER)
+        snprintf(p, sizeof(p), "%llu", (unsigned long long)push);
+    user_line(L, "dot %llu: clicked=%llu pushed=%s shows=%d",
+              (unsigned long long)dot, (unsigned long long)click, p, shown);
+}
+
+void cmd_dot_user_info(struct user_lines *L, const struct server *srv,
+                       uint64_t uid)
+{
+    uint32_t n = dot_user_info(srv->db.dot, uid, dot_line, L);
+
+    user_lines_more(L, "dot", n);
+    user_line(L, "dot: clicked=%u (a pushed dot not listed shows)", n);
 }

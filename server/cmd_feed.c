@@ -3,6 +3,8 @@
  * out. The limits come from the configuration: feed-max-follows for
  * FEED.FOLLOW, unread-cap for FEED.UNREAD.
  */
+#include <stdio.h>
+
 #include <inttypes.h>
 
 #include "cmds.h"
@@ -103,4 +105,28 @@ void cmd_FEED_RESET(struct exec_ctx *x)
         return;
     feed_reset(x->srv->db.feed, uid);
     reply_int(x->r, 0);
+}
+
+/* ---- USER.INFO --------------------------------------------------------- */
+
+static void feed_line(uint64_t author, uint32_t count, uint32_t snapshot,
+                      void *ctx)
+{
+    struct user_lines *L = ctx;
+
+    if (user_line_room(L))
+        user_line(L, "feed %llu: posts=%u snapshot=%u new=%u",
+                  (unsigned long long)author, count, snapshot,
+                  count > snapshot ? count - snapshot : 0);
+}
+
+void cmd_feed_user_info(struct user_lines *L, const struct server *srv,
+                        uint64_t uid)
+{
+    uint32_t n = feed_user_info(srv->db.feed, uid, feed_line, L);
+
+    user_lines_more(L, "feed", n);
+    user_line(
+        L, "feed: follows=%u unread=%llu", n,
+        (unsigned long long)feed_unread(srv->db.feed, uid, UINT64_MAX - 1));
 }

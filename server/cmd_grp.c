@@ -5,6 +5,8 @@
  * the timestamps of their last unread-cap + 1 messages, which is what keeps
  * a capped GRP.SEEN with an old ts exact.
  */
+#include <stdio.h>
+
 #include <inttypes.h>
 #include <stdlib.h>
 
@@ -129,4 +131,27 @@ void cmd_GRP_LIST(struct exec_ctx *x)
         reply_int(x->r, capped(x, items[i].unread));
     }
     free(items);
+}
+
+/* ---- USER.INFO --------------------------------------------------------- */
+
+static void grp_line(uint64_t gid, uint64_t head, uint64_t unread, void *ctx)
+{
+    struct user_lines *L = ctx;
+
+    if (user_line_room(L))
+        user_line(L, "grp %llu: head=%llu seen=%llu unread=%llu",
+                  (unsigned long long)gid, (unsigned long long)head,
+                  (unsigned long long)(head - unread),
+                  (unsigned long long)unread);
+}
+
+void cmd_grp_user_info(struct user_lines *L, const struct server *srv,
+                       uint64_t uid)
+{
+    uint32_t n = grp_user_info(srv->db.grp, uid, grp_line, L);
+
+    user_lines_more(L, "grp", n);
+    user_line(L, "grp: groups=%u total=%llu", n,
+              (unsigned long long)grp_total(srv->db.grp, uid, UINT64_MAX));
 }

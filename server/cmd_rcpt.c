@@ -10,6 +10,8 @@
  * and no call does more than that bounded amount. Dropping only frees what
  * is already invisible, so it needs no journal record.
  */
+#include <stdio.h>
+
 #include "cmds.h"
 #include "rcpt.h"
 
@@ -211,4 +213,24 @@ void cmd_RCPT_LIST(struct exec_ctx *x)
     rcpt_list(x->srv->db.rcpt, gid, msgid, h, want_read, offset, count,
               list_uid, x->r, &n);
     reply_arr_finish(x->r, mark, n);
+}
+
+/* ---- USER.INFO --------------------------------------------------------- */
+
+static void rcpt_line(uint64_t gid, uint32_t mapid, bool quit, void *ctx)
+{
+    struct user_lines *L = ctx;
+
+    if (user_line_room(L))
+        user_line(L, "rcpt %llu: mapid=%u quit=%d", (unsigned long long)gid,
+                  mapid, quit);
+}
+
+void cmd_rcpt_user_info(struct user_lines *L, const struct server *srv,
+                        uint64_t uid)
+{
+    size_t n = rcpt_user_info(srv->db.rcpt, uid, rcpt_line, L);
+
+    user_lines_more(L, "rcpt", n);
+    user_line(L, "rcpt: groups=%zu", n);
 }

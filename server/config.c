@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "db.h"
 #include "log.h"
 #include "proto.h"
 
@@ -156,52 +157,55 @@ static int set_types(struct config *cfg, const char *value, char *err,
     return 0;
 }
 
-static const char *const family_names[FAM_COUNT] = {"cnt", "conv", "grp", "bc",
-                                                    "dot", "feed", "rcpt"};
-
-const char *config_family_name(unsigned fam)
+/* The families expire-families may name, for messages: "cnt conv ...". */
+static void expirable_names(char *out, size_t cap)
 {
-    return fam < FAM_COUNT ? family_names[fam] : NULL;
+    size_t used = 0;
+
+    out[0] = '\0';
+    for (unsigned f = 0; f < FAM_COUNT && used < cap; f++)
+        if (db_families[f].flags & FAMF_EXPIRABLE)
+            used += (size_t)snprintf(out + used, cap - used, "%s%s",
+                                     used ? " " : "", db_families[f].name);
 }
 
 /* expire-families: names of families separated by spaces or commas, or
- * "none" (or nothing). rcpt is refused: receipts expire by message age
- * (rcpt-max-age-days), and its mapids must outlive their readers. The
- * canonical text lists the families in SPEC order. */
+ * "none" (or nothing). A family families.def marks KEPT (rcpt) is
+ * refused: receipts expire by message age (rcpt-max-age-days), and its
+ * mapids must outlive their readers. The canonical text lists the
+ * families in families.def order. */
 static int set_families(struct config *cfg, const char *value, char *err,
                         size_t errlen)
 {
     uint32_t mask = 0;
     const char *p = value;
+    char names[128];
 
     for (;;) {
-        unsigned f;
         size_t len;
+        int f;
 
         while (*p == ' ' || *p == '\t' || *p == ',')
             p++;
         if (*p == '\0')
             break;
         len = strcspn(p, " \t,");
-        for (f = 0; f < FAM_COUNT; f++)
-            if (strlen(family_names[f]) == len &&
-                strncasecmp(p, family_names[f], len) == 0)
-                break;
-        if (f == FAM_RCPT) {
+        f = db_family_by_name(p, len);
+        if (f >= 0 && !(db_families[f].flags & FAMF_EXPIRABLE)) {
             snprintf(err, errlen,
-                     "expire-families: rcpt cannot expire by user "
-                     "activity (its receipts expire by age: "
-                     "rcpt-max-age-days)");
+                     "expire-families: %s cannot expire by user activity "
+                     "(its data expires by age: %s-max-age-days)",
+                     db_families[f].name, db_families[f].name);
             return -1;
         }
-        if (f == FAM_COUNT && !(len == 4 && strncasecmp(p, "none", 4) == 0)) {
+        if (f < 0 && !(len == 4 && strncasecmp(p, "none", 4) == 0)) {
+            expirable_names(names, sizeof(names));
             snprintf(err, errlen,
-                     "expire-families: '%.*s' is not one of cnt conv grp bc "
-                     "dot feed (or none)",
-                     (int)(len > 32 ? 32 : len), p);
+                     "expire-families: '%.*s' is not one of %s (or none)",
+                     (int)(len > 32 ? 32 : len), p, names);
             return -1;
         }
-        if (f < FAM_COUNT)
+        if (f >= 0)
             mask |= 1u << f;
         p += len;
     }
@@ -213,7 +217,7 @@ static int set_families(struct config *cfg, const char *value, char *err,
         if (mask & (1u << f))
             snprintf(cfg->expire_families_text + used,
                      sizeof(cfg->expire_families_text) - used, "%s%s",
-                     used ? " " : "", family_names[f]);
+                     used ? " " : "", db_families[f].name);
     }
     if (mask == 0)
         strcpy(cfg->expire_families_text, "none");

@@ -16,32 +16,6 @@
 /* journal-fsync: when the journal reaches the disk (docs/PERSISTENCE.md). */
 enum journal_fsync { FSYNC_NO = 0, FSYNC_EVERYSEC = 1, FSYNC_ALWAYS = 2 };
 
-/* The families, as named by expire-families and INFO (SPEC order). */
-enum family {
-    FAM_CNT,
-    FAM_CONV,
-    FAM_GRP,
-    FAM_BC,
-    FAM_DOT,
-    FAM_FEED,
-    FAM_RCPT,
-    FAM_COUNT
-};
-/* "cnt", "conv", ...; NULL past FAM_COUNT. */
-const char *config_family_name(unsigned fam);
-
-/* The family whose commands an opcode belongs to: ops.def reserves
- * 0x0100-0x07FF for CNT..RCPT in this order. FAM_COUNT for the others
- * (admin, USER, DEBUG, framing). */
-static inline unsigned config_family_of_opcode(uint16_t code)
-{
-    unsigned range = code >> 8u;
-
-    return range >= 1 && range <= FAM_COUNT ? range - 1 : FAM_COUNT;
-}
-_Static_assert(FAM_CNT == 0 && FAM_RCPT == 6 && FAM_COUNT == 7,
-               "enum family follows the opcode ranges of ops.def");
-
 struct config {
     char bind[CONFIG_STR_MAX];
     uint32_t port;

@@ -19,10 +19,6 @@
 
 #include "batch.h"
 #include "cmds.h"
-#include "cnt.h"
-#include "dot.h"
-#include "feed.h"
-#include "grp.h"
 #include "persist.h"
 #include "users.h"
 
@@ -158,22 +154,7 @@ void exec_prefetch(const struct server *srv, uint16_t opcode, uint64_t uid,
     op = ur_op_by_code(opcode);
     if (op == NULL || (op->flags & (OPF_USER | OPF_ADMIN)) != OPF_USER)
         return;
-    switch (config_family_of_opcode(opcode)) {
-    case FAM_CNT:
-        cnt_prefetch_user(srv->db.cnt, uid, stage);
-        break;
-    case FAM_GRP:
-        grp_prefetch_user(srv->db.grp, uid, stage);
-        break;
-    case FAM_DOT:
-        dot_prefetch_user(srv->db.dot, uid, stage);
-        break;
-    case FAM_FEED:
-        feed_prefetch_user(srv->db.feed, uid, stage);
-        break;
-    default:
-        break;
-    }
+    db_prefetch_user(&srv->db, db_family_of_opcode(opcode), uid, stage);
 }
 
 bool arg_u64(struct exec_ctx *x, uint32_t i, const char *what, uint64_t *out)

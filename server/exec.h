@@ -69,7 +69,7 @@ void exec_binary(struct server *srv, struct session *sess, uint16_t opcode,
 
 /*
  * A hint ahead of exec_binary: when opcode is a user command (OPF_USER)
- * of a family keyed by the reader (CNT, GRP, DOT, FEED), starts loading
+ * of a family with the hint (PREFETCH in families.def), starts loading
  * uid's record into the cache, in two stages (u64map_prefetch: 0 a few
  * requests before 1). Changes nothing; an unknown opcode or a family
  * without the hint is ignored.
@@ -77,16 +77,11 @@ void exec_binary(struct server *srv, struct session *sess, uint16_t opcode,
 void exec_prefetch(const struct server *srv, uint16_t opcode, uint64_t uid,
                    int stage);
 
-/* Whether exec_prefetch may do anything for opcode: its family (CNT,
- * GRP, DOT, FEED) has the hint. */
+/* Whether exec_prefetch may do anything for opcode: its family has the
+ * hint (PREFETCH in families.def). */
 static inline bool exec_prefetchable(uint16_t opcode)
 {
-    unsigned fam = config_family_of_opcode(opcode);
-
-    return fam < FAM_COUNT && (((1u << FAM_CNT) | (1u << FAM_GRP) |
-                                (1u << FAM_DOT) | (1u << FAM_FEED)) >>
-                               fam) &
-                                  1u;
+    return db_prefetchable(db_family_of_opcode(opcode));
 }
 
 /*

@@ -95,7 +95,7 @@ static void command_metrics(struct evbuffer *b, const struct server *srv)
 
 static void memory_metrics(struct evbuffer *b, const struct server *srv)
 {
-    struct db_usage u[DB_FAMILIES_MAX];
+    struct db_usage u[DB_USAGE_ROWS];
     unsigned n = db_usage(&srv->db, u);
     size_t used = db_bytes(&srv->db);
 
@@ -172,7 +172,7 @@ static void expiry_metrics(struct evbuffer *b, const struct server *srv)
         if (f != FAM_RCPT)
             evbuffer_add_printf(
                 b, "unreadd_expired_entries_total{family=\"%s\"} %llu\n",
-                config_family_name(f), (unsigned long long)e->entries[f]);
+                db_families[f].name, (unsigned long long)e->entries[f]);
     one(b, "expiry_sweeps_total", "counter",
         "Sweeps of the activity table completed.", (double)e->sweeps);
     one(b, "expiry_sweep_running", "gauge", "1 while a sweep is in progress.",

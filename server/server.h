@@ -10,46 +10,10 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "db.h"
 #include "ops.h"
 
 #define UNREADD_VERSION "0.1.0"
-
-/* The data: one store per family. Knows nothing of the network, so the
- * executor can run on a scratch db in unit tests and fuzzers. */
-struct db {
-    struct cnt_store *cnt;
-    struct conv_store *conv;
-    struct grp_store *grp;
-    struct bc_store *bc;
-    struct dot_store *dot;
-    struct feed_store *feed;
-    struct rcpt_store *rcpt;
-    /* one field per family, in SPEC order: conv, grp, bc, dot, feed, rcpt */
-    /* uid -> the UTC day it was last active (server/users.h) */
-    struct u32map *active;
-};
-
-/* 0, or -1 on allocation failure (nothing allocated). */
-int db_init(struct db *db);
-void db_deinit(struct db *db);
-/* Bytes held by every store. */
-size_t db_bytes(const struct db *db);
-
-/* Memory use of one family, for INFO and the memory benchmarks. */
-struct db_usage {
-    const char *family; /* "cnt", "conv", ... */
-    const char *unit;   /* what an entry is: "user", "membership", ... */
-    size_t entries;
-    size_t bytes;
-};
-
-/* Recomputes every maintained total from its parts and checks every
- * store's invariants; returns the number of mismatches (0 when healthy). */
-size_t db_audit(const struct db *db);
-
-#define DB_FAMILIES_MAX 16
-/* Fills out[] (DB_FAMILIES_MAX rows) in SPEC order; returns the count. */
-unsigned db_usage(const struct db *db, struct db_usage *out);
 
 struct stats {
     uint64_t connections;  /* accepted since start */

@@ -6,14 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bc.h"
-#include "cnt.h"
-#include "conv.h"
-#include "dot.h"
 #include "exec.h"
-#include "feed.h"
-#include "grp.h"
-#include "rcpt.h"
 #include "u32map.h"
 
 /* Activity entries looked at per table walk step: bounds the stack and
@@ -23,7 +16,7 @@
 /* Whether op belongs to a family named by expire-families. */
 static bool op_expires(const struct server *srv, const struct ur_op *op)
 {
-    unsigned fam = config_family_of_opcode(op->code);
+    unsigned fam = db_family_of_opcode(op->code);
 
     return fam < FAM_COUNT && (srv->cfg.expire_families & (1u << fam));
 }
@@ -51,38 +44,6 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
     if (!op_expires(srv, op))
         return false;
     return u32map_put(srv->db.active, uid, day) == 0;
-}
-
-int users_set_day(struct db *db, uint64_t uid, uint32_t day)
-{
-    return u32map_put(db->active, uid, day);
-}
-
-uint64_t users_forget(struct db *db, uint64_t uid, uint32_t mask,
-                      uint64_t removed[FAM_COUNT])
-{
-    uint64_t n[FAM_COUNT] = {0}, sum = 0;
-
-    if (mask & (1u << FAM_CNT))
-        n[FAM_CNT] = cnt_del_user(db->cnt, uid);
-    if (mask & (1u << FAM_CONV))
-        n[FAM_CONV] = conv_del_user(db->conv, uid);
-    if (mask & (1u << FAM_GRP))
-        n[FAM_GRP] = grp_del_user(db->grp, uid);
-    if (mask & (1u << FAM_BC))
-        n[FAM_BC] = bc_del_user(db->bc, uid);
-    if (mask & (1u << FAM_DOT))
-        n[FAM_DOT] = dot_del_user(db->dot, uid);
-    if (mask & (1u << FAM_FEED))
-        n[FAM_FEED] = feed_del_user(db->feed, uid);
-    if (mask & (1u << FAM_RCPT))
-        n[FAM_RCPT] = rcpt_forget_user(db->rcpt, uid);
-    u32map_del(db->active, uid);
-    for (unsigned f = 0; f < FAM_COUNT; f++) {
-        removed[f] += n[f];
-        sum += n[f];
-    }
-    return sum;
 }
 
 /* ---- The expiry sweep --------------------------------------------------- */
@@ -122,7 +83,7 @@ static bool expire_one(struct server *srv, uint64_t uid, struct ur_buf *out)
 
     argv[argc++] = (struct ur_arg){.kind = UR_ARG_INT, .num = uid};
     for (unsigned f = 0; f < FAM_COUNT; f++) {
-        const char *name = config_family_name(f);
+        const char *name = db_families[f].name;
 
         if (srv->cfg.expire_families & (1u << f))
             argv[argc++] = (struct ur_arg){

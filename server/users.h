@@ -52,20 +52,6 @@ static inline uint32_t users_day(uint64_t ms)
 bool users_mark_active(struct server *srv, const struct ur_op *op,
                        uint32_t argc, const struct ur_arg *argv);
 
-/* Sets uid's last active day (loading a snapshot). 0, or -1 on allocation
- * failure. */
-int users_set_day(struct db *db, uint64_t uid, uint32_t day);
-
-/*
- * Erases uid from the families whose bit (1 << FAM_x) is set in mask, and
- * from the activity table. RCPT only anonymizes (rcpt_forget_user). Adds
- * the entries removed in family f to removed[f] (the units of db_usage)
- * and returns their sum. Never fails. O(the user's entries + bc channels,
- * + rcpt groups when FAM_RCPT is set).
- */
-uint64_t users_forget(struct db *db, uint64_t uid, uint32_t mask,
-                      uint64_t removed[FAM_COUNT]);
-
 /*
  * One slice of the expiry sweep, from a timer while the server serves:
  * starts a sweep when the day changed since the last one began, then

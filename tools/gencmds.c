@@ -111,25 +111,18 @@ static void putf(const char *fmt, ...)
     put(tmp, (size_t)n);
 }
 
+/* The heading of the opcodes 0xNN00-0xNNFF: a family's title from
+ * families.def, or one of the groups of commands that are no family. */
 static const char *family_title(uint32_t fam)
 {
+#define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
+    if (fam == (uint32_t)(lo) >> 8)                                            \
+        return title;
+#include "families.def"
+#undef FAMILY
     switch (fam) {
     case 0x00:
         return "Admin and connection";
-    case 0x01:
-        return "CNT: typed counters";
-    case 0x02:
-        return "CONV: conversation unread";
-    case 0x03:
-        return "GRP: group unread";
-    case 0x04:
-        return "BC: broadcast channels";
-    case 0x05:
-        return "DOT: red dots";
-    case 0x06:
-        return "FEED: followee snapshots";
-    case 0x07:
-        return "RCPT: read receipts";
     case 0x08:
         return "USER: per-user operations";
     case 0x0F:

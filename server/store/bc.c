@@ -299,7 +299,7 @@ static void del_visit(uint64_t ch, uint64_t w, void *ctx)
     dc->n++;
 }
 
-size_t bc_del_user(struct bc_store *s, uint64_t uid)
+size_t bc_forget_user(struct bc_store *s, uint64_t uid)
 {
     struct del_ctx dc = {s, uid, 0};
     uint64_t cursor = 0;

@@ -86,7 +86,7 @@ size_t bc_audit(const struct bc_store *s);
  * channel and returns how many it had: the user then reads as new. Never
  * fails. user_info calls fn for each channel uid has an offset in, with
  * the head and uid's unread, and returns how many. */
-size_t bc_del_user(struct bc_store *s, uint64_t uid);
+size_t bc_forget_user(struct bc_store *s, uint64_t uid);
 typedef void (*bc_user_info_fn)(uint64_t ch, uint64_t head, uint64_t unread,
                                 void *ctx);
 size_t bc_user_info(const struct bc_store *s, uint64_t uid, bc_user_info_fn fn,

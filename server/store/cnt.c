@@ -459,7 +459,7 @@ unsigned cnt_getall(const struct cnt_store *s, uint64_t uid, uint8_t *types,
     return u.n;
 }
 
-size_t cnt_users(const struct cnt_store *s)
+size_t cnt_entries(const struct cnt_store *s)
 {
     return u64map_count(s->map);
 }
@@ -566,12 +566,12 @@ size_t cnt_audit(const struct cnt_store *s)
     return ac.bad + u64map_audit(s->map) + (ac.rec_bytes != s->rec_bytes);
 }
 
-bool cnt_del_user(struct cnt_store *s, uint64_t uid)
+size_t cnt_forget_user(struct cnt_store *s, uint64_t uid)
 {
     if (u64map_get(s->map, uid) == 0)
-        return false;
+        return 0;
     cnt_clear(s, uid, UINT64_MAX);
-    return true;
+    return 1;
 }
 
 void cnt_prefetch_user(const struct cnt_store *s, uint64_t uid, int stage)

@@ -54,7 +54,7 @@ uint64_t cnt_total(const struct cnt_store *s, uint64_t uid);
 unsigned cnt_getall(const struct cnt_store *s, uint64_t uid, uint8_t *types,
                     uint32_t *vals);
 
-size_t cnt_users(const struct cnt_store *s);
+size_t cnt_entries(const struct cnt_store *s);
 /* Bytes held: table plus out-of-line records. */
 size_t cnt_bytes(const struct cnt_store *s);
 
@@ -91,8 +91,9 @@ size_t cnt_audit(const struct cnt_store *s);
  * record byte count that disagrees with the records.
  */
 
-/* Forgets every counter of uid (expiry, USER.DEL): true if it had any.
+/* Forgets every counter of uid (expiry, USER.DEL): 1 if it had any (its
+ * one entry), else 0.
  * Never fails. (cnt_getall describes a user for USER.INFO.) */
-bool cnt_del_user(struct cnt_store *s, uint64_t uid);
+size_t cnt_forget_user(struct cnt_store *s, uint64_t uid);
 
 #endif

@@ -900,7 +900,7 @@ size_t conv_scan(const struct conv_store *s, uint64_t *cursor, size_t max,
     return wmap_scan(s->users, cursor, max, scan_user_visit, &sc);
 }
 
-size_t conv_count(const struct conv_store *s)
+size_t conv_entries(const struct conv_store *s)
 {
     return s->convs;
 }
@@ -1011,7 +1011,7 @@ static size_t user_convs(const struct wmap_val *u)
     }
 }
 
-size_t conv_del_user(struct conv_store *s, uint64_t uid)
+size_t conv_forget_user(struct conv_store *s, uint64_t uid)
 {
     const struct wmap_val *u = wmap_get(s->users, uid);
     size_t n;

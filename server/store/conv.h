@@ -105,7 +105,7 @@ int conv_put(struct conv_store *s, uint64_t uid, uint64_t cid,
              const struct conv_info *ci);
 
 /* (user, conversation) entries held, and users. */
-size_t conv_count(const struct conv_store *s);
+size_t conv_entries(const struct conv_store *s);
 size_t conv_users(const struct conv_store *s);
 /* Bytes requested: tables, arrays and records (malloc overhead excluded). */
 size_t conv_bytes(const struct conv_store *s);
@@ -127,7 +127,7 @@ size_t conv_audit(const struct conv_store *s);
  * conversation of uid and returns how many; never fails. user_info calls
  * fn for each of uid's conversations (as conv_scan's visits) and returns
  * how many. */
-size_t conv_del_user(struct conv_store *s, uint64_t uid);
+size_t conv_forget_user(struct conv_store *s, uint64_t uid);
 size_t conv_user_info(const struct conv_store *s, uint64_t uid,
                       conv_visit_fn fn, void *ctx);
 

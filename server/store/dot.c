@@ -146,7 +146,7 @@ int dot_put_user(struct dot_store *s, uint64_t uid, uint32_t n,
     return listmap_put(s->clicks, uid, clicks, n);
 }
 
-size_t dot_clicks(const struct dot_store *s)
+size_t dot_entries(const struct dot_store *s)
 {
     return listmap_entries(s->clicks);
 }
@@ -182,7 +182,7 @@ size_t dot_audit(const struct dot_store *s)
     return bad + listmap_audit(s->clicks, check_entry, s);
 }
 
-uint32_t dot_del_user(struct dot_store *s, uint64_t uid)
+size_t dot_forget_user(struct dot_store *s, uint64_t uid)
 {
     return listmap_del_user(s->clicks, uid);
 }

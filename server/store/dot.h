@@ -58,7 +58,7 @@ int dot_click(struct dot_store *s, uint64_t uid, uint64_t dot, uint64_t ts);
 bool dot_shown(const struct dot_store *s, uint64_t uid, uint64_t dot);
 
 /* (user, dot) click entries held, users holding one, distinct dots. */
-size_t dot_clicks(const struct dot_store *s);
+size_t dot_entries(const struct dot_store *s);
 size_t dot_users(const struct dot_store *s);
 size_t dot_dots(const struct dot_store *s);
 
@@ -119,7 +119,7 @@ size_t dot_audit(const struct dot_store *s);
  * uid and returns how many; never fails. user_info calls fn for each dot
  * uid clicked, with the click time, the dot's push time (DOT_NEVER when
  * never pushed) and whether it shows, and returns how many. */
-uint32_t dot_del_user(struct dot_store *s, uint64_t uid);
+size_t dot_forget_user(struct dot_store *s, uint64_t uid);
 typedef void (*dot_user_fn)(uint64_t dot, uint64_t click, uint64_t push,
                             bool shown, void *ctx);
 uint32_t dot_user_info(const struct dot_store *s, uint64_t uid, dot_user_fn fn,

@@ -196,7 +196,7 @@ int feed_put_user(struct feed_store *s, uint64_t uid, uint32_t n,
     return listmap_put(s->follows, uid, edges, n);
 }
 
-size_t feed_edges(const struct feed_store *s)
+size_t feed_entries(const struct feed_store *s)
 {
     return listmap_entries(s->follows);
 }
@@ -228,7 +228,7 @@ size_t feed_audit(const struct feed_store *s)
     return denseid_audit(s->authors) + listmap_audit(s->follows, check_edge, s);
 }
 
-uint32_t feed_del_user(struct feed_store *s, uint64_t uid)
+size_t feed_forget_user(struct feed_store *s, uint64_t uid)
 {
     return listmap_del_user(s->follows, uid);
 }

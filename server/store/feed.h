@@ -65,7 +65,7 @@ uint64_t feed_unread(const struct feed_store *s, uint64_t uid, uint64_t cap);
 void feed_reset(struct feed_store *s, uint64_t uid);
 
 /* Follow edges, users with at least one, authors known. */
-size_t feed_edges(const struct feed_store *s);
+size_t feed_entries(const struct feed_store *s);
 size_t feed_users(const struct feed_store *s);
 size_t feed_authors(const struct feed_store *s);
 
@@ -128,7 +128,7 @@ size_t feed_audit(const struct feed_store *s);
  * of uid and returns how many; never fails. user_info calls fn for each
  * followee of uid with its post count and uid's snapshot of it, and
  * returns how many. */
-uint32_t feed_del_user(struct feed_store *s, uint64_t uid);
+size_t feed_forget_user(struct feed_store *s, uint64_t uid);
 typedef void (*feed_user_fn)(uint64_t author, uint32_t count, uint32_t snapshot,
                              void *ctx);
 uint32_t feed_user_info(const struct feed_store *s, uint64_t uid,

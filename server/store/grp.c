@@ -442,7 +442,7 @@ int grp_restore_member(struct grp_store *s, uint64_t uid, uint32_t group,
     return 0;
 }
 
-size_t grp_memberships(const struct grp_store *s)
+size_t grp_entries(const struct grp_store *s)
 {
     return listmap_entries(s->members);
 }
@@ -494,7 +494,7 @@ size_t grp_audit(const struct grp_store *s)
     return bad;
 }
 
-uint32_t grp_del_user(struct grp_store *s, uint64_t uid)
+size_t grp_forget_user(struct grp_store *s, uint64_t uid)
 {
     return listmap_del_user(s->members, uid);
 }

@@ -156,7 +156,7 @@ int grp_restore_member(struct grp_store *s, uint64_t uid, uint32_t group,
                        uint64_t unread);
 
 /* Memberships held. */
-size_t grp_memberships(const struct grp_store *s);
+size_t grp_entries(const struct grp_store *s);
 /* Bytes held: tables, groups, windows, membership records (requested
  * sizes). */
 size_t grp_bytes(const struct grp_store *s);
@@ -174,7 +174,7 @@ size_t grp_audit(const struct grp_store *s);
  * group and returns how many it left; never fails. user_info calls fn
  * for each membership of uid (in group number order) and returns how
  * many. */
-uint32_t grp_del_user(struct grp_store *s, uint64_t uid);
+size_t grp_forget_user(struct grp_store *s, uint64_t uid);
 typedef void (*grp_user_fn)(uint64_t gid, uint64_t head, uint64_t unread,
                             void *ctx);
 uint32_t grp_user_info(const struct grp_store *s, uint64_t uid, grp_user_fn fn,

@@ -1215,7 +1215,7 @@ size_t rcpt_expire_step(struct rcpt_store *s, uint64_t horizon_ms, size_t max)
     return n;
 }
 
-size_t rcpt_messages(const struct rcpt_store *s)
+size_t rcpt_entries(const struct rcpt_store *s)
 {
     return s->nmsgs;
 }

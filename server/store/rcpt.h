@@ -182,7 +182,7 @@ int rcpt_restore_msg(struct rcpt_store *s, uint64_t gid,
                      const struct rcpt_msg_info *m);
 
 /* Messages held (visible or awaiting their drop), and groups. */
-size_t rcpt_messages(const struct rcpt_store *s);
+size_t rcpt_entries(const struct rcpt_store *s);
 size_t rcpt_groups(const struct rcpt_store *s);
 /* Bytes held: every record, bitmap, map and index (requested sizes). */
 size_t rcpt_bytes(const struct rcpt_store *s);

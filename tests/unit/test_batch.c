@@ -192,7 +192,7 @@ static void test_batch_refused_whole(void)
         "-ERR batch op 1: QUIT is not allowed"));
     CHECK_EQ_U64(failed, 0);
     /* nothing ran: no user was even created */
-    CHECK_EQ_U64(cnt_users(srv.db.cnt), 0);
+    CHECK_EQ_U64(cnt_entries(srv.db.cnt), 0);
 
     /* a session that must AUTH: refused whole, AUTH-free ops included */
     snprintf(srv.cfg.requirepass, sizeof(srv.cfg.requirepass), "pw");
@@ -201,7 +201,7 @@ static void test_batch_refused_whole(void)
                  "-NOAUTH batch op 1: Authentication required."));
     CHECK(strcmp(BATCH("PING"), "*1\r\n+PONG\r\n") == 0);
     sess.authed = true;
-    CHECK_EQ_U64(cnt_users(srv.db.cnt), 0);
+    CHECK_EQ_U64(cnt_entries(srv.db.cnt), 0);
     CHECK(srv.stats.errors >= 7);
     server_down();
 }
@@ -275,7 +275,7 @@ static void test_multi_exec(void)
     CHECK(strcmp(text("CNT.INCR 9 64"), "+QUEUED\r\n") == 0); /* runtime */
     CHECK(strcmp(text("CNT.TOTAL 9"), "+QUEUED\r\n") == 0);
     /* queued, not run */
-    CHECK_EQ_U64(cnt_users(srv.db.cnt), 0);
+    CHECK_EQ_U64(cnt_entries(srv.db.cnt), 0);
     /* the words were overwritten after each call: the queue holds copies */
     const char *rep = text("EXEC");
     CHECK(starts(rep, "*4\r\n*2\r\n:1\r\n:1\r\n*2\r\n:2\r\n:3\r\n"

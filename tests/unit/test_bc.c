@@ -200,7 +200,7 @@ static void test_random_vs_model(void)
                 had += known[u][k];
                 known[u][k] = false;
             }
-            bad += bc_del_user(s, uids[u]) != had;
+            bad += bc_forget_user(s, uids[u]) != had;
             entries -= had;
         }
         if (round % 5000 == 0)
@@ -244,8 +244,8 @@ static void test_user_info_and_del(void)
     CHECK_EQ_U64(bc_user_info(s, 7, user_visit, &c), 2);
     CHECK_EQ_U64(c.n, 2);
     CHECK_EQ_U64(c.unread, 2);
-    CHECK_EQ_U64(bc_del_user(s, 7), 2);
-    CHECK_EQ_U64(bc_del_user(s, 7), 0);
+    CHECK_EQ_U64(bc_forget_user(s, 7), 2);
+    CHECK_EQ_U64(bc_forget_user(s, 7), 0);
     CHECK_EQ_U64(bc_entries(s), 1);
     CHECK_EQ_U64(unread(s, 7, 1, &reg), 0);
     CHECK(reg);

@@ -22,7 +22,7 @@ static void test_empty(void)
     uint64_t t = 1;
 
     CHECK(s != NULL);
-    CHECK_EQ_U64(cnt_users(s), 0);
+    CHECK_EQ_U64(cnt_entries(s), 0);
     CHECK_EQ_U64(cnt_get(s, 42, 0), 0);
     CHECK_EQ_U64(cnt_total(s, 42), 0);
     CHECK_EQ_U64(cnt_getall(s, 42, types, vals), 0);
@@ -33,13 +33,13 @@ static void test_empty(void)
     CHECK_EQ_U64(t, 0);
     CHECK_EQ_U64(cnt_set(s, 42, 3, 0, &v, &t), 0);
     CHECK_EQ_U64(cnt_incr(s, 42, 3, 0, &v, &t), 0);
-    CHECK_EQ_U64(cnt_users(s), 0);
+    CHECK_EQ_U64(cnt_entries(s), 0);
     /* Out-of-range type: refused, nothing stored. */
     CHECK_EQ_U64(cnt_incr(s, 42, CNT_TYPES, 1, &v, &t), -1);
     CHECK_EQ_U64(cnt_set(s, 42, 200, 1, &v, &t), -1);
     CHECK_EQ_U64(cnt_decr(s, 42, 64, 1, &v, &t), -1);
     CHECK_EQ_U64(cnt_get(s, 42, 64), 0);
-    CHECK_EQ_U64(cnt_users(s), 0);
+    CHECK_EQ_U64(cnt_entries(s), 0);
     CHECK_EQ_U64(cnt_audit(s), 0);
     cnt_destroy(s);
     cnt_destroy(NULL);
@@ -85,7 +85,7 @@ static void test_basic(void)
     CHECK_EQ_U64(cnt_get(s, 0, 1), 9);
     CHECK_EQ_U64(cnt_get(s, UINT64_MAX, 1), 8);
     CHECK_EQ_U64(cnt_get(s, 7, 1), 3);
-    CHECK_EQ_U64(cnt_users(s), 3);
+    CHECK_EQ_U64(cnt_entries(s), 3);
     CHECK_EQ_U64(cnt_audit(s), 0);
     cnt_destroy(s);
 }
@@ -198,7 +198,7 @@ static void test_limits(void)
     CHECK_EQ_U64(v, 0);
     CHECK_EQ_U64(t, 0);
     /* A user whose counters all reach zero holds nothing. */
-    CHECK_EQ_U64(cnt_users(s), 0);
+    CHECK_EQ_U64(cnt_entries(s), 0);
     CHECK_EQ_U64(cnt_audit(s), 0);
     cnt_destroy(s);
 }
@@ -218,18 +218,18 @@ static void test_clear_and_vanish(void)
             cnt_incr(s, uid, 7, 3, &v, &t);
         }
     }
-    CHECK_EQ_U64(cnt_users(s), 100);
+    CHECK_EQ_U64(cnt_entries(s), 100);
     CHECK(cnt_bytes(s) > empty);
     CHECK_EQ_U64(cnt_clear(s, 101, UINT64_C(1) << 4), 6);
     CHECK_EQ_U64(cnt_clear(s, 101, UINT64_C(1) << 33), 6); /* no such type */
     CHECK_EQ_U64(cnt_clear(s, 102, 0), 103);               /* empty mask */
     CHECK_EQ_U64(cnt_clear(s, 103, UINT64_MAX), 0);
     CHECK_EQ_U64(cnt_get(s, 103, 0), 0);
-    CHECK_EQ_U64(cnt_users(s), 99);
+    CHECK_EQ_U64(cnt_entries(s), 99);
     CHECK_EQ_U64(cnt_audit(s), 0);
     for (uint64_t uid = 100; uid < 200; uid++)
         cnt_clear(s, uid, uid % 3 ? UINT64_MAX : 0xd1);
-    CHECK_EQ_U64(cnt_users(s), 0);
+    CHECK_EQ_U64(cnt_entries(s), 0);
     CHECK_EQ_U64(cnt_bytes(s), empty);
     CHECK_EQ_U64(cnt_audit(s), 0);
     cnt_destroy(s);
@@ -392,14 +392,14 @@ static void test_random_vs_model(void)
                 bad += cnt_total(s, uids[u]) != sum;
                 users += sum != 0;
             }
-            bad += cnt_users(s) != users;
+            bad += cnt_entries(s) != users;
             audits += cnt_audit(s);
         }
     }
     CHECK_EQ_U64(bad, 0);
     CHECK_EQ_U64(audits, 0);
     CHECK_EQ_U64(checks, OPS);
-    CHECK(cnt_users(s) > USERS / 2); /* the run kept a populated store */
+    CHECK(cnt_entries(s) > USERS / 2); /* the run kept a populated store */
     cnt_destroy(s);
 }
 
@@ -416,15 +416,15 @@ static void test_del_user(void)
     for (unsigned type = 0; type < 6; type++) /* a record */
         CHECK_EQ_U64(cnt_incr(s, 2, type, 1u << 20, &v, &t), 0);
     CHECK_EQ_U64(cnt_incr(s, 3, 5, 1, &v, &t), 0);
-    CHECK(cnt_del_user(s, 1));
-    CHECK(cnt_del_user(s, 2));
-    CHECK(!cnt_del_user(s, 2));
-    CHECK(!cnt_del_user(s, 99));
+    CHECK(cnt_forget_user(s, 1));
+    CHECK(cnt_forget_user(s, 2));
+    CHECK(!cnt_forget_user(s, 2));
+    CHECK(!cnt_forget_user(s, 99));
     CHECK_EQ_U64(cnt_total(s, 2), 0);
     CHECK_EQ_U64(cnt_total(s, 3), 1);
-    CHECK_EQ_U64(cnt_users(s), 1);
+    CHECK_EQ_U64(cnt_entries(s), 1);
     CHECK_EQ_U64(cnt_audit(s), 0);
-    CHECK(cnt_del_user(s, 3));
+    CHECK(cnt_forget_user(s, 3));
     CHECK_EQ_U64(cnt_bytes(s), empty);
     cnt_destroy(s);
 }

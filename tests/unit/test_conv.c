@@ -68,13 +68,13 @@ static void test_empty(void)
     UPD(s, CONV_OP_READ_ALL, 1, 2, 0, 0, 0);
     UPD(s, CONV_OP_RECALL, 1, 2, 0, 0, 0);
     UPD(s, CONV_OP_MUTE, 1, 2, 0, 0, 0);
-    CHECK_EQ_U64(conv_count(s), 0);
+    CHECK_EQ_U64(conv_entries(s), 0);
     CHECK_EQ_U64(conv_users(s), 0);
     /* Out-of-range arguments are refused, nothing stored. */
     CHECK_EQ_U64(conv_update(s, CONV_OP_MARKUNREAD, 1, 2, 0, &u, &t),
                  CONV_EINVAL);
     CHECK_EQ_U64(conv_update(s, CONV_OP_MUTE, 1, 2, 2, &u, &t), CONV_EINVAL);
-    CHECK_EQ_U64(conv_count(s), 0);
+    CHECK_EQ_U64(conv_entries(s), 0);
     CHECK_EQ_U64(conv_audit(s), 0);
     conv_destroy(s);
     conv_destroy(NULL);
@@ -92,7 +92,7 @@ static void test_seq_is_idempotent(void)
     UPD(s, CONV_OP_SEQ, 2, 10, 1, 1, 1); /* another user */
     CHECK_EQ_U64(conv_get(s, 1, 10), 7);
     CHECK_EQ_U64(conv_total(s, 1), 9);
-    CHECK_EQ_U64(conv_count(s), 3);
+    CHECK_EQ_U64(conv_entries(s), 3);
     CHECK_EQ_U64(conv_users(s), 2);
     CHECK_EQ_U64(conv_audit(s), 0);
     conv_destroy(s);
@@ -107,7 +107,7 @@ static void test_seq_at_or_below_watermark_adds_nothing(void)
     UPD(s, CONV_OP_SEQ, 1, 10, 8, 0, 0);
     UPD(s, CONV_OP_SEQ, 1, 10, 10, 0, 0);
     UPD(s, CONV_OP_SEQ, 1, 10, 12, 2, 2);
-    CHECK_EQ_U64(conv_count(s), 1);
+    CHECK_EQ_U64(conv_entries(s), 1);
     conv_destroy(s);
 }
 
@@ -173,7 +173,7 @@ static void test_recall(void)
     UPD(s, CONV_OP_RECALL, 1, 10, 7, 6, 6); /* re-recalling fixes it */
     /* Recall in a conversation never seen: remembered, count 0. */
     UPD(s, CONV_OP_RECALL, 1, 11, 3, 0, 6);
-    CHECK_EQ_U64(conv_count(s), 2);
+    CHECK_EQ_U64(conv_entries(s), 2);
     UPD(s, CONV_OP_SEQ, 1, 11, 5, 4, 10);
     CHECK_EQ_U64(conv_audit(s), 0);
     conv_destroy(s);
@@ -217,13 +217,13 @@ static void test_mute(void)
     UPD(s, CONV_OP_MUTE, 1, 10, 0, 7, 10); /* back into the total */
     /* Muting a conversation never seen: remembered (count 0). */
     UPD(s, CONV_OP_MUTE, 1, 12, 1, 0, 10);
-    CHECK_EQ_U64(conv_count(s), 3);
+    CHECK_EQ_U64(conv_entries(s), 3);
     UPD(s, CONV_OP_SEQ, 1, 12, 4, 4, 10);
     UPD(s, CONV_OP_READ_ALL, 1, 12, 0, 0, 10);
     /* Unmuted with nothing else left: the state is zero, so it goes. */
     UPD(s, CONV_OP_MUTE, 1, 13, 1, 0, 10);
     UPD(s, CONV_OP_MUTE, 1, 13, 0, 0, 10);
-    CHECK_EQ_U64(conv_count(s), 3);
+    CHECK_EQ_U64(conv_entries(s), 3);
     CHECK_EQ_U64(conv_audit(s), 0);
     conv_destroy(s);
 }
@@ -243,7 +243,7 @@ static void test_del(void)
     CHECK_EQ_U64(conv_del(s, 1, 11), 5);
     CHECK_EQ_U64(conv_del(s, 1, 10), 0);
     CHECK_EQ_U64(conv_users(s), 0);
-    CHECK_EQ_U64(conv_count(s), 0);
+    CHECK_EQ_U64(conv_entries(s), 0);
     CHECK_EQ_U64(conv_del(s, 9, 9), 0);
     CHECK_EQ_U64(conv_audit(s), 0);
     conv_destroy(s);
@@ -353,7 +353,7 @@ static void test_user_forms(void)
         bad += conv_audit(s);
     }
     CHECK_EQ_U64(bad, 0);
-    CHECK_EQ_U64(conv_count(s), n);
+    CHECK_EQ_U64(conv_entries(s), n);
     CHECK_EQ_U64(conv_users(s), 1);
     CHECK_EQ_U64(list(s, 7, 1000, &f), n - (n + 6) / 7);
     for (size_t i = 1; i < f.n; i++)
@@ -383,7 +383,7 @@ static void test_memory_per_entry(void)
     for (uint64_t u = 0; u < 50000; u++)
         UPD(s, CONV_OP_SEQ, t_rng(), t_rng(), 1 + u % 1000, 1 + u % 1000,
             1 + u % 1000);
-    CHECK(conv_bytes(s) < 32 * conv_count(s));
+    CHECK(conv_bytes(s) < 32 * conv_entries(s));
     conv_destroy(s);
     s = conv_create();
     for (uint64_t u = 0; u < 5000; u++) {
@@ -392,7 +392,7 @@ static void test_memory_per_entry(void)
         for (uint64_t c = 0; c < 10; c++)
             UPD(s, CONV_OP_SEQ, uid, t_rng(), 5, 5, 5 * (c + 1));
     }
-    CHECK(conv_bytes(s) < 24 * conv_count(s));
+    CHECK(conv_bytes(s) < 24 * conv_entries(s));
     CHECK_EQ_U64(conv_audit(s), 0);
     conv_destroy(s);
 }
@@ -429,8 +429,8 @@ static void test_scan(void)
     do
         conv_scan(s, &cursor, 7, scan_visit, &ss);
     while (cursor != 0);
-    CHECK_EQ_U64(ss.convs, conv_count(s));
-    CHECK_EQ_U64(ss.unread, 3 * conv_count(s) - 3 + 1);
+    CHECK_EQ_U64(ss.convs, conv_entries(s));
+    CHECK_EQ_U64(ss.unread, 3 * conv_entries(s) - 3 + 1);
     CHECK_EQ_U64(ss.read, 1);
     CHECK_EQ_U64(ss.recalls, 1);
     conv_destroy(s);
@@ -484,7 +484,7 @@ static void test_put(void)
             CHECK_EQ_U64(conv_put(s, 9, 9, &bad[i]), CONV_EINVAL);
     }
     CHECK_EQ_U64(conv_get(s, 9, 9), 0);
-    CHECK_EQ_U64(conv_count(s), 4 + 2 * CONV_SMALL_MAX);
+    CHECK_EQ_U64(conv_entries(s), 4 + 2 * CONV_SMALL_MAX);
     ci = (struct conv_info){3, 2000, 0, false, CONV_RECALL_MAX, many};
     CHECK_EQ_U64(conv_put(s, 9, 9, &ci), 0); /* exactly the limit */
     CHECK_EQ_U64(conv_get(s, 9, 9), 2000 - 3 - CONV_RECALL_MAX);
@@ -634,7 +634,7 @@ static void test_random_vs_model(void)
                 had += c->read || c->max || c->muted || c->nrec;
             }
             memset(model[u], 0, sizeof(model[u]));
-            wrong += conv_del_user(s, uid) != had;
+            wrong += conv_forget_user(s, uid) != had;
             wrong += conv_total(s, uid) != 0;
             continue;
         }
@@ -669,13 +669,13 @@ static void test_random_vs_model(void)
         wrong += un != m_unread(mc) || t != m_total(u);
         if (i % 20000 == 0) {
             audits += conv_audit(s);
-            wrong += conv_count(s) != m_count();
+            wrong += conv_entries(s) != m_count();
         }
     }
     CHECK_EQ_U64(wrong, 0);
     CHECK_EQ_U64(audits, 0);
     CHECK_EQ_U64(conv_audit(s), 0);
-    CHECK_EQ_U64(conv_count(s), m_count());
+    CHECK_EQ_U64(conv_entries(s), m_count());
     /* Every user's list: the non-zero ones of the model, by cid. */
     for (unsigned u = 0; u < MU; u++) {
         size_t k = 0;
@@ -735,15 +735,15 @@ static void test_del_user(void)
     CHECK_EQ_U64(is.recalls, 1);
     CHECK_EQ_U64(is.unread, conv_total(s, 2));
     for (uint64_t u = 0; u < 3; u++) {
-        CHECK_EQ_U64(conv_del_user(s, u), sizes[u]);
-        CHECK_EQ_U64(conv_del_user(s, u), 0);
+        CHECK_EQ_U64(conv_forget_user(s, u), sizes[u]);
+        CHECK_EQ_U64(conv_forget_user(s, u), 0);
         CHECK_EQ_U64(conv_total(s, u), 0);
         CHECK_EQ_U64(conv_get(s, u, 1), 0);
         CHECK_EQ_U64(conv_audit(s), 0);
     }
-    CHECK_EQ_U64(conv_count(s), 1); /* user 9 untouched */
+    CHECK_EQ_U64(conv_entries(s), 1); /* user 9 untouched */
     CHECK_EQ_U64(conv_get(s, 9, 1), 1);
-    CHECK_EQ_U64(conv_del_user(s, 9), 1);
+    CHECK_EQ_U64(conv_forget_user(s, 9), 1);
     CHECK_EQ_U64(conv_bytes(s), empty);
     is = (struct info_sum){0, 0, 0};
     CHECK_EQ_U64(conv_user_info(s, 9, info_visit, &is), 0);

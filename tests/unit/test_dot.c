@@ -15,7 +15,7 @@ static void test_empty(void)
 
     CHECK(s != NULL);
     CHECK(!dot_shown(s, 1, 1));
-    CHECK_EQ_U64(dot_clicks(s), 0);
+    CHECK_EQ_U64(dot_entries(s), 0);
     CHECK_EQ_U64(dot_users(s), 0);
     CHECK_EQ_U64(dot_dots(s), 0);
     CHECK_EQ_U64(dot_audit(s), 0);
@@ -59,7 +59,7 @@ static void test_show_rule(void)
     CHECK(!dot_shown(s, 7, 100));
     CHECK_EQ_U64(dot_push(s, 100, 5001, &push), 0);
     CHECK(dot_shown(s, 7, 100));
-    CHECK_EQ_U64(dot_clicks(s), 2);
+    CHECK_EQ_U64(dot_entries(s), 2);
     CHECK_EQ_U64(dot_users(s), 2);
     CHECK_EQ_U64(dot_dots(s), 1);
     CHECK_EQ_U64(dot_audit(s), 0);
@@ -114,7 +114,7 @@ static void test_many_dots_per_user(void)
     }
     for (unsigned i = 0; i < 300; i++)
         CHECK_EQ_U64(dot_shown(s, 42, dots[i]), i % 3 == 0 || i % 2 == 0);
-    CHECK_EQ_U64(dot_clicks(s), 200);
+    CHECK_EQ_U64(dot_entries(s), 200);
     CHECK_EQ_U64(dot_users(s), 1);
     CHECK_EQ_U64(dot_audit(s), 0);
     dot_destroy(s);
@@ -135,7 +135,7 @@ static void test_limits(void)
     CHECK_EQ_U64(dot_push(s, 2, DOT_TS_MAX + 1, &push), DOT_ERANGE);
     CHECK_EQ_U64(dot_click(s, 2, 3, UINT64_MAX), DOT_ERANGE);
     CHECK_EQ_U64(dot_dots(s), 1);
-    CHECK_EQ_U64(dot_clicks(s), 1);
+    CHECK_EQ_U64(dot_entries(s), 1);
 
     /* The dot index is full at DOT_MAX_DOTS ids; known dots still work. */
     for (uint64_t d = 2; d <= DOT_MAX_DOTS; d++)
@@ -146,7 +146,7 @@ static void test_limits(void)
     CHECK_EQ_U64(dot_push(s, DOT_MAX_DOTS, 1u << 20, &push), 0);
     CHECK(dot_shown(s, DOT_MAX_DOTS % 5, DOT_MAX_DOTS));
     CHECK(!dot_shown(s, 1, DOT_MAX_DOTS + 1));
-    CHECK_EQ_U64(dot_clicks(s), DOT_MAX_DOTS);
+    CHECK_EQ_U64(dot_entries(s), DOT_MAX_DOTS);
     CHECK_EQ_U64(dot_audit(s), 0);
     dot_destroy(s);
 }
@@ -182,7 +182,7 @@ static void test_random_vs_model(void)
                 had += mclick[u][k] != 0;
                 mclick[u][k] = 0;
             }
-            bad += dot_del_user(s, uids[u]) != had;
+            bad += dot_forget_user(s, uids[u]) != had;
             clicks -= had;
             continue;
         }
@@ -205,7 +205,7 @@ static void test_random_vs_model(void)
             bad += dot_audit(s);
     }
     CHECK_EQ_U64(bad, 0);
-    CHECK_EQ_U64(dot_clicks(s), clicks);
+    CHECK_EQ_U64(dot_entries(s), clicks);
     for (unsigned u = 0; u < M_USERS; u++)
         for (unsigned d = 0; d < M_DOTS; d++)
             bad += dot_shown(s, uids[u], dots[d]) !=
@@ -250,11 +250,11 @@ static void test_user_info_and_del(void)
     CHECK_EQ_U64(sn.shown, 1);
     CHECK_EQ_U64(sn.click_sum, 260);
     CHECK(!dot_shown(s, 7, 1));
-    CHECK_EQ_U64(dot_del_user(s, 7), 3);
-    CHECK_EQ_U64(dot_del_user(s, 7), 0);
+    CHECK_EQ_U64(dot_forget_user(s, 7), 3);
+    CHECK_EQ_U64(dot_forget_user(s, 7), 0);
     CHECK(dot_shown(s, 7, 1));
     CHECK(!dot_shown(s, 8, 1));
-    CHECK_EQ_U64(dot_clicks(s), 1);
+    CHECK_EQ_U64(dot_entries(s), 1);
     CHECK_EQ_U64(dot_users(s), 1);
     CHECK_EQ_U64(dot_audit(s), 0);
     dot_destroy(s);

@@ -50,7 +50,7 @@ static void test_cnt_text(void)
     CHECK(strcmp(text("CNT.CLEAR 42 mention"), ":7\r\n") == 0);
     CHECK(strcmp(text("CNT.CLEAR 42"), ":0\r\n") == 0);
     CHECK(strcmp(text("CNT.GETALL 42"), "*0\r\n") == 0);
-    CHECK_EQ_U64(cnt_users(srv.db.cnt), 0);
+    CHECK_EQ_U64(cnt_entries(srv.db.cnt), 0);
     CHECK(strcmp(text("CNT.INCR 18446744073709551615 system 0"),
                  "*2\r\n:0\r\n:0\r\n") == 0);
 }

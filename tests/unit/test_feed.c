@@ -31,7 +31,7 @@ static void test_empty(void)
     CHECK_EQ_U64(feed_unpost(s, 2, 5), 0);
     /* An unpost of an unknown author does not create it. */
     CHECK_EQ_U64(feed_authors(s), 0);
-    CHECK_EQ_U64(feed_edges(s), 0);
+    CHECK_EQ_U64(feed_entries(s), 0);
     CHECK_EQ_U64(feed_users(s), 0);
     CHECK_EQ_U64(feed_audit(s), 0);
     feed_destroy(s);
@@ -71,7 +71,7 @@ static void test_follow_takes_current_count(void)
     CHECK(!feed_unfollow(s, 1, 300));
     CHECK(!feed_unfollow(s, 1, 400));
     CHECK_EQ_U64(feed_unread(s, 1, NO_CAP), 0);
-    CHECK_EQ_U64(feed_edges(s), 2);
+    CHECK_EQ_U64(feed_entries(s), 2);
     CHECK_EQ_U64(feed_authors(s), 4);
     CHECK_EQ_U64(feed_audit(s), 0);
     feed_destroy(s);
@@ -139,7 +139,7 @@ static void test_follow_limit(void)
     CHECK_EQ_U64(feed_follow(s, 1, 4, 3), FEED_ELIMIT);
     /* A refused follow creates nothing, and re-following is still fine. */
     CHECK_EQ_U64(feed_authors(s), 3);
-    CHECK_EQ_U64(feed_edges(s), 3);
+    CHECK_EQ_U64(feed_entries(s), 3);
     CHECK_EQ_U64(feed_follow(s, 1, 2, 3), 0);
     /* The limit is per user, and taken from the caller each time. */
     CHECK_EQ_U64(feed_follow(s, 2, 4, 3), 1);
@@ -192,12 +192,12 @@ static void test_many(void)
         want += i % 3;
     }
     CHECK_EQ_U64(feed_unread(s, 77, NO_CAP), want);
-    CHECK_EQ_U64(feed_edges(s), 2000);
+    CHECK_EQ_U64(feed_entries(s), 2000);
     CHECK_EQ_U64(feed_authors(s), 10000);
     CHECK_EQ_U64(feed_audit(s), 0);
     for (unsigned k = 0; k < 2000; k += 2)
         CHECK(feed_unfollow(s, 77, authors[(k * 7919) % 10000]));
-    CHECK_EQ_U64(feed_edges(s), 1000);
+    CHECK_EQ_U64(feed_entries(s), 1000);
     CHECK_EQ_U64(feed_audit(s), 0);
     feed_destroy(s);
 }
@@ -314,7 +314,7 @@ static void test_random_vs_model(void)
     for (unsigned a = 0; a < M_AUTHORS; a++)
         nknown += known[a];
     CHECK_EQ_U64(bad, 0);
-    CHECK_EQ_U64(feed_edges(s), m.edges);
+    CHECK_EQ_U64(feed_entries(s), m.edges);
     CHECK_EQ_U64(feed_authors(s), nknown);
     CHECK_EQ_U64(feed_audit(s), 0);
     feed_destroy(s);
@@ -353,11 +353,11 @@ static void test_user_info_and_del(void)
     CHECK_EQ_U64(f.n, 3);
     CHECK_EQ_U64(f.fresh, 7);
     CHECK_EQ_U64(feed_unread(s, 1, NO_CAP), 7);
-    CHECK_EQ_U64(feed_del_user(s, 1), 3);
-    CHECK_EQ_U64(feed_del_user(s, 1), 0);
+    CHECK_EQ_U64(feed_forget_user(s, 1), 3);
+    CHECK_EQ_U64(feed_forget_user(s, 1), 0);
     CHECK_EQ_U64(feed_unread(s, 1, NO_CAP), 0);
     CHECK_EQ_U64(feed_unread(s, 2, NO_CAP), 7);
-    CHECK_EQ_U64(feed_edges(s), 3);
+    CHECK_EQ_U64(feed_entries(s), 3);
     CHECK_EQ_U64(feed_authors(s), 3);
     /* A forgotten user follows afresh: earlier posts are not new. */
     CHECK_EQ_U64(feed_follow(s, 1, 10, 100), 1);

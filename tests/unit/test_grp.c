@@ -54,7 +54,7 @@ static void test_seqs_are_dense_per_group(void)
     CHECK_EQ_U64(post(s, UINT64_MAX, 5), 1);
     CHECK_EQ_U64(post(s, 20, 1004), 2);
     /* Posts create groups but no memberships. */
-    CHECK_EQ_U64(grp_memberships(s), 0);
+    CHECK_EQ_U64(grp_entries(s), 0);
     CHECK_EQ_U64(grp_audit(s), 0);
     grp_destroy(s);
     grp_destroy(NULL);
@@ -78,7 +78,7 @@ static void test_join_at_head(void)
     post(s, 2, 300);
     CHECK_EQ_U64(grp_unread(s, 7, 2), 1);
     CHECK_EQ_U64(grp_groups(s, 7), 2);
-    CHECK_EQ_U64(grp_memberships(s), 2);
+    CHECK_EQ_U64(grp_entries(s), 2);
     CHECK_EQ_U64(grp_audit(s), 0);
     grp_destroy(s);
 }
@@ -160,7 +160,7 @@ static void test_seen_joins_a_non_member(void)
     CHECK_EQ_U64(seen(s, 3, 77, 5), 0);
     post(s, 77, 6);
     CHECK_EQ_U64(grp_unread(s, 3, 77), 1);
-    CHECK_EQ_U64(grp_memberships(s), 3);
+    CHECK_EQ_U64(grp_entries(s), 3);
     CHECK_EQ_U64(grp_audit(s), 0);
     grp_destroy(s);
 }
@@ -209,7 +209,7 @@ static void test_leave_and_non_members(void)
     CHECK(grp_leave(s, 1, 5));
     CHECK(grp_leave(s, 1, 7));
     CHECK_EQ_U64(grp_groups(s, 1), 0);
-    CHECK_EQ_U64(grp_memberships(s), 0);
+    CHECK_EQ_U64(grp_entries(s), 0);
     /* Rejoining starts at the head again. */
     CHECK_EQ_U64(join(s, 1, 6), 0);
     CHECK_EQ_U64(grp_audit(s), 0);
@@ -392,7 +392,7 @@ static void test_restore(void)
     CHECK_EQ_U64(grp_restore_member(s, 2, 2, 0), 1);  /* no group 2 */
     CHECK_EQ_U64(grp_restore_member(s, 2, 0, 11), 1); /* over the head */
     CHECK_EQ_U64(grp_restore_member(s, 1, 1, 0), 0);
-    CHECK_EQ_U64(grp_memberships(s), 2);
+    CHECK_EQ_U64(grp_entries(s), 2);
     CHECK_EQ_U64(grp_unread(s, 1, 5), 3);
     CHECK_EQ_U64(seen(s, 1, 5, 250), 1); /* seqs 7..10 kept: 9 at 200 */
     CHECK_EQ_U64(post(s, 5, 500), 11);
@@ -591,12 +591,12 @@ static void test_user_info_and_del(void)
     CHECK_EQ_U64(m.unread, 6);
     CHECK_EQ_U64(m.heads, 6);
     CHECK_EQ_U64(grp_total(s, 7, 100), 6);
-    CHECK_EQ_U64(grp_del_user(s, 7), 3);
-    CHECK_EQ_U64(grp_del_user(s, 7), 0);
+    CHECK_EQ_U64(grp_forget_user(s, 7), 3);
+    CHECK_EQ_U64(grp_forget_user(s, 7), 0);
     CHECK_EQ_U64(grp_groups(s, 7), 0);
     CHECK_EQ_U64(grp_total(s, 7, 100), 0);
     CHECK_EQ_U64(grp_total(s, 8, 100), 6);
-    CHECK_EQ_U64(grp_memberships(s), 3);
+    CHECK_EQ_U64(grp_entries(s), 3);
     /* Back as new: joins at the head. */
     CHECK_EQ_U64(join(s, 7, 3), 0);
     CHECK_EQ_U64(grp_audit(s), 0);

@@ -468,7 +468,7 @@ static void workload(unsigned seed, unsigned n)
 
 static uint64_t sig(void)
 {
-    uint64_t h = cnt_users(srv.db.cnt);
+    uint64_t h = cnt_entries(srv.db.cnt);
     for (uint64_t uid = 0; uid < 300; uid++)
         for (unsigned t = 0; t < 8; t++)
             h = h * 1000003 + cnt_get(srv.db.cnt, uid, t);

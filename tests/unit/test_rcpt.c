@@ -92,7 +92,7 @@ static void test_empty(void)
     CHECK_EQ_U64(rcpt_expire(s, 1, UINT64_MAX, 10), 0);
     CHECK_EQ_U64(rcpt_expire_step(s, UINT64_MAX, 10), 0);
     CHECK_EQ_U64(rcpt_groups(s), 0);
-    CHECK_EQ_U64(rcpt_messages(s), 0);
+    CHECK_EQ_U64(rcpt_entries(s), 0);
     CHECK_EQ_U64(rcpt_audit(s), 0);
     rcpt_destroy(s);
     rcpt_destroy(NULL);
@@ -236,7 +236,7 @@ static void test_resend(void)
     /* Non-members are indistinguishable as senders. */
     CHECK_EQ_U64(send(s, 1, 6, 900), 4);
     CHECK_EQ_U64(send(s, 1, 6, 901), 4);
-    CHECK_EQ_U64(rcpt_messages(s), 2);
+    CHECK_EQ_U64(rcpt_entries(s), 2);
     CHECK_EQ_U64(rcpt_audit(s), 0);
     rcpt_destroy(s);
 }
@@ -274,7 +274,7 @@ static void test_retention(void)
     join(s, 1, 2);
     for (uint64_t i = 0; i < 300; i++)
         CHECK_EQ_U64(rcpt_send(s, 1, i, 1, T0 + i * 1000, h0, &n), RCPT_OK);
-    CHECK_EQ_U64(rcpt_messages(s), 300);
+    CHECK_EQ_U64(rcpt_entries(s), 300);
     /* At T0 + 7 days + 100.5 s, messages sent before T0 + 100.5 s (kept to
      * the second, rounded up: 0..100) are gone from every answer. */
     uint64_t h = T0 + 100500;
@@ -290,11 +290,11 @@ static void test_retention(void)
     }
     /* Dropping is bounded per call, oldest first. */
     CHECK_EQ_U64(rcpt_expire(s, 1, h, 40), 40);
-    CHECK_EQ_U64(rcpt_messages(s), 260);
+    CHECK_EQ_U64(rcpt_entries(s), 260);
     CHECK_EQ_U64(rcpt_audit(s), 0);
     CHECK_EQ_U64(rcpt_expire(s, 1, h, 1000), 61);
     CHECK_EQ_U64(rcpt_expire(s, 1, h, 1000), 0);
-    CHECK_EQ_U64(rcpt_messages(s), 199);
+    CHECK_EQ_U64(rcpt_entries(s), 199);
     CHECK_EQ_U64(rcpt_audit(s), 0);
     /* A msgid sent again after it expired is a new message. */
     CHECK_EQ_U64(rcpt_send(s, 1, 200, 2, T0 + 400000, h, &n), RCPT_EEXIST);
@@ -304,7 +304,7 @@ static void test_retention(void)
     /* Sends drop expired messages of their own group as they go. */
     for (uint64_t i = 1000; i < 1100; i++)
         rcpt_send(s, 1, i, 1, T0 + 400000, T0 + 350000, &n);
-    CHECK_EQ_U64(rcpt_messages(s), 101);
+    CHECK_EQ_U64(rcpt_entries(s), 101);
     CHECK_EQ_U64(rcpt_audit(s), 0);
     /* A quiet group is cleaned by the walk over groups; one nobody joined
      * disappears with its last message. */
@@ -313,7 +313,7 @@ static void test_retention(void)
     CHECK_EQ_U64(rcpt_groups(s), 3);
     for (int i = 0; i < 10; i++)
         rcpt_expire_step(s, UINT64_MAX, 1000);
-    CHECK_EQ_U64(rcpt_messages(s), 0);
+    CHECK_EQ_U64(rcpt_entries(s), 0);
     CHECK_EQ_U64(rcpt_groups(s), 1); /* group 1 keeps its members */
     CHECK_EQ_U64(rcpt_audit(s), 0);
     rcpt_destroy(s);
@@ -337,11 +337,11 @@ static void test_retention_out_of_order(void)
     CHECK_EQ_U64(rcpt_send(s, 1, 20, 2, T0 + 20000, T0 + 5000, &n), 0);
     CHECK_EQ_U64(n, 1);
     CHECK(count_is(s, 1, 20, 0, 1));
-    CHECK_EQ_U64(rcpt_messages(s), 2);
+    CHECK_EQ_U64(rcpt_entries(s), 2);
     CHECK_EQ_U64(rcpt_audit(s), 0);
     /* The replaced record goes with the front, the new one stays. */
     CHECK_EQ_U64(rcpt_expire(s, 1, T0 + 10000 + 1, 10), 2);
-    CHECK_EQ_U64(rcpt_messages(s), 1);
+    CHECK_EQ_U64(rcpt_entries(s), 1);
     CHECK(count_is(s, 1, 20, 0, 1));
     CHECK_EQ_U64(rcpt_audit(s), 0);
     rcpt_destroy(s);
@@ -412,7 +412,7 @@ static void test_index_migration(void)
               rcpt_count(s, 1, i * 13 + 5, NO_HORIZON, &r, &u) == RCPT_ENOMSG;
     }
     CHECK(all);
-    CHECK_EQ_U64(rcpt_messages(s), 10);
+    CHECK_EQ_U64(rcpt_entries(s), 10);
     /* Shrunk back: two chunks of 128 records at most, small tables. */
     CHECK(rcpt_bytes(s) < 2 * 128 * 24 + 2048);
     CHECK_EQ_U64(rcpt_audit(s), 0);

@@ -102,11 +102,11 @@ static void test_round_trip(void)
     CHECK(len > 0);
     CHECK(db_init(&b) == 0);
     CHECK(snapshot_load(buf, len, &b, &meta, err, sizeof(err)) == 0);
-    CHECK(dot_clicks(a.dot) > USERS);
-    CHECK(feed_edges(a.feed) > USERS);
-    CHECK_EQ_U64(dot_clicks(b.dot), dot_clicks(a.dot));
+    CHECK(dot_entries(a.dot) > USERS);
+    CHECK(feed_entries(a.feed) > USERS);
+    CHECK_EQ_U64(dot_entries(b.dot), dot_entries(a.dot));
     CHECK_EQ_U64(dot_dots(b.dot), dot_dots(a.dot));
-    CHECK_EQ_U64(feed_edges(b.feed), feed_edges(a.feed));
+    CHECK_EQ_U64(feed_entries(b.feed), feed_entries(a.feed));
     CHECK_EQ_U64(feed_authors(b.feed), feed_authors(a.feed));
     CHECK_EQ_U64(dot_digest(b.dot), dot_digest(a.dot));
     CHECK_EQ_U64(feed_digest(b.feed), feed_digest(a.feed));

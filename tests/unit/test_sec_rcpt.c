@@ -255,7 +255,7 @@ static void test_round_trip(void)
     CHECK(len > 0);
     CHECK(db_init(&b) == 0);
     CHECK(snapshot_load(buf, len, &b, &meta, err, sizeof(err)) == 0);
-    CHECK_EQ_U64(rcpt_messages(b.rcpt), rcpt_messages(a.rcpt));
+    CHECK_EQ_U64(rcpt_entries(b.rcpt), rcpt_entries(a.rcpt));
     CHECK_EQ_U64(rcpt_groups(b.rcpt), rcpt_groups(a.rcpt));
     CHECK_EQ_U64(db_audit(&b), 0);
     /* Every message at every horizon: held, now, later, gone. */
@@ -280,10 +280,10 @@ static void test_round_trip(void)
     CHECK_EQ_U64(wb.epochs, wa.epochs);
     CHECK_EQ_U64(wb.bitmaps, wa.bitmaps);
     /* About the same memory: the restored store is not a blown-up copy. */
-    pa = (double)rcpt_bytes(a.rcpt) / (double)rcpt_messages(a.rcpt);
-    pb = (double)rcpt_bytes(b.rcpt) / (double)rcpt_messages(b.rcpt);
+    pa = (double)rcpt_bytes(a.rcpt) / (double)rcpt_entries(a.rcpt);
+    pb = (double)rcpt_bytes(b.rcpt) / (double)rcpt_entries(b.rcpt);
     fprintf(stderr, "bytes/message %.1f before, %.1f after (%zu messages)\n",
-            pa, pb, rcpt_messages(a.rcpt));
+            pa, pb, rcpt_entries(a.rcpt));
     CHECK(pb < pa * 1.15 && pb > pa * 0.7);
     /* The same answers to the same commands afterwards. */
     for (unsigned i = 0; i < STEPS / 2; i++) {
