@@ -11,13 +11,15 @@ PKGS     := libevent libxxhash liblz4
 WARN     := -Wall -Wextra -Wshadow -Wmissing-prototypes -Werror
 CFLAGS   ?= $(OPT) -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -pthread $(WARN) $(CFLAGS) $(SAN) \
-             -Iprotocol -Iserver -Iserver/store -Ipersistence -Iclient-lib \
+             -Iprotocol -Icommon -Iserver -Iserver/store -Ipersistence \
+             -Iclient-lib \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
 # -pthread: persistence/bgsync.c (the journal's everysec fsync thread).
 LIBS      = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 LDFLAGS  ?=
 
 PROTO_SRC  := $(wildcard protocol/*.c)
+COMMON_SRC := $(wildcard common/*.c)
 STORE_SRC  := $(wildcard server/store/*.c)
 SERVER_SRC := $(wildcard server/*.c)
 PERSIST_SRC:= $(wildcard persistence/*.c)
@@ -28,12 +30,13 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 PROTO_OBJ  := $(call obj,$(PROTO_SRC))
+COMMON_OBJ := $(call obj,$(COMMON_SRC))
 STORE_OBJ  := $(call obj,$(STORE_SRC))
 SERVER_OBJ := $(call obj,$(SERVER_SRC))
 PERSIST_OBJ:= $(call obj,$(PERSIST_SRC))
 CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
 CORE_OBJ   := $(filter-out $(BUILD)/obj/server/main.o,$(SERVER_OBJ)) \
-              $(STORE_OBJ) $(PERSIST_OBJ) $(PROTO_OBJ)
+              $(STORE_OBJ) $(PERSIST_OBJ) $(COMMON_OBJ) $(PROTO_OBJ)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 STORE_BENCH:= $(patsubst bench/%.c,$(BUILD)/%,$(wildcard bench/store_*.c))
 
@@ -149,7 +152,7 @@ FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN     := $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_NAMES))
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 \
-                -D_GNU_SOURCE -Iprotocol -Iserver -Iserver/store
+                -D_GNU_SOURCE -Iprotocol -Icommon -Iserver -Iserver/store
 fuzz: $(FUZZ_BIN)
 	@sh tools/deps.sh fuzz
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(STORE_SRC)
@@ -159,7 +162,7 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(STORE_SRC)
 # The snapshot and journal loaders load into a db and replay through the
 # executor, and fuzz_exec runs the executor itself: they link persistence/
 # and the server, less the network.
-FUZZ_SERVER_SRC := $(PERSIST_SRC) \
+FUZZ_SERVER_SRC := $(PERSIST_SRC) $(COMMON_SRC) \
                    $(filter-out server/main.c server/net.c,$(SERVER_SRC))
 build-fuzz/fuzz_snapshot build-fuzz/fuzz_journal build-fuzz/fuzz_exec: \
         build-fuzz/fuzz_%: \

@@ -16,6 +16,7 @@
 
 #include "fsutil.h"
 #include "journal.h"
+#include "ops.h"
 #include "snapshot.h"
 
 static const char *fmt_ms(uint64_t ms, char *buf, size_t cap)

@@ -37,7 +37,6 @@
 #include "fsutil.h"
 #include "journal.h"
 #include "log.h"
-#include "replay.h"
 #include "snapshot.h"
 
 /* A failed automatic save is retried this soon, not save-seconds later. */
@@ -49,18 +48,44 @@
 /* Nice value of the saving child. */
 #define SAVE_NICE 19
 
+/* The segments found at start-up, and where the loader is in them. */
+struct segs {
+    uint64_t *v;
+    size_t n, cap;
+};
+
+struct loader {
+    struct segs s;     /* journal.<N> on disk, ascending */
+    size_t i;          /* the next of them to open */
+    uint64_t snap_seg; /* the snapshot covers segments <= this */
+    uint64_t next;     /* the segment number expected next */
+    uint64_t first;    /* the first segment replayed, or 0 */
+    bool mapped;       /* a segment is open: */
+    struct fs_map m;   /* ... its bytes */
+    char path[4096];   /* ... its name */
+    bool last;         /* ... it is the last segment */
+    size_t off;        /* ... the next record's offset */
+    size_t rec_off;    /* ... the offset of the record returned last */
+    bool torn;         /* the last segment ends inside a record: */
+    size_t torn_off;   /* ... cut it here */
+    size_t torn_len;   /* ... from this length */
+    char torn_path[4096];
+};
+
 struct persist {
-    struct server *srv;
-    const char *dir;
+    struct db *db;
+    char dir[4096];
     int lock_fd;
     struct journal j;
     bool journal_on;
-    int fsync_mode;     /* enum journal_fsync */
-    size_t staged;      /* j.buf.len before the running command's record */
-    bool turn_clock_ok; /* turn_wall_ms read in this loop turn */
-    uint64_t turn_wall_ms;
-    bool broken; /* the journal cannot be written: writes refused */
+    int fsync_mode;        /* enum journal_fsync */
+    uint32_t save_seconds; /* 0: no automatic snapshot */
+    struct loader ld;      /* start-up: between persist_open and _done */
+    size_t staged;         /* j.buf.len before the running command's record */
+    bool journaled;        /* ... a record was staged */
+    bool broken;           /* the journal cannot be written: writes refused */
     const char *broken_op;
+    char refusal[256];  /* persist_refusal's text */
     bool in_batch;      /* between persist_batch_begin and _end */
     size_t batch_rec;   /* ... offset of its record in j.buf */
     uint32_t batch_n;   /* ... commands recorded in it */
@@ -87,6 +112,14 @@ struct persist {
     uint64_t loaded_records;
     uint64_t load_ms;
 };
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static const char *fsync_name(int mode)
 {
@@ -123,11 +156,6 @@ error:
              p->dir, strerror(errno));
     return -1;
 }
-
-struct segs {
-    uint64_t *v;
-    size_t n, cap;
-};
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -186,7 +214,7 @@ static int load_snapshot(struct persist *p, uint64_t *seg, char *err,
     char path[4096], msg[512];
     struct snap_meta meta;
     struct fs_map m;
-    uint64_t t0 = server_now_ms();
+    uint64_t t0 = now_ms();
     int rc;
 
     *seg = 0;
@@ -197,7 +225,7 @@ static int load_snapshot(struct persist *p, uint64_t *seg, char *err,
         snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
         return -1;
     }
-    rc = snapshot_load(m.data, m.len, &p->srv->db, &meta, msg, sizeof(msg));
+    rc = snapshot_load(m.data, m.len, p->db, &meta, msg, sizeof(msg));
     fs_map_close(&m);
     if (rc != 0) {
         snprintf(err, errlen,
@@ -213,89 +241,149 @@ static int load_snapshot(struct persist *p, uint64_t *seg, char *err,
              "segments <= %llu, in %llu ms",
              path, (unsigned long long)meta.bytes, meta.nsections,
              (unsigned long long)meta.segment,
-             (unsigned long long)(server_now_ms() - t0));
+             (unsigned long long)(now_ms() - t0));
     return 0;
 }
 
-/* Replays the segments after the snapshot's, which must follow it without
- * a gap; removes those it covers. Opens the journal after the last. */
-static int replay_segments(struct persist *p, const struct segs *s,
-                           uint64_t snap_seg, char *err, size_t errlen)
+/* "journal <what>. Refusing to start: ..." naming the repair commands for
+ * the segment at path. */
+static void refuse(char *err, size_t errlen, const char *what, const char *path)
 {
-    uint64_t next = snap_seg + 1, first = 0;
-    char path[4096], msg[600];
+    snprintf(err, errlen,
+             "journal %s. Refusing to start: inspect it with "
+             "`unreadd --check %s`, and `unreadd --check %s --fix` cuts it "
+             "at that offset, losing what follows",
+             what, path, path);
+}
 
-    for (size_t i = 0; i < s->n; i++) {
-        struct replay_result res;
+static void ld_unmap(struct loader *L)
+{
+    if (L->mapped)
+        fs_map_close(&L->m);
+    L->mapped = false;
+}
 
-        if (journal_path(&p->j, path, sizeof(path), s->v[i]) != 0) {
+/*
+ * Opens the next segment after the snapshot's, which must follow the last
+ * one without a gap; removes those the snapshot covers. On return
+ * L->mapped says whether one is open (false: none left). A last segment
+ * too short to hold its header holds no record (the crash came while it
+ * was created) and is removed. 0, or -1 with a message in err.
+ */
+static int ld_open_next(struct persist *p, char *err, size_t errlen)
+{
+    struct loader *L = &p->ld;
+    const char *why;
+    char msg[5000];
+    uint64_t hseg;
+
+    while (!L->mapped && L->i < L->s.n) {
+        uint64_t seg = L->s.v[L->i];
+
+        L->last = ++L->i == L->s.n;
+        if (journal_path(&p->j, L->path, sizeof(L->path), seg) != 0) {
             snprintf(err, errlen, "data dir path too long");
             return -1;
         }
-        if (s->v[i] <= snap_seg) {
-            log_info("removing %s: the snapshot covers it", path);
-            unlink(path);
+        if (seg <= L->snap_seg) {
+            log_info("removing %s: the snapshot covers it", L->path);
+            unlink(L->path);
             continue;
         }
-        if (s->v[i] != next) {
+        if (seg != L->next) {
             snprintf(err, errlen,
                      "journal segment %s/journal.%llu is missing (%s "
                      "exists): the changes it held are lost. Refusing to "
                      "start",
-                     p->dir, (unsigned long long)next, path);
+                     p->dir, (unsigned long long)L->next, L->path);
             return -1;
         }
-        if (replay_segment(p->srv, path, s->v[i], i + 1 == s->n, &res, msg,
-                           sizeof(msg)) != 0) {
-            snprintf(err, errlen,
-                     "journal %s. Refusing to start: inspect it with "
-                     "`unreadd --check %s`, and `unreadd --check %s --fix` "
-                     "cuts it at that offset, losing what follows",
-                     msg, path, path);
+        if (fs_map_open(&L->m, L->path) != 0) {
+            snprintf(msg, sizeof(msg), "cannot read %s: %s", L->path,
+                     strerror(errno));
+            refuse(err, errlen, msg, L->path);
             return -1;
         }
-        p->loaded_records += res.records;
-        if (res.removed)
-            break;
-        if (first == 0)
-            first = next;
-        next++;
+        L->mapped = true;
+        if (L->last && L->m.len < JOURNAL_HDR) {
+            log_warn("journal %s: %zu bytes, shorter than its header: the "
+                     "segment was being created at a crash and holds no "
+                     "record; removing it",
+                     L->path, L->m.len);
+            ld_unmap(L);
+            if (unlink(L->path) != 0) {
+                snprintf(err, errlen, "cannot remove %s: %s", L->path,
+                         strerror(errno));
+                return -1;
+            }
+            return 0;
+        }
+        if (journal_hdr_check(L->m.data, L->m.len, &hseg, &why) != 0) {
+            snprintf(msg, sizeof(msg), "%s: offset 0: %s", L->path, why);
+            refuse(err, errlen, msg, L->path);
+            return -1;
+        }
+        if (hseg != seg) {
+            snprintf(msg, sizeof(msg),
+                     "%s: offset 16: the header names segment %llu", L->path,
+                     (unsigned long long)hseg);
+            refuse(err, errlen, msg, L->path);
+            return -1;
+        }
+        L->off = JOURNAL_HDR;
+        if (L->first == 0)
+            L->first = seg;
+        L->next++;
     }
-    journal_init(&p->j, p->dir, first ? first : next, next);
     return 0;
 }
 
-static int recover(struct persist *p, char *err, size_t errlen)
+int persist_load_next(struct persist *p, struct journal_rec *rec, char *err,
+                      size_t errlen)
 {
-    struct segs s = {NULL, 0, 0};
-    uint64_t snap_seg, t0 = server_now_ms();
-    int rc = -1;
+    struct loader *L = &p->ld;
+    char msg[5000];
 
-    if (scan_dir(p, &s, err, errlen) == 0 &&
-        load_snapshot(p, &snap_seg, err, errlen) == 0 &&
-        replay_segments(p, &s, snap_seg, err, errlen) == 0)
-        rc = 0;
-    free(s.v);
-    if (rc != 0)
-        return -1;
-    p->load_ms = server_now_ms() - t0;
-    p->dirty = p->loaded_records;
-    log_info("data loaded from %s in %llu ms: %llu journal records replayed; "
-             "journal %s (fsync %s), next segment %llu",
-             p->dir, (unsigned long long)p->load_ms,
-             (unsigned long long)p->loaded_records,
-             p->journal_on ? "on" : "off", fsync_name(p->fsync_mode),
-             (unsigned long long)p->j.seg);
-    return 0;
+    for (;;) {
+        enum journal_next st;
+        const char *why = "";
+        size_t off;
+
+        if (!L->mapped && ld_open_next(p, err, errlen) != 0)
+            return -1;
+        if (!L->mapped)
+            return 0;
+        off = L->off;
+        st = journal_rec_next(L->m.data, L->m.len, &off, rec, &why);
+        if (st == JOURNAL_REC) {
+            L->rec_off = L->off;
+            L->off = off;
+            p->loaded_records++;
+            return 1;
+        }
+        if (st == JOURNAL_TORN && L->last) {
+            L->torn = true;
+            L->torn_off = L->off;
+            L->torn_len = L->m.len;
+            memcpy(L->torn_path, L->path, sizeof(L->path));
+        } else if (st != JOURNAL_END) {
+            snprintf(msg, sizeof(msg), "%s: offset %zu: %s%s", L->path, L->off,
+                     why, st == JOURNAL_TORN ? " (not the last segment)" : "");
+            refuse(err, errlen, msg, L->path);
+            return -1;
+        }
+        ld_unmap(L);
+    }
 }
 
-static void persist_free(struct persist *p)
+void persist_load_refuse(const struct persist *p, const char *why, char *err,
+                         size_t errlen)
 {
-    bgsync_stop(&p->bg);
-    journal_deinit(&p->j);
-    if (p->lock_fd >= 0)
-        close(p->lock_fd);
-    free(p);
+    char msg[5000];
+
+    snprintf(msg, sizeof(msg), "%s: offset %zu: %s", p->ld.path, p->ld.rec_off,
+             why);
+    refuse(err, errlen, msg, p->ld.path);
 }
 
 /* everysec syncs from a thread, so the loop never waits for the disk
@@ -310,116 +398,111 @@ static int start_bgsync(struct persist *p, char *err, size_t errlen)
     return -1;
 }
 
-int persist_setup(struct server *srv, char *err, size_t errlen)
+struct persist *persist_open(const struct persist_config *cfg, struct db *db,
+                             char *err, size_t errlen)
 {
     struct persist *p = calloc(1, sizeof(*p));
+    struct loader *L;
 
     if (p == NULL) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return NULL;
     }
-    p->srv = srv;
-    p->dir = srv->cfg.dir;
+    L = &p->ld;
+    p->db = db;
+    snprintf(p->dir, sizeof(p->dir), "%s", cfg->dir);
     p->lock_fd = -1;
-    p->journal_on = srv->cfg.journal;
-    p->fsync_mode = srv->cfg.journal_fsync;
+    p->journal_on = cfg->journal;
+    p->fsync_mode = cfg->fsync_mode;
+    p->save_seconds = cfg->save_seconds;
     p->last_save_ok = true;
+    p->load_ms = now_ms(); /* the start, until persist_load_done */
     journal_init(&p->j, p->dir, 1, 1);
-    /* Replay runs with srv->persist NULL: nothing replayed is journaled. */
-    srv->persist = NULL;
-    if (lock_dir(p, err, errlen) != 0 || recover(p, err, errlen) != 0 ||
-        start_bgsync(p, err, errlen) != 0) {
-        persist_free(p);
-        return -1;
+    if (lock_dir(p, err, errlen) != 0 || scan_dir(p, &L->s, err, errlen) != 0 ||
+        load_snapshot(p, &L->snap_seg, err, errlen) != 0) {
+        persist_close(p);
+        return NULL;
     }
-    p->last_try_ms = p->last_sync_try_ms = server_now_ms();
-    srv->persist = p;
+    L->next = L->snap_seg + 1;
+    return p;
+}
+
+int persist_load_done(struct persist *p, char *err, size_t errlen)
+{
+    struct loader *L = &p->ld;
+
+    ld_unmap(L);
+    if (L->torn) {
+        log_warn("journal %s: torn last record at offset %zu (%zu bytes "
+                 "cut): a write cut short by a crash, never acknowledged",
+                 L->torn_path, L->torn_off, L->torn_len - L->torn_off);
+        if (fs_truncate(L->torn_path, L->torn_off) != 0) {
+            snprintf(err, errlen, "cannot cut %s at offset %zu: %s",
+                     L->torn_path, L->torn_off, strerror(errno));
+            return -1;
+        }
+    }
+    journal_init(&p->j, p->dir, L->first ? L->first : L->next, L->next);
+    free(L->s.v);
+    L->s = (struct segs){NULL, 0, 0};
+    p->load_ms = now_ms() - p->load_ms;
+    p->dirty = p->loaded_records;
+    log_info("data loaded from %s in %llu ms: %llu journal records replayed; "
+             "journal %s (fsync %s), next segment %llu",
+             p->dir, (unsigned long long)p->load_ms,
+             (unsigned long long)p->loaded_records,
+             p->journal_on ? "on" : "off", fsync_name(p->fsync_mode),
+             (unsigned long long)p->j.seg);
+    if (start_bgsync(p, err, errlen) != 0)
+        return -1;
+    p->last_try_ms = p->last_sync_try_ms = now_ms();
     return 0;
 }
 
-void persist_teardown(struct server *srv)
+void persist_close(struct persist *p)
 {
-    if (srv->persist != NULL)
-        persist_free(srv->persist);
-    srv->persist = NULL;
+    if (p == NULL)
+        return;
+    ld_unmap(&p->ld);
+    free(p->ld.s.v);
+    bgsync_stop(&p->bg);
+    journal_deinit(&p->j);
+    if (p->lock_fd >= 0)
+        close(p->lock_fd);
+    free(p);
 }
 
 /* ---- the journal at run time -------------------------------------------- */
 
-static bool pure_admin(const struct ur_op *op)
+const char *persist_refusal(const struct persist *p)
 {
-    return (op->flags & OPF_ADMIN) && !(op->flags & OPF_WRITE);
+    return p->broken ? p->refusal : NULL;
 }
 
-/*
- * The time a command runs at: the wall clock read once per loop turn (the
- * flush ends a turn), plus the DEBUG offset, as server_clock_ms computes
- * it. Every command of a turn sees the same millisecond: one clock read
- * per turn instead of one per command, a few percent of a pipelined
- * server's time, for at most a turn's staleness.
- */
-static uint64_t command_clock(struct persist *p)
+int persist_stage(struct persist *p, uint64_t clock_ms, const struct ur_op *op,
+                  uint32_t argc, const struct ur_arg *argv)
 {
-    if (!p->turn_clock_ok) {
-        p->turn_wall_ms = server_now_ms();
-        p->turn_clock_ok = true;
-    }
-    return (uint64_t)((int64_t)p->turn_wall_ms + p->srv->clock_offset_ms);
-}
-
-/* The answer to a write while the journal cannot be written. */
-static void misconf(const struct persist *p, struct reply *r)
-{
-    reply_err(r, UR_E_MISCONF,
-              "the journal cannot be written (%s failed: %s): write "
-              "commands are refused until it can be; reads still work",
-              p->broken_op, strerror(p->j.err));
-}
-
-bool persist_cmd_begin(struct persist *p, const struct ur_op *op, uint32_t argc,
-                       const struct ur_arg *argv, struct reply *r)
-{
-    struct server *srv = p->srv;
-    uint64_t now;
     int rc;
 
-    if (pure_admin(op))
-        return true;
-    if ((op->flags & OPF_WRITE) && p->broken) {
-        misconf(p, r);
-        return false;
-    }
-    now = command_clock(p);
-    srv->clock_pinned = true;
-    srv->clock_pin_ms = now;
+    p->journaled = false;
     if (!p->journal_on)
-        return true;
+        return 0;
     p->staged = p->j.buf.len;
     if (p->in_batch)
         rc = journal_batch_put(&p->j.buf, p->batch_rec, op->code, argc, argv);
     else
-        rc = journal_rec_append(&p->j.buf, now, op->code, argc, argv);
-    if (rc == 0)
-        return true;
-    srv->clock_pinned = false;
-    if (errno == E2BIG)
-        reply_err(r, UR_E_TOOBIG,
-                  "request too large to journal (at most %u arguments)",
-                  JOURNAL_MAX_ARGS);
-    else
-        reply_err(r, UR_E_OOM, "out of memory for the journal record");
-    return false;
+        rc = journal_rec_append(&p->j.buf, clock_ms, op->code, argc, argv);
+    p->journaled = rc == 0;
+    return rc;
 }
 
-void persist_cmd_end(struct persist *p, const struct ur_op *op, bool changed)
+void persist_feed(struct persist *p, bool changed)
 {
-    if (pure_admin(op))
-        return;
-    p->srv->clock_pinned = false;
     if (changed)
         p->dirty++;
-    if (!p->journal_on)
+    if (!p->journaled)
         return;
+    p->journaled = false;
     if (!changed)
         p->j.buf.len = p->staged;
     else if (p->in_batch)
@@ -428,22 +511,16 @@ void persist_cmd_end(struct persist *p, const struct ur_op *op, bool changed)
         p->j.appended++;
 }
 
-bool persist_batch_begin(struct persist *p, bool writes, struct reply *r)
+int persist_batch_begin(struct persist *p, uint64_t clock_ms)
 {
-    if (writes && p->broken) {
-        misconf(p, r);
-        return false;
-    }
     if (p->journal_on) {
         p->batch_rec = p->j.buf.len;
-        if (journal_batch_begin(&p->j.buf, command_clock(p)) != 0) {
-            reply_err(r, UR_E_OOM, "out of memory for the journal record");
-            return false;
-        }
+        if (journal_batch_begin(&p->j.buf, clock_ms) != 0)
+            return -1;
     }
     p->in_batch = true;
     p->batch_n = 0;
-    return true;
+    return 0;
 }
 
 void persist_batch_end(struct persist *p)
@@ -468,6 +545,8 @@ static void journal_broken(struct persist *p, const char *op)
                   p->dir, (unsigned long long)p->j.seg, op, strerror(p->j.err));
     p->broken = true;
     p->broken_op = op;
+    snprintf(p->refusal, sizeof(p->refusal), "%s failed: %s", op,
+             strerror(p->j.err));
 }
 
 /* fdatasync of the journal; 0 or -1 (j.err set). */
@@ -475,7 +554,7 @@ static int sync_journal(struct persist *p)
 {
     uint64_t before = p->j.synced;
 
-    p->last_sync_try_ms = server_now_ms();
+    p->last_sync_try_ms = now_ms();
     if (journal_sync(&p->j) != 0)
         return -1;
     if (p->j.synced != before)
@@ -485,7 +564,6 @@ static int sync_journal(struct persist *p)
 
 void persist_flush(struct persist *p)
 {
-    p->turn_clock_ok = false;
     if (!p->journal_on)
         return;
     if (journal_write(&p->j) != 0) {
@@ -567,7 +645,7 @@ static int save_file(struct persist *p, uint64_t seg, char *err, size_t errlen)
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         goto error;
-    if (snapshot_write(fd, &p->srv->db, server_now_ms(), seg, &bytes) != 0 ||
+    if (snapshot_write(fd, p->db, now_ms(), seg, &bytes) != 0 ||
         fsync(fd) != 0) {
         saved = errno;
         close(fd);
@@ -589,7 +667,7 @@ error:
 static void save_done(struct persist *p, bool ok, uint64_t start_ms,
                       uint64_t seg, uint64_t dirty_at_start)
 {
-    uint64_t now = server_now_ms();
+    uint64_t now = now_ms();
     char path[4096];
     struct stat st;
 
@@ -611,7 +689,7 @@ static void save_done(struct persist *p, bool ok, uint64_t start_ms,
 
 int persist_save(struct persist *p, char *err, size_t errlen)
 {
-    uint64_t start = server_now_ms(), dirty = p->dirty, seg;
+    uint64_t start = now_ms(), dirty = p->dirty, seg;
     int rc;
 
     if (p->child != 0) {
@@ -669,7 +747,7 @@ int persist_bgsave(struct persist *p, char *err, size_t errlen)
         snprintf(err, errlen, "a background save is already in progress");
         return -1;
     }
-    p->last_try_ms = server_now_ms();
+    p->last_try_ms = now_ms();
     if (cut(p, &seg, err, errlen) != 0) {
         p->last_save_ok = false;
         return -1;
@@ -738,7 +816,7 @@ static void stop_child(struct persist *p)
 
 static void autosave(struct persist *p, uint64_t now)
 {
-    uint64_t every = (uint64_t)p->srv->cfg.save_seconds * 1000;
+    uint64_t every = (uint64_t)p->save_seconds * 1000;
     char err[512];
 
     if (every == 0 || p->child != 0 || p->dirty == 0)
@@ -765,7 +843,7 @@ static void bg_collect(struct persist *p)
     if (journal_sync_end(&p->j, res.tag, res.err, res.dur_us) != 0)
         journal_broken(p, "fdatasync");
     else
-        p->last_sync_ms = server_now_ms();
+        p->last_sync_ms = now_ms();
 }
 
 /* Hands op on the current segment to the thread. With no descriptor to
@@ -830,7 +908,7 @@ static void everysec_sync(struct persist *p, uint64_t now)
 
 void persist_cron(struct persist *p)
 {
-    uint64_t now = server_now_ms();
+    uint64_t now = now_ms();
 
     persist_flush(p);
     if (p->journal_on && p->fsync_mode == FSYNC_EVERYSEC)

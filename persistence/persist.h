@@ -1,19 +1,28 @@
 /*
- * persist.h - persistence of the server's data (SPEC 6, docs/PERSISTENCE.md):
- * start-up recovery, the journal of executed writes, snapshots (foreground
- * and forked), their triggers, and what INFO shows of them.
+ * persist.h - persistence of the data (docs/PERSISTENCE.md): start-up
+ * recovery, the journal of executed writes, snapshots (foreground and
+ * forked), their triggers, and what INFO shows of them.
  *
- * Who calls what:
- *   main.c   persist_setup before the network, persist_cron every 100 ms,
- *            persist_shutdown and persist_teardown at the end.
- *   exec.c   persist_cmd_begin / persist_cmd_end around every command.
- *   batch.c  persist_batch_begin / persist_batch_end around a batch.
- *   net.c    persist_flush once per loop turn before any reply is written,
- *            and holds back a connection's replies until the journal
- *            records of its writes are durable (persist_appended and
- *            persist_durable).
- *   handlers SAVE, BGSAVE, LASTSAVE, SHUTDOWN, INFO persistence.
- * Nothing here knows about sockets or libevent.
+ * Persistence listens; it never calls up. The server tells it what to do:
+ *   replay.c  persist_open (lock the directory, load the snapshot), then
+ *             pulls the journal's records with persist_load_next and runs
+ *             each through the executor itself, then persist_load_done
+ *             (cut a torn tail, open the journal for writing).
+ *   exec.c    asks persist_refusal before a write (the -MISCONF text is
+ *             the executor's), stages each command's record with
+ *             persist_stage before it runs and persist_feed after it ran,
+ *             batches with persist_batch_begin/_end. The executor owns the
+ *             clock: the time a record carries is the one the command ran
+ *             at.
+ *   net.c     persist_flush once per loop turn before any reply is
+ *             written, and holds back a connection's replies until the
+ *             journal records of its writes are durable (persist_appended
+ *             and persist_durable).
+ *   main.c    persist_cron every 100 ms, persist_shutdown and
+ *             persist_close at the end.
+ *   handlers  SAVE, BGSAVE, LASTSAVE, SHUTDOWN, INFO persistence.
+ * It knows the stores (struct db) and the journal's codec, nothing of the
+ * executor, the network or the server's configuration.
  */
 #ifndef UR_PERSIST_H
 #define UR_PERSIST_H
@@ -22,61 +31,103 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "db.h"
+#include "journal.h"
 #include "ops.h"
 #include "proto.h"
-#include "reply.h"
-#include "server.h"
 
-#define PERSIST_SNAPSHOT "snapshot.urs" /* in cfg.dir */
+#define PERSIST_SNAPSHOT "snapshot.urs" /* in the data directory */
 #define PERSIST_LOCK "unreadd.lock"
+
+/* journal-fsync: when the journal reaches the disk (docs/PERSISTENCE.md). */
+enum journal_fsync { FSYNC_NO = 0, FSYNC_EVERYSEC = 1, FSYNC_ALWAYS = 2 };
+
+/* What persistence is told of the server's configuration. */
+struct persist_config {
+    const char *dir;       /* data directory; must outlive the handle */
+    bool journal;          /* journal yes/no */
+    int fsync_mode;        /* enum journal_fsync */
+    uint32_t save_seconds; /* snapshot this often when changed; 0: never */
+};
 
 struct persist;
 
+/* ---- start-up ------------------------------------------------------------ */
+
 /*
- * Locks cfg.dir, loads the snapshot, replays the journal segments after it
- * into srv->db (which must be empty), logs what it did and opens the
- * journal for writing; sets srv->persist. 0, or -1 with a message in err
- * (corruption, an unreadable file, a missing segment, the directory in use
- * by another unreadd): the server must not start.
+ * Locks cfg->dir and loads its snapshot, if any, into db (which must be
+ * empty); the journal's records are then pulled with persist_load_next.
+ * The handle, or NULL with a message in err (an unreadable or corrupt
+ * snapshot, the directory in use by another unreadd): the server must not
+ * start.
  */
-int persist_setup(struct server *srv, char *err, size_t errlen);
+struct persist *persist_open(const struct persist_config *cfg, struct db *db,
+                             char *err, size_t errlen);
+
+/*
+ * The next journal record to replay, segment after segment: 1 with *rec
+ * (its frame points into a mapping valid until the next call), 0 when
+ * every record has been read, or -1 with a message in err naming the file
+ * and offset (a corrupt record, a missing segment, an unreadable file).
+ * A torn last record of the last segment ends the records: it is cut by
+ * persist_load_done.
+ */
+int persist_load_next(struct persist *p, struct journal_rec *rec, char *err,
+                      size_t errlen);
+
+/* The refusal to start when the record persist_load_next returned last
+ * cannot be replayed (why: the executor's error), naming its file and
+ * offset and the repair command, in err. */
+void persist_load_refuse(const struct persist *p, const char *why, char *err,
+                         size_t errlen);
+
+/*
+ * Ends start-up: cuts a torn tail (logged), removes the segments the
+ * snapshot covers, opens the journal for writing after the last segment
+ * and starts the everysec fsync thread. 0, or -1 with a message in err.
+ */
+int persist_load_done(struct persist *p, char *err, size_t errlen);
+
 /* Ends the fsync thread (after its sync in flight), closes files and
- * frees; srv->persist becomes NULL. */
-void persist_teardown(struct server *srv);
+ * frees. Accepts NULL. */
+void persist_close(struct persist *p);
+
+/* ---- the journal at run time --------------------------------------------- */
+
+/* NULL when writes may run and be acknowledged; otherwise why not (the
+ * journal cannot be written, and what failed), for the -MISCONF reply. */
+const char *persist_refusal(const struct persist *p);
 
 /*
- * Executor hooks, around one command. begin returns false after replying
- * an error (-MISCONF: a write while the journal cannot be written; -OOM or
- * -ERR: the journal record cannot be built), and the command must not run.
- * Otherwise, for every command but pure admin ones, it pins the server
- * clock (to the loop turn's time: one clock read per turn) and stages the
- * command's journal record. end(changed) commits the
- * record when the command changed state, drops it otherwise, and unpins.
- * Replay runs commands through the same path and is not journaled again.
+ * Stages the journal record of a command about to run at clock_ms: the
+ * request as received (opcode, argv[0..argc)) and that time. 0, or -1
+ * with errno ENOMEM or E2BIG (too many arguments or bytes for a record)
+ * and nothing staged: the command must not run. Inside a batch the record
+ * is a sub-request of the batch's record.
  */
-bool persist_cmd_begin(struct persist *p, const struct ur_op *op, uint32_t argc,
-                       const struct ur_arg *argv, struct reply *r);
-void persist_cmd_end(struct persist *p, const struct ur_op *op, bool changed);
+int persist_stage(struct persist *p, uint64_t clock_ms, const struct ur_op *op,
+                  uint32_t argc, const struct ur_arg *argv);
+
+/* After the staged command ran: keeps its record when it changed state
+ * (one more change since the last snapshot), drops it otherwise. */
+void persist_feed(struct persist *p, bool changed);
 
 /*
- * Around an atomic batch (server/batch.h), whose commands still pass
- * through cmd_begin/end one by one: their records become sub-requests of
- * one batch record, committed by batch_end when at least one of them
- * changed state, so the journal holds all of the batch or none of it.
- * begin returns false after replying an error, and the batch must not
- * run: -MISCONF when it holds a write (`writes`) and the journal cannot be
- * written, -OOM when the record cannot be started. No snapshot can be cut
- * in between (SAVE and friends are not allowed in batches).
+ * Around an atomic batch (server/batch.h), whose commands are staged and
+ * fed one by one: their records become sub-requests of one batch record at
+ * clock_ms, committed by batch_end when at least one of them changed
+ * state, so the journal holds all of the batch or none of it. begin
+ * returns 0, or -1 (ENOMEM: the batch must not run). No snapshot can be
+ * cut in between (SAVE and friends are not allowed in batches).
  */
-bool persist_batch_begin(struct persist *p, bool writes, struct reply *r);
+int persist_batch_begin(struct persist *p, uint64_t clock_ms);
 void persist_batch_end(struct persist *p);
 
 /*
- * Ends a loop turn: the next command reads the clock afresh. Writes the
- * records of this loop turn to the journal (and fdatasyncs with
- * journal-fsync always: one sync for the whole turn). On a write failure
- * the journal is "broken": the records stay buffered, new writes are
- * refused, and each later call retries. A failed fdatasync with
+ * Ends a loop turn: writes the records of this loop turn to the journal (and
+ * fdatasyncs with journal-fsync always: one sync for the whole turn). On a
+ * write failure the journal is "broken": the records stay buffered, new writes
+ * are refused, and each later call retries. A failed fdatasync with
  * journal-fsync always ends the process (exit 1): replies already sent
  * cannot be taken back.
  */

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server.h"
+#include "db.h"
 
 #define SNAP_MAGIC "URSNAP\0\0" /* 8 bytes */
 #define SNAP_END_MAGIC "URSNEND\0"

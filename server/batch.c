@@ -84,10 +84,15 @@ static uint32_t run(struct server *srv, struct session *sess, const char *body,
     struct reply elem;
     uint32_t failed = 0;
     bool writes;
+    bool journaled = srv->persist != NULL && !srv->loading;
 
     if (!check(srv, sess, body, len, nsub, args, cap, &writes, r) ||
-        (srv->persist != NULL &&
-         !persist_batch_begin(srv->persist, writes, r))) {
+        (writes && exec_refuse_write(srv, r))) {
+        srv->stats.errors++;
+        return 0;
+    }
+    if (journaled && persist_batch_begin(srv->persist, srv->clock_pin_ms)) {
+        reply_err(r, UR_E_OOM, "out of memory for the journal record");
         srv->stats.errors++;
         return 0;
     }
@@ -99,16 +104,29 @@ static uint32_t run(struct server *srv, struct session *sess, const char *body,
         reply_end_elem(&elem, r);
         failed += elem.status != UR_E_OK;
     }
-    if (srv->persist != NULL)
+    if (journaled)
         persist_batch_end(srv->persist);
+    return failed;
+}
+
+/* Runs a batch body with the command clock pinned once for all of it. */
+static uint32_t run_pinned(struct server *srv, struct session *sess,
+                           const char *body, size_t len, uint32_t nsub,
+                           struct ur_arg *args, uint32_t cap, struct reply *r)
+{
+    bool pinned = exec_clock_pin(srv);
+    uint32_t failed = run(srv, sess, body, len, nsub, args, cap, r);
+
+    if (pinned)
+        srv->clock_pinned = false;
     return failed;
 }
 
 uint32_t batch_exec(struct server *srv, struct session *sess,
                     const struct ur_frame_req *req, struct reply *r)
 {
-    return run(srv, sess, req->body, req->body_len, req->nsub, req->argv,
-               req->sub_argc_max, r);
+    return run_pinned(srv, sess, req->body, req->body_len, req->nsub, req->argv,
+                      req->sub_argc_max, r);
 }
 
 /* ---- MULTI / EXEC / DISCARD --------------------------------------------- */
@@ -220,7 +238,8 @@ void batch_multi_exec(struct server *srv, struct session *sess, struct reply *r)
                (args = calloc(m->argc_max, sizeof(*args))) == NULL) {
         reply_err(r, UR_E_OOM, "out of memory running the transaction");
     } else {
-        run(srv, sess, m->body.data, m->body.len, m->n, args, m->argc_max, r);
+        run_pinned(srv, sess, m->body.data, m->body.len, m->n, args,
+                   m->argc_max, r);
     }
     free(args);
     multi_free(m);

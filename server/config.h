@@ -10,11 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "persist.h" /* enum journal_fsync */
+
 #define CONFIG_MAX_TYPES 64
 #define CONFIG_STR_MAX 256
-
-/* journal-fsync: when the journal reaches the disk (docs/PERSISTENCE.md). */
-enum journal_fsync { FSYNC_NO = 0, FSYNC_EVERYSEC = 1, FSYNC_ALWAYS = 2 };
 
 struct config {
     char bind[CONFIG_STR_MAX];

@@ -2,17 +2,21 @@
  * exec.c - see exec.h. Dispatch is an array indexed by the op's position in
  * the table, generated from ops.def like everything else.
  *
- * Every command that changed state (OPF_WRITE answered without error, or
- * x->dirty) is journaled: persist_cmd_begin stages its record and pins the
- * clock, persist_cmd_end commits or drops the record. The journal thus
- * holds the request as received plus the time it ran at, and replay is
- * exact as long as handlers take the time from server_clock_ms.
+ * The executor owns the command: it pins the clock, decides every
+ * refusal, writes every reply, and tells persistence what ran. Every
+ * command that changed state (OPF_WRITE answered without error, or
+ * x->dirty) is journaled: persist_stage stages its record (with the
+ * pinned time) before it runs, persist_feed keeps or drops it after. The
+ * journal thus holds the request as received plus the time it ran at, and
+ * replay (replay.c, with srv->loading set) is exact as long as handlers
+ * take the time from server_clock_ms.
  *
  * The AUTH gate is in exec_op, which every path reaches (text, binary,
  * batches): a session that has not authenticated runs OPF_NOAUTH ops only.
  */
 #include "exec.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -44,15 +48,15 @@ void exec_arity_err(struct reply *r, const struct ur_op *op, const char *where)
 /*
  * maxmemory (docs/OPERATIONS.md): once the stores hold that many bytes
  * (INFO used_memory), writes that may allocate answer -OOM; reads, and
- * writes that only free (OPF_FREES), still run. Not while replaying
- * (persist NULL): what was acknowledged once must load again.
+ * writes that only free (OPF_FREES), still run. Not while loading: what
+ * was acknowledged once must load again.
  */
 static bool refused_oom(const struct server *srv, const struct ur_op *op,
                         struct reply *r)
 {
     size_t used;
 
-    if (srv->cfg.maxmemory == 0 || srv->persist == NULL ||
+    if (srv->cfg.maxmemory == 0 || srv->loading ||
         (op->flags & (OPF_WRITE | OPF_FREES)) != OPF_WRITE)
         return false;
     used = db_bytes(&srv->db);
@@ -66,10 +70,59 @@ static bool refused_oom(const struct server *srv, const struct ur_op *op,
     return true;
 }
 
+bool exec_refuse_write(struct server *srv, struct reply *r)
+{
+    const char *why;
+
+    if (srv->persist == NULL || srv->loading ||
+        (why = persist_refusal(srv->persist)) == NULL)
+        return false;
+    reply_err(r, UR_E_MISCONF,
+              "the journal cannot be written (%s): write commands are "
+              "refused until it can be; reads still work",
+              why);
+    return true;
+}
+
+bool exec_clock_pin(struct server *srv)
+{
+    if (srv->clock_pinned)
+        return false;
+    srv->clock_pin_ms = server_turn_clock(srv);
+    srv->clock_pinned = true;
+    return true;
+}
+
+/* Whether op's runs reach the journal: every command but pure admin ones
+ * (which change no data), when there is persistence and it is not the
+ * journal being loaded. */
+static bool journaled(const struct server *srv, const struct ur_op *op)
+{
+    return srv->persist != NULL && !srv->loading &&
+           !((op->flags & OPF_ADMIN) && !(op->flags & OPF_WRITE));
+}
+
+/* Stages op's journal record; false after replying why it cannot be. */
+static bool stage(struct server *srv, const struct ur_op *op, uint32_t argc,
+                  const struct ur_arg *argv, struct reply *r)
+{
+    if (!journaled(srv, op) ||
+        persist_stage(srv->persist, srv->clock_pin_ms, op, argc, argv) == 0)
+        return true;
+    if (errno == E2BIG)
+        reply_err(r, UR_E_TOOBIG,
+                  "request too large to journal (at most %u arguments)",
+                  JOURNAL_MAX_ARGS);
+    else
+        reply_err(r, UR_E_OOM, "out of memory for the journal record");
+    return false;
+}
+
 void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
              uint32_t argc, const struct ur_arg *argv, struct reply *r)
 {
-    struct exec_ctx x = {srv, sess, op, argc, argv, r, false, 0, false};
+    struct exec_ctx x = {srv, sess, op, argc, argv, r, false};
+    bool pinned = exec_clock_pin(srv);
 
     srv->stats.commands++;
     srv->stats.calls[op->index]++;
@@ -78,20 +131,21 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
     } else if (!exec_arity_ok(op, argc)) {
         exec_arity_err(r, op, "");
     } else if (!refused_oom(srv, op, r) &&
-               (srv->persist == NULL ||
-                persist_cmd_begin(srv->persist, op, argc, argv, r))) {
+               !((op->flags & OPF_WRITE) && exec_refuse_write(srv, r)) &&
+               stage(srv, op, argc, argv, r)) {
         handlers[op->index](&x);
         if (r->status == UR_E_OK)
             x.dirty |= users_mark_active(srv, op, argc, argv);
-        if (srv->persist != NULL)
-            persist_cmd_end(
-                srv->persist, op,
-                x.dirty || ((op->flags & OPF_WRITE) && r->status == UR_E_OK));
+        if (journaled(srv, op))
+            persist_feed(srv->persist, x.dirty || ((op->flags & OPF_WRITE) &&
+                                                   r->status == UR_E_OK));
     }
     if (r->status != UR_E_OK) {
         srv->stats.errors++;
         srv->stats.op_errors[op->index]++;
     }
+    if (pinned)
+        srv->clock_pinned = false;
 }
 
 /* Copies a client-supplied name for an error message: printable ASCII
@@ -215,8 +269,7 @@ bool arg_ts_opt(struct exec_ctx *x, uint32_t i, uint64_t *out)
 {
     if (i < x->argc)
         return arg_u64(x, i, "ts", out);
-    *out = x->ts = server_clock_ms(x->srv);
-    x->ts_resolved = true;
+    *out = server_clock_ms(x->srv);
     return true;
 }
 

@@ -41,11 +41,9 @@ struct exec_ctx {
     uint32_t argc; /* arguments after the command name */
     const struct ur_arg *argv;
     struct reply *r;
-    bool ts_resolved; /* an omitted ts was filled from the clock: */
-    uint64_t ts;      /* ... this value, which the journal records */
-    bool dirty;       /* a command not flagged OPF_WRITE changed state
-                         (e.g. a read that registers a new user): the
-                         journal must record it too */
+    bool dirty; /* a command not flagged OPF_WRITE changed state
+                   (e.g. a read that registers a new user): the
+                   journal must record it too */
 };
 
 typedef void (*cmd_fn)(struct exec_ctx *x);
@@ -55,9 +53,25 @@ typedef void (*cmd_fn)(struct exec_ctx *x);
 bool exec_arity_ok(const struct ur_op *op, uint32_t argc);
 void exec_arity_err(struct reply *r, const struct ur_op *op, const char *where);
 
-/* Runs op with argv[0..argc) (name excluded) and writes its reply. */
+/*
+ * Runs op with argv[0..argc) (name excluded) and writes its reply, the
+ * refusals included: -NOAUTH, arity, -OOM at maxmemory, -MISCONF for a
+ * write while persistence cannot acknowledge writes. Pins the command
+ * clock when it is not pinned already (by a batch, or by replay), stages
+ * the command's journal record before it runs and feeds it after
+ * (persist.h), unless srv->loading.
+ */
 void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
              uint32_t argc, const struct ur_arg *argv, struct reply *r);
+
+/* true after replying -MISCONF: persistence cannot acknowledge writes now
+ * (the journal cannot be written). false while loading or without
+ * persistence. */
+bool exec_refuse_write(struct server *srv, struct reply *r);
+
+/* Pins the command clock to the turn's time when it is not pinned
+ * already; returns whether it did (the caller then unpins it). */
+bool exec_clock_pin(struct server *srv);
 
 /* Text entry: argv[0] is the command name, looked up case-insensitively. */
 void exec_text(struct server *srv, struct session *sess, uint32_t argc,
@@ -94,8 +108,8 @@ bool arg_u32(struct exec_ctx *x, uint32_t i, const char *what, uint32_t *out);
 /* A counter type: 0..63, or a name from counter-types. */
 bool arg_ctype(struct exec_ctx *x, uint32_t i, unsigned *out);
 /* Optional timestamp argument i (ms since the epoch): when the command has
- * no argument i, the server clock (server_clock_ms). The resolved value is
- * kept in x->ts so the journal can record it and replay is exact. */
+ * no argument i, the command's time (server_clock_ms), which its journal
+ * record carries, so replay resolves it to the same value. */
 bool arg_ts_opt(struct exec_ctx *x, uint32_t i, uint64_t *out);
 /* Case-insensitive keyword compare of argument i (strings only). */
 bool arg_is(const struct exec_ctx *x, uint32_t i, const char *word);

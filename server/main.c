@@ -20,6 +20,7 @@
 #include "metrics.h"
 #include "net.h"
 #include "persist.h"
+#include "replay.h"
 #include "server.h"
 #include "u32map.h"
 #include "u64map.h"
@@ -50,12 +51,14 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 static void on_cron(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what, (void)arg;
+    server_turn_end(&server);
     persist_cron(server.persist);
 }
 
 static void on_expire(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what, (void)arg;
+    server_turn_end(&server); /* its expiries see the time now */
     bool busy = users_expire_cycle(&server, EXPIRE_BUDGET_US);
     const struct timeval tv = {0, (busy ? EXPIRE_BUSY_MS : CRON_MS) * 1000};
 
@@ -142,7 +145,7 @@ int main(int argc, char **argv)
         return 1;
     }
     server.start_ms = server_now_ms();
-    if (persist_setup(&server, err, sizeof(err)) != 0) {
+    if (replay_open(&server, err, sizeof(err)) != 0) {
         log_error("%s", err);
         goto out;
     }
@@ -179,7 +182,7 @@ int main(int argc, char **argv)
 
 out:
     metrics_teardown();
-    persist_teardown(&server);
+    replay_close(&server);
     if (cron)
         event_free(cron);
     if (expire_ev)

@@ -208,6 +208,7 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     (void)fd, (void)what, (void)arg;
     struct conn *c = pending, *held = NULL;
     pending = NULL;
+    server_turn_end(srv);
     persist_flush(srv->persist);
     uint64_t durable = persist_durable(srv->persist);
     while (c != NULL) {

@@ -63,11 +63,19 @@ struct server {
     uint64_t next_client_id;
     int64_t clock_offset_ms; /* added to the wall clock (DEBUG clock hooks) */
     /* Persistence (persistence/persist.h): NULL when none is set up (unit
-     * tests of the executor). While clock_pinned, server_clock_ms answers
-     * clock_pin_ms: one journaled command, or its replay, sees one time. */
+     * tests of the executor, fuzzers). */
     struct persist *persist;
+    /* Start-up replay of the journal runs (server/replay.h): nothing is
+     * journaled again or refused, the clock is each record's. */
+    bool loading;
+    /* The command clock (Redis's commandTimeSnapshot): while
+     * clock_pinned, server_clock_ms answers clock_pin_ms, so one command,
+     * or its replay, sees one time. The executor pins it around every
+     * command to the loop turn's time (turn_wall_ms, read once per turn). */
     bool clock_pinned;
     uint64_t clock_pin_ms;
+    bool turn_clock_ok;
+    uint64_t turn_wall_ms;
     bool shutdown_asap; /* SHUTDOWN ran: the loop ends after this turn */
     struct expiry expiry;
 };
@@ -76,8 +84,18 @@ struct server {
 uint64_t server_now_ms(void);
 
 /* The server's clock: the wall clock plus srv->clock_offset_ms, or the
- * pinned time while a command is journaled or replayed. Every default
+ * pinned time while a command runs or is replayed. Every default
  * timestamp (an omitted ts) comes from here. */
 uint64_t server_clock_ms(const struct server *srv);
+
+/*
+ * The time of a command starting now: the wall clock read once per loop
+ * turn, plus the DEBUG offset. Every command of a turn sees the same
+ * millisecond: one clock read per turn instead of one per command (a few
+ * percent of a pipelined server's time), for at most a turn's staleness.
+ * server_turn_end starts a new turn (net.c's flush, main.c's timers).
+ */
+uint64_t server_turn_clock(struct server *srv);
+void server_turn_end(struct server *srv);
 
 #endif

@@ -22,6 +22,7 @@
 #include "frame.h"
 #include "journal.h"
 #include "persist.h"
+#include "replay.h"
 #include "t.h"
 
 #define MAX_WORDS 16
@@ -42,7 +43,7 @@ static void server_up(void)
 
 static void server_down(void)
 {
-    persist_teardown(&srv);
+    replay_close(&srv);
     db_deinit(&srv.db);
     batch_multi_end(&sess);
 }
@@ -523,7 +524,7 @@ static void start(void)
 
     server_up();
     snprintf(srv.cfg.dir, sizeof(srv.cfg.dir), "%s", dir);
-    CHECK(persist_setup(&srv, err, sizeof(err)) == 0);
+    CHECK(replay_open(&srv, err, sizeof(err)) == 0);
 }
 
 /* The sub-request count of every batch record of segment 1, in order, in

@@ -405,7 +405,7 @@ static void server_up(void)
 
 static void server_down(void)
 {
-    persist_teardown(&srv);
+    replay_close(&srv);
     db_deinit(&srv.db);
     memset(&srv, 0, sizeof(srv));
 }
@@ -414,7 +414,7 @@ static void server_down(void)
 static int start(char *err, size_t errlen)
 {
     server_up();
-    return persist_setup(&srv, err, errlen);
+    return replay_open(&srv, err, errlen);
 }
 
 /* Runs one text command (words split on spaces); returns the reply. */
@@ -682,7 +682,7 @@ static void test_journal_off(void)
 
     server_up();
     srv.cfg.journal = false;
-    CHECK(persist_setup(&srv, err, sizeof(err)) == 0);
+    CHECK(replay_open(&srv, err, sizeof(err)) == 0);
     CHECK_EQ_U64(sig(), want);
     run("CNT.INCR 999 1 5");
     CHECK_EQ_U64(persist_appended(srv.persist), 0);

@@ -11,9 +11,8 @@
 
 #include "batch.h"
 #include "exec.h"
-#include "fsutil.h"
 #include "journal.h"
-#include "log.h"
+#include "persist.h"
 
 /* The first error reply of a command that failed on replay, as one
  * printable line (the replay session speaks RESP: "-ERR ...\r\n", on a
@@ -49,6 +48,7 @@ static int replay_one(struct server *srv, const struct journal_rec *rec,
     char line[160];
 
     out->len = 0;
+    srv->loading = true;
     srv->clock_pinned = true;
     srv->clock_pin_ms = rec->clock_ms;
     reply_begin(&r, out, REPLY_RESP, 0);
@@ -60,6 +60,7 @@ static int replay_one(struct server *srv, const struct journal_rec *rec,
     }
     reply_end(&r);
     srv->clock_pinned = false;
+    srv->loading = false;
     if (r.status == UR_E_OK && failed == 0)
         return 0;
     reply_line(out, line, sizeof(line));
@@ -121,64 +122,56 @@ out:
     return rc;
 }
 
-int replay_segment(struct server *srv, const char *path, uint64_t seg,
-                   bool last_segment, struct replay_result *res, char *err,
-                   size_t errlen)
+int replay_open(struct server *srv, char *err, size_t errlen)
 {
-    struct fs_map m;
-    const char *why;
-    uint64_t hseg;
-    char msg[400];
-    int rc = -1;
+    const struct persist_config pc = {srv->cfg.dir, srv->cfg.journal,
+                                      srv->cfg.journal_fsync,
+                                      srv->cfg.save_seconds};
+    struct ur_arg *args = NULL;
+    struct ur_buf out;
+    uint32_t cap = 0;
+    struct persist *p;
+    int rc;
 
-    memset(res, 0, sizeof(*res));
-    if (fs_map_open(&m, path) != 0) {
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+    srv->persist = NULL;
+    p = persist_open(&pc, &srv->db, err, errlen);
+    if (p == NULL)
+        return -1;
+    ur_buf_init(&out);
+    for (;;) {
+        struct journal_rec rec;
+        struct ur_frame_req req;
+        const char *why = "";
+        char msg[256];
+
+        rc = persist_load_next(p, &rec, err, errlen);
+        if (rc <= 0)
+            break;
+        if (journal_rec_request(&rec, &args, &cap, &req, &why) != 0) {
+            persist_load_refuse(p, why, err, errlen);
+            rc = -1;
+            break;
+        }
+        if (replay_one(srv, &rec, &req, &out, msg, sizeof(msg)) != 0) {
+            persist_load_refuse(p, msg, err, errlen);
+            rc = -1;
+            break;
+        }
+    }
+    free(args);
+    ur_buf_deinit(&out);
+    if (rc == 0)
+        rc = persist_load_done(p, err, errlen);
+    if (rc != 0) {
+        persist_close(p);
         return -1;
     }
-    if (last_segment && m.len < JOURNAL_HDR) {
-        log_warn("journal %s: %zu bytes, shorter than its header: the "
-                 "segment was being created at a crash and holds no record; "
-                 "removing it",
-                 path, m.len);
-        fs_map_close(&m);
-        if (unlink(path) != 0) {
-            snprintf(err, errlen, "cannot remove %s: %s", path,
-                     strerror(errno));
-            return -1;
-        }
-        res->removed = true;
-        return 0;
-    }
-    if (journal_hdr_check(m.data, m.len, &hseg, &why) != 0) {
-        snprintf(err, errlen, "%s: offset 0: %s", path, why);
-        goto out;
-    }
-    if (hseg != seg) {
-        snprintf(err, errlen, "%s: offset 16: the header names segment %llu",
-                 path, (unsigned long long)hseg);
-        goto out;
-    }
-    if (replay_buf(srv, m.data + JOURNAL_HDR, m.len - JOURNAL_HDR, last_segment,
-                   res, msg, sizeof(msg)) != 0) {
-        res->bad_off += JOURNAL_HDR;
-        snprintf(err, errlen, "%s: offset %zu: %s", path, res->bad_off, msg);
-        goto out;
-    }
-    res->good_len += JOURNAL_HDR;
-    if (res->torn) {
-        log_warn("journal %s: torn last record at offset %zu (%zu bytes "
-                 "cut): a write cut short by a crash, never acknowledged",
-                 path, res->good_len, m.len - res->good_len);
-        if (fs_truncate(path, res->good_len) != 0) {
-            snprintf(err, errlen, "cannot cut %s at offset %zu: %s", path,
-                     res->good_len, strerror(errno));
-            goto out;
-        }
-    }
-    rc = 0;
+    srv->persist = p;
+    return 0;
+}
 
-out:
-    fs_map_close(&m);
-    return rc;
+void replay_close(struct server *srv)
+{
+    persist_close(srv->persist);
+    srv->persist = NULL;
 }
