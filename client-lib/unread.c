@@ -76,19 +76,8 @@ _Static_assert(UNREAD_DEGRADED > UINT16_MAX, "a wire code could collide");
 #define UC_PENDING INT_MIN  /* slot outcome: the reply is still to be read */
 #define UC_ALL UINT32_MAX   /* route: every server (a global write) */
 #define UC_FIRST_SERVER 0   /* route of admin and unkeyed commands */
-#define UC_RCPT_FAMILY 0x07 /* opcode high byte of RCPT (ops.def ranges) */
 #define UC_SLOTS_KEEP 4096  /* slots an idle handle keeps */
 #define UC_BATCH_KEEP 65536 /* batch body bytes an idle handle keeps */
-
-/*
- * Writes every server must see, recognised by name as well as by
- * OPF_GLOBAL until their ops.def rows carry the flag (SPEC 8). GRP.POST
- * comes first: the seqs it answers are checked to agree (UC_GRP_POST).
- */
-static const char *const global_names[] = {"GRP.POST", "BC.PUBLISH", "DOT.PUSH",
-                                           "FEED.POST", "FEED.UNPOST"};
-#define UC_NGLOBAL (sizeof(global_names) / sizeof(global_names[0]))
-#define UC_GRP_POST 0 /* its index in global_names */
 
 struct uc_server {
     struct uc_conn conn;
@@ -131,8 +120,6 @@ struct unread {
     struct uc_ring ring; /* when nsrv > 1 */
     struct unread_opts opt;
     struct uc_breaker_cfg brk_cfg;
-    uint16_t global_op[UC_NGLOBAL]; /* their opcodes, 0 when not in ops.def */
-    uint16_t grp_post;              /* GRP.POST's opcode, or 0 */
 
     struct uc_slot *slot; /* the round's slots; [head, tail) to read */
     size_t head, tail, cap;
@@ -170,24 +157,17 @@ static bool is_unreachable(int rc)
 
 /* ---- Routing ----------------------------------------------------------- */
 
-static bool op_is_global(const struct unread *c, const struct ur_op *o)
+/* Routing comes from the op table's flags only (protocol/ops.def): a
+ * write every server must see (OPF_GLOBAL), or a command keyed by its
+ * first argument, a uid (OPF_USER) or a group (OPF_GID). */
+static bool op_is_global(const struct ur_op *o)
 {
-    size_t i;
-
-    if (o->flags & OPF_GLOBAL)
-        return true;
-    for (i = 0; i < UC_NGLOBAL; i++)
-        if (c->global_op[i] == o->code)
-            return true;
-    return false;
+    return (o->flags & OPF_GLOBAL) != 0;
 }
 
-/* Keyed by the first argument: a uid (OPF_USER) or an RCPT gid (OPF_GID;
- * the RCPT range until its rows carry the flag). */
 static bool op_is_keyed(const struct ur_op *o)
 {
-    return (o->flags & (OPF_USER | OPF_GID)) ||
-           (o->code >> 8) == UC_RCPT_FAMILY;
+    return (o->flags & (OPF_USER | OPF_GID)) != 0;
 }
 
 /* A key argument: an integer, or a string holding a canonical decimal
@@ -218,7 +198,7 @@ static uint32_t route(const struct unread *c, uint16_t op, unsigned argc,
     o = ur_op_by_code(op);
     if (o == NULL)
         return UC_FIRST_SERVER;
-    if (op_is_global(c, o))
+    if (op_is_global(o))
         return UC_ALL;
     if (!op_is_keyed(o) || argc == 0 || !arg_key(&argv[0], &key))
         return UC_FIRST_SERVER;
@@ -502,7 +482,7 @@ static void combine(struct unread *c, uint16_t op, size_t n, struct uc_res *out)
         if (c->res[i].rc > 0)
             pick = i;
     *out = c->res[pick == n ? 0 : pick];
-    if (out->rc != 0 || op != c->grp_post)
+    if (out->rc != 0 || op != UR_OP_GRP_POST)
         return;
     same = res_int(&c->res[0], &v0);
     for (i = 1; i < n && same; i++)
@@ -740,7 +720,6 @@ static struct unread *handle_create(struct uc_addr *a, size_t n,
                                     size_t errlen)
 {
     struct unread *c = calloc(1, sizeof(*c));
-    const struct ur_op *op;
     size_t i;
 
     if (c == NULL) {
@@ -772,11 +751,6 @@ static struct unread *handle_create(struct uc_addr *a, size_t n,
         snprintf(err, errlen, "out of memory");
         goto error;
     }
-    for (i = 0; i < UC_NGLOBAL; i++) {
-        op = ur_op_by_name(global_names[i], strlen(global_names[i]));
-        c->global_op[i] = op != NULL ? op->code : 0;
-    }
-    c->grp_post = c->global_op[UC_GRP_POST];
     for (i = 0; i < n; i++) {
         if (server_ready(c, (uint32_t)i) != 0 && !o->degraded) {
             snprintf(err, errlen, "%s", c->srv[i].conn.err);
@@ -1248,7 +1222,7 @@ static int batch_add(struct unread *c, uint16_t op, unsigned argc,
     rc = args_check(c, argc, argv);
     if (rc != 0)
         return rc;
-    if (o != NULL && op_is_global(c, o))
+    if (o != NULL && op_is_global(o))
         return uc_set_err(c, UNREAD_EUSAGE,
                           "%s cannot be batched: every server must apply it",
                           o->name);

@@ -518,7 +518,7 @@ int unread_pipe_batch(struct unread *c);
 void unread_batch_reset(struct unread *c);
 
 /*
- * Typed calls of the other families, one section each, in SPEC order
+ * Typed calls of the other families, one section each, in families.def order
  * (implemented in client-lib/unread_<family>.c). Each family also gets
  * unread_pipe_<family>_<cmd> queue helpers where a pipeline of it is useful.
  */

@@ -1,6 +1,7 @@
 /*
- * unread_bc.c - libunread's BC calls (SPEC 3.4): typed synchronous calls
- * and pipeline queue helpers over the connection core (unread_int.h).
+ * unread_bc.c - libunread's BC calls (docs/COMMANDS.md, "BC"): typed
+ * synchronous calls and pipeline queue helpers over the connection core
+ * (unread_int.h).
  */
 #include "unread_int.h"
 

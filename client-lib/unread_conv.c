@@ -1,6 +1,7 @@
 /*
- * unread_conv.c - libunread's CONV calls (SPEC 3.2): typed synchronous
- * calls and pipeline queue helpers over the connection core (unread_int.h).
+ * unread_conv.c - libunread's CONV calls (docs/COMMANDS.md, "CONV"): typed
+ * synchronous calls and pipeline queue helpers over the connection core
+ * (unread_int.h).
  */
 #include "unread_int.h"
 

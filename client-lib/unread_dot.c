@@ -1,6 +1,7 @@
 /*
- * unread_dot.c - libunread's DOT calls (SPEC 3.5): typed synchronous calls
- * and pipeline queue helpers over the connection core (unread_int.h).
+ * unread_dot.c - libunread's DOT calls (docs/COMMANDS.md, "DOT"): typed
+ * synchronous calls and pipeline queue helpers over the connection core
+ * (unread_int.h).
  */
 #include <stdlib.h>
 

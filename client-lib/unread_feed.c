@@ -1,6 +1,7 @@
 /*
- * unread_feed.c - libunread's FEED calls (SPEC 3.6): typed synchronous
- * calls and pipeline queue helpers over the connection core (unread_int.h).
+ * unread_feed.c - libunread's FEED calls (docs/COMMANDS.md, "FEED"): typed
+ * synchronous calls and pipeline queue helpers over the connection core
+ * (unread_int.h).
  */
 #include "unread_int.h"
 

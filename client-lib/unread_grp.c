@@ -1,6 +1,7 @@
 /*
- * unread_grp.c - libunread's GRP calls (SPEC 3.3): typed synchronous calls
- * and pipeline queue helpers over the connection core (unread_int.h).
+ * unread_grp.c - libunread's GRP calls (docs/COMMANDS.md, "GRP"): typed
+ * synchronous calls and pipeline queue helpers over the connection core
+ * (unread_int.h).
  */
 #include "unread_int.h"
 

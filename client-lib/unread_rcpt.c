@@ -1,5 +1,5 @@
 /*
- * unread_rcpt.c - libunread's RCPT calls (SPEC 3.7): typed synchronous
+ * unread_rcpt.c - libunread's RCPT calls (docs/RCPT.md): typed synchronous
  * calls and pipeline queue helpers over the connection core (unread_int.h).
  * Every RCPT op is routed by its first argument, the gid.
  */

@@ -1,7 +1,7 @@
 /*
- * unread_user.c - libunread's USER calls and FLUSHALL (SPEC 4, 5): typed
- * synchronous calls and a pipeline queue helper over the connection core
- * (unread_int.h).
+ * unread_user.c - libunread's USER calls and FLUSHALL (docs/OPERATIONS.md,
+ * "Users and expiry"): typed synchronous calls and a pipeline queue helper over
+ * the connection core (unread_int.h).
  */
 #include "unread_int.h"
 

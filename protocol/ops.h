@@ -12,7 +12,7 @@
 
 enum ur_op_flags {
     OPF_READ = 1u << 0,   /* reads state only */
-    OPF_WRITE = 1u << 1,  /* changes state (journaled once persistence lands) */
+    OPF_WRITE = 1u << 1,  /* changes state: journaled, refused by -MISCONF */
     OPF_ADMIN = 1u << 2,  /* server/connection administration */
     OPF_USER = 1u << 3,   /* first argument is the reading user's uid */
     OPF_NOAUTH = 1u << 4, /* allowed before AUTH */

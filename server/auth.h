@@ -1,8 +1,8 @@
 /*
- * auth.h - requirepass (SPEC 5): the password check that AUTH and
- * HELLO ... AUTH share. The gate that refuses other commands before it
- * succeeds is in the executor (exec.c); the tighter limits on requests
- * read before it succeeds are in net.c.
+ * auth.h - requirepass (docs/COMMANDS.md, "Admin and connection"): the password
+ * check that AUTH and HELLO ... AUTH share. The gate that refuses other
+ * commands before it succeeds is in the executor (exec.c); the tighter limits
+ * on requests read before it succeeds are in net.c.
  */
 #ifndef UR_AUTH_H
 #define UR_AUTH_H

@@ -1,6 +1,6 @@
 /*
- * batch.h - atomic batches (SPEC 7): the binary protocol's batch frame
- * (opcode 0xFF01, docs/PROTOCOL.md 2.12) and MULTI/EXEC/DISCARD on the
+ * batch.h - atomic batches (docs/PROTOCOL.md): the binary protocol's batch
+ * frame (opcode 0xFF01, docs/PROTOCOL.md 2.12) and MULTI/EXEC/DISCARD on the
  * text protocol (3.5). Both come down to one batch body (frame.h: a list of
  * sub-requests, each an opcode and its arguments) run by one call:
  *

@@ -1,6 +1,7 @@
 /*
- * cmd_admin.c - connection and administration handlers (SPEC 5): PING,
- * ECHO, HELLO, HELP, QUIT, INFO, CONFIG (SAVE and friends: cmd_persist.c).
+ * cmd_admin.c - connection and administration handlers (docs/COMMANDS.md,
+ * "Admin and connection"): PING, ECHO, HELLO, HELP, QUIT, INFO, CONFIG (SAVE
+ * and friends: cmd_persist.c).
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,6 @@
 /*
- * cmd_auth.c - AUTH [default] password (SPEC 5; auth.h).
+ * cmd_auth.c - AUTH [default] password (auth.h; docs/OPERATIONS.md,
+ * "Security").
  */
 #include "auth.h"
 #include "cmds.h"

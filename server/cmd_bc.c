@@ -1,5 +1,6 @@
 /*
- * cmd_bc.c - BC handlers (SPEC 3.4): arguments in, store call, reply out.
+ * cmd_bc.c - BC handlers (docs/COMMANDS.md, "BC"): arguments in, store call,
+ * reply out.
  */
 #include <stdio.h>
 

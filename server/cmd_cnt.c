@@ -1,5 +1,6 @@
 /*
- * cmd_cnt.c - CNT handlers (SPEC 3.1): arguments in, store call, reply out.
+ * cmd_cnt.c - CNT handlers (docs/COMMANDS.md, "CNT"): arguments in, store call,
+ * reply out.
  */
 #include <stdio.h>
 

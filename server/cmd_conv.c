@@ -1,5 +1,6 @@
 /*
- * cmd_conv.c - CONV handlers (SPEC 3.2): arguments in, store call, reply out.
+ * cmd_conv.c - CONV handlers (docs/COMMANDS.md, "CONV"): arguments in, store
+ * call, reply out.
  */
 #include <stdio.h>
 

@@ -1,5 +1,6 @@
 /*
- * cmd_dot.c - DOT handlers (SPEC 3.5): arguments in, store call, reply out.
+ * cmd_dot.c - DOT handlers (docs/COMMANDS.md, "DOT"): arguments in, store call,
+ * reply out.
  */
 #include <stdio.h>
 

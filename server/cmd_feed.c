@@ -1,6 +1,6 @@
 /*
- * cmd_feed.c - FEED handlers (SPEC 3.6): arguments in, store call, reply
- * out. The limits come from the configuration: feed-max-follows for
+ * cmd_feed.c - FEED handlers (docs/COMMANDS.md, "FEED"): arguments in, store
+ * call, reply out. The limits come from the configuration: feed-max-follows for
  * FEED.FOLLOW, unread-cap for FEED.UNREAD.
  */
 #include <stdio.h>

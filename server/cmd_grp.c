@@ -1,9 +1,9 @@
 /*
- * cmd_grp.c - GRP handlers (SPEC 3.3): arguments in, store call, reply out.
- * The store counts exactly; every count replied here is capped for display
- * (SPEC 2: exact up to unread-cap, unread-cap + 1 when larger). Groups keep
- * the timestamps of their last unread-cap + 1 messages, which is what keeps
- * a capped GRP.SEEN with an old ts exact.
+ * cmd_grp.c - GRP handlers (docs/COMMANDS.md, "GRP"): arguments in, store call,
+ * reply out. The store counts exactly; every count replied here is capped for
+ * display (docs/COMMANDS.md, "Replies": exact up to unread-cap, unread-cap + 1
+ * when larger). Groups keep the timestamps of their last unread-cap + 1
+ * messages, which is what keeps a capped GRP.SEEN with an old ts exact.
  */
 #include <stdio.h>
 

@@ -1,6 +1,6 @@
 /*
- * cmd_persist.c - SAVE, BGSAVE, LASTSAVE, SHUTDOWN (SPEC 5 and 6): thin
- * handlers over persistence/persist.h.
+ * cmd_persist.c - SAVE, BGSAVE, LASTSAVE, SHUTDOWN (docs/COMMANDS.md,
+ * docs/PERSISTENCE.md): thin handlers over persistence/persist.h.
  */
 #include "cmds.h"
 #include "persist.h"

@@ -1,5 +1,5 @@
 /*
- * cmd_rcpt.c - RCPT handlers (SPEC 3.7): arguments in, store call, reply
+ * cmd_rcpt.c - RCPT handlers (docs/RCPT.md): arguments in, store call, reply
  * out. Keyed by gid: no reader uid comes first, so no OPF_USER.
  *
  * Retention: messages older than rcpt-max-age-days read as absent at once

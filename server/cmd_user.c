@@ -1,7 +1,7 @@
 /*
- * cmd_user.c - USER.* handlers (SPEC 4) and FLUSHALL: what is held about a
- * user, erasing a user, the journaled form of an expiry, erasing
- * everything.
+ * cmd_user.c - USER.* handlers (docs/OPERATIONS.md, "Users and expiry") and
+ * FLUSHALL: what is held about a user, erasing a user, the journaled form of an
+ * expiry, erasing everything.
  *
  * USER.INFO answers one line per entry held, readable in redis-cli: an
  * operator asking "why does this badge say 7?" reads the parts the badge

@@ -63,7 +63,7 @@ static const struct key keys[] = {
      * sizes every bitmap of the group */
     {"rcpt-max-age-days", K_U32, F(rcpt_max_age_days), "7", 1, 3650},
     {"rcpt-max-members", K_U32, F(rcpt_max_members), "100000", 1, 16777216},
-    /* family keys, in SPEC order */
+    /* family keys, in families.def order */
     /* users, expiry and operations (docs/OPERATIONS.md) */
     {"inactive-days", K_U32, F(inactive_days), "30", 0, 36500},
     {"expire-families", K_FAMILIES, F(expire_families_text), "bc dot grp feed",

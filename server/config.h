@@ -38,7 +38,7 @@ struct config {
     uint32_t feed_max_follows;  /* feed-max-follows: followees per user */
     uint32_t rcpt_max_age_days; /* rcpt-max-age-days: receipt retention */
     uint32_t rcpt_max_members;  /* rcpt-max-members: mapids per group */
-    /* family keys, in SPEC order */
+    /* family keys, in families.def order */
 
     /* users, expiry and operations (docs/OPERATIONS.md) */
     uint32_t inactive_days; /* inactive-days: expire after; 0: never */

@@ -1,8 +1,8 @@
 /*
- * users.h - users as a whole (SPEC 4): the activity table that says when
- * each user was last active, erasing one user from every family (expiry,
- * USER.DEL), and the incremental expiry of users inactive for longer than
- * inactive-days.
+ * users.h - users as a whole (docs/OPERATIONS.md, "Users and expiry"): the
+ * activity table that says when each user was last active, erasing one user
+ * from every family (expiry, USER.DEL), and the incremental expiry of users
+ * inactive for longer than inactive-days.
  *
  * Activity: db->active maps uid -> the UTC day (ms / 86400000) of the
  * user's last command naming it as the reader, a u32map entry of ~13

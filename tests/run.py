@@ -2,15 +2,18 @@
 """The one test runner: python3 tests/run.py --build DIR [--unit-only] [-k PATTERN]
 
 1. every DIR/tests/test_* unit binary (each ends its stdout with
-   "N passed, N failed"; a binary that exits non-zero without that line, or
+   "N passed, N failed" counting its test functions, after a line of
+   assertion totals; a binary that exits non-zero without that line, or
    crashes, counts as 1 failed);
 2. DIR/gencmds --check docs/COMMANDS.md, when DIR/gencmds exists (1 test);
 3. every test_* function of tests/integration/test_*.py, against
    DIR/unreadd (UNREADD_BUILD=DIR is passed to the harness), each with a
    timeout (default 30 s, or the function's `timeout` attribute).
 
-Prints one line per test, the failures' details, and ends with exactly one
-line "N passed, N failed". Exit status 1 if anything failed.
+Prints one line per test, the failures' details, the unit assertions'
+totals, and ends with exactly one line "N passed, N failed" counting
+tests: unit test functions, the docs check and integration tests. Exit
+status 1 if anything failed.
 Python 3 standard library only.
 """
 
@@ -33,6 +36,7 @@ REPO = os.path.dirname(HERE)
 DEFAULT_TIMEOUT = 30.0
 UNIT_TIMEOUT = 300
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed\s*$")
+ASSERTIONS = re.compile(r"^(\d+) assertions passed, (\d+) failed\s*$")
 
 
 class Totals:
@@ -40,6 +44,8 @@ class Totals:
         self.passed = 0
         self.failed = 0
         self.failures = []
+        self.asserts_passed = 0  # unit binaries' assertions, for the record
+        self.asserts_failed = 0
 
     def ok(self, n=1):
         self.passed += n
@@ -89,10 +95,16 @@ def run_unit(build, pattern, totals):
             rc = "timeout after %ds" % UNIT_TIMEOUT
         dt = time.monotonic() - t0
         last = None
+        asserts = ""
         for line in out.splitlines():
             m = SUMMARY.match(line.strip())
             if m:
                 last = (int(m.group(1)), int(m.group(2)))
+            m = ASSERTIONS.match(line.strip())
+            if m:
+                totals.asserts_passed += int(m.group(1))
+                totals.asserts_failed += int(m.group(2))
+                asserts = ", %s assertions" % m.group(1)
         if last is not None:
             passed, failed = last
             if rc != 0 and failed == 0:
@@ -100,8 +112,9 @@ def run_unit(build, pattern, totals):
             totals.ok(passed)
             if failed:
                 totals.fail(name, failed)
-            say("%s %s: %d passed, %d failed (%.2fs)" % (
-                "ok  " if not failed else "FAIL", name, passed, failed, dt))
+            say("%s %s: %d passed, %d failed%s (%.2fs)" % (
+                "ok  " if not failed else "FAIL", name, passed, failed,
+                asserts, dt))
         else:
             totals.fail(name)
             failed = 1
@@ -237,6 +250,9 @@ def main():
         say("failed (%.1fs):" % (time.monotonic() - t0))
         for name in totals.failures:
             say("  " + name)
+    if totals.asserts_passed or totals.asserts_failed:
+        say("(unit assertions: %d passed, %d failed)" % (
+            totals.asserts_passed, totals.asserts_failed))
     say("%d passed, %d failed" % (totals.passed, totals.failed))
     return 1 if totals.failed else 0
 

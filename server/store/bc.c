@@ -16,6 +16,7 @@
  */
 #include "bc.h"
 
+#include "db.h"
 #include "u32map.h"
 #include "u64map.h"
 

@@ -1,5 +1,5 @@
 /*
- * bc.h - BC, broadcast channels (SPEC 3.4).
+ * bc.h - BC, broadcast channels (docs/COMMANDS.md, "BC").
  *
  * A channel is a head (the number of messages published to it) and, per
  * user, an offset: the head when the user last read. unread = head -

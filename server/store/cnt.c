@@ -24,6 +24,7 @@
  */
 #include "cnt.h"
 
+#include "db.h"
 #include "u64map.h"
 
 #include <stdbool.h>

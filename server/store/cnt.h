@@ -1,5 +1,5 @@
 /*
- * cnt.h - CNT, typed unread counters per user (SPEC 3.1).
+ * cnt.h - CNT, typed unread counters per user (docs/COMMANDS.md, "CNT").
  *
  * Per user, up to 64 counter types (0..63), each an unsigned 32-bit value
  * that saturates at UINT32_MAX and floors at 0. The total is the sum of the

@@ -29,6 +29,7 @@
  */
 #include "conv.h"
 
+#include "db.h"
 #include "u64map.h"
 #include "wmap.h"
 

@@ -1,6 +1,6 @@
 /*
  * conv.h - CONV, conversation unread with watermarks and a consistent total
- * (SPEC 3.2).
+ * (docs/COMMANDS.md, "CONV").
  *
  * Per (user, conversation): max, the newest message seq; read, the read
  * watermark (read <= max always); a muted flag; and the recalled seqs above

@@ -7,13 +7,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "bc.h"
-#include "cnt.h"
-#include "conv.h"
-#include "dot.h"
-#include "feed.h"
-#include "grp.h"
-#include "rcpt.h"
 #include "u32map.h"
 
 #define FLAG_EXPIRABLE FAMF_EXPIRABLE

@@ -18,9 +18,28 @@ enum family {
     FAM_COUNT
 };
 
-#define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title) struct f##_store;
+/*
+ * The store interface every family provides (families.def's comment says
+ * what each returns). Declared here from the table, and seen by each
+ * store's own .c (which includes db.h): a missing function fails the link,
+ * a different signature the compile.
+ */
+#define DB_PREFETCH_PREFETCH(f)                                                \
+    void f##_prefetch_user(const struct f##_store *s, uint64_t uid, int stage);
+#define DB_PREFETCH_NO_PREFETCH(f)
+#define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
+    struct f##_store;                                                          \
+    struct f##_store *f##_create(void);                                        \
+    void f##_destroy(struct f##_store *s);                                     \
+    size_t f##_entries(const struct f##_store *s);                             \
+    size_t f##_bytes(const struct f##_store *s);                               \
+    size_t f##_audit(const struct f##_store *s);                               \
+    size_t f##_forget_user(struct f##_store *s, uint64_t uid);                 \
+    DB_PREFETCH_##prefetch(f)
 #include "families.def"
 #undef FAMILY
+#undef DB_PREFETCH_PREFETCH
+#undef DB_PREFETCH_NO_PREFETCH
 
 struct db {
 #define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \

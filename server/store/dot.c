@@ -13,6 +13,7 @@
  */
 #include "dot.h"
 
+#include "db.h"
 #include "denseid.h"
 #include "listmap.h"
 

@@ -1,7 +1,7 @@
 /*
- * dot.h - DOT: red dots (SPEC 3.5). A global push time per dot, a last
- * click time per (user, dot); a dot shows for a user when it was pushed and
- * the user's last click is older than the push.
+ * dot.h - DOT: red dots (docs/COMMANDS.md, "DOT"). A global push time per dot,
+ * a last click time per (user, dot); a dot shows for a user when it was pushed
+ * and the user's last click is older than the push.
  *
  * Both times only move forward (each is the max of every time recorded), so
  * a stale or replayed push never hides a dot a user has not seen, and a

@@ -21,6 +21,7 @@
  */
 #include "feed.h"
 
+#include "db.h"
 #include "denseid.h"
 #include "listmap.h"
 

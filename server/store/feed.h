@@ -1,7 +1,7 @@
 /*
- * feed.h - FEED: "N new posts" by followee snapshots (SPEC 3.6). A post
- * count per author; per user, for each followee, a snapshot of that count
- * taken at the last follow or reset:
+ * feed.h - FEED: "N new posts" by followee snapshots (docs/COMMANDS.md,
+ * "FEED"). A post count per author; per user, for each followee, a snapshot of
+ * that count taken at the last follow or reset:
  *
  *     unread(user) = sum over followees a of max(0, count[a] - snapshot[a])
  *

@@ -22,6 +22,7 @@
  */
 #include "grp.h"
 
+#include "db.h"
 #include "denseid.h"
 #include "listmap.h"
 

@@ -1,5 +1,5 @@
 /*
- * grp.h - GRP, group unread by read diffusion (SPEC 3.3).
+ * grp.h - GRP, group unread by read diffusion (docs/COMMANDS.md, "GRP").
  *
  * A group keeps its head (the seq of its newest message: seqs are assigned
  * here, dense from 1) and the timestamps of its last `window` messages; a

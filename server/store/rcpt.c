@@ -39,6 +39,7 @@
  */
 #include "rcpt.h"
 
+#include "db.h"
 #include "u64map.h"
 
 #include <stdlib.h>

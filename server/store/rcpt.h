@@ -1,5 +1,5 @@
 /*
- * rcpt.h - RCPT, per-message read receipts in group chats (SPEC 3.7).
+ * rcpt.h - RCPT, per-message read receipts in group chats (docs/RCPT.md).
  *
  * Per group: a two-way map uid <-> mapid (dense from 0, assigned at the
  * first join, kept on quit and rejoin, never given to another uid) and the

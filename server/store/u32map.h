@@ -1,7 +1,8 @@
 /*
  * u32map.h - a compact map from u64 keys to u32 values: 12 bytes an entry
  * plus ~6% slack, for the per-(user, x) tables where a 16-byte u64map slot
- * at 80-90% load (18-21 bytes) is over budget (BC offsets: SPEC 3.4, goal
+ * at 80-90% load (18-21 bytes) is over budget (BC offsets: docs/COMMANDS.md,
+ * "BC", goal
  * <= 16 bytes per entry).
  *
  * Any u32 value may be stored, 0 included: presence is the key's, not the

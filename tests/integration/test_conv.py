@@ -339,7 +339,7 @@ def test_errors_do_not_change_state():
 
 
 class Model:
-    """The SPEC's model, as plainly as possible: per (uid, cid) read, max,
+    """The documented model, as plainly as possible: per (uid, cid) read, max,
     muted and the set of recalled seqs above read."""
 
     def __init__(self):

@@ -1,4 +1,4 @@
-"""Inactive-user expiry (SPEC 4, docs/OPERATIONS.md "Expiry") with the
+"""Inactive-user expiry (docs/OPERATIONS.md, "Users and expiry") with the
 debug clock: each family in expire-families is forgotten and reads as new,
 kept families are kept, an active user is kept; expire-families and
 inactive-days settings; the activity table survives restarts (snapshot and

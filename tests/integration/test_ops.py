@@ -1,4 +1,4 @@
-"""Running the server (SPEC 5, docs/OPERATIONS.md): INFO sections and
+"""Running the server (docs/OPERATIONS.md): INFO sections and
 fields that move, CONFIG GET of every key, the Prometheus endpoint,
 maxmemory refusal and recovery, --help and --version, the example
 configuration and OPERATIONS.md covering every key, and `make install`

@@ -1,4 +1,4 @@
-"""Persistence (SPEC 6, docs/PERSISTENCE.md) with a real server, real files
+"""Persistence (docs/PERSISTENCE.md) with a real server, real files
 and real signals: round trips through snapshot only, journal only and both;
 kill -9 under write load with journal-fsync always (every acknowledged write
 survives), also during a background save, and with everysec; the everysec

@@ -1,4 +1,4 @@
-"""USER.INFO and USER.DEL across every family (SPEC 4), over RESP, inline
+"""USER.INFO and USER.DEL across every family (docs/OPERATIONS.md, "Users and expiry"), over RESP, inline
 and binary; redis-cli and unread-cli show USER.INFO; the typed calls of
 libunread; FLUSHALL; bad input.
 """

@@ -1,6 +1,8 @@
 /*
- * t.h - the unit-test harness: CHECK counts a pass or prints the failure,
- * T_RUN runs one test function, T_END prints "N passed, N failed" and gives
+ * t.h - the unit-test harness: CHECK counts an assertion's pass or prints
+ * its failure, T_RUN runs one test function (a test: it passes when none of
+ * its assertions failed), T_END prints the assertion totals, then the
+ * tests' "N passed, N failed" line that tests/run.py adds up, and gives
  * the exit status. One test binary per module.
  */
 #ifndef UR_T_H
@@ -9,7 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-static int t_pass, t_fail;
+static int t_pass, t_fail;             /* assertions */
+static int t_tests_pass, t_tests_fail; /* test functions (T_RUN) */
+static int t_fail_in_tests;            /* assertions failed inside T_RUN */
 
 /*
  * xorshift64* for randomized tests: the same sequence on every run. A test
@@ -60,11 +64,20 @@ static inline uint64_t t_rng(void)
         int t_f0 = t_fail;                                                     \
         fn();                                                                  \
         fprintf(stderr, "%s %s\n", t_fail == t_f0 ? "ok  " : "FAIL", #fn);     \
+        if (t_fail == t_f0)                                                    \
+            t_tests_pass++;                                                    \
+        else                                                                   \
+            t_tests_fail++;                                                    \
+        t_fail_in_tests += t_fail - t_f0;                                      \
     } while (0)
 
+/* An assertion failed outside every T_RUN (in main) counts as one more
+ * failed test. */
 #define T_END()                                                                \
     do {                                                                       \
-        printf("%d passed, %d failed\n", t_pass, t_fail);                      \
+        int t_tf = t_tests_fail + (t_fail > t_fail_in_tests);                  \
+        printf("%d assertions passed, %d failed\n", t_pass, t_fail);           \
+        printf("%d passed, %d failed\n", t_tests_pass, t_tf);                  \
         return t_fail ? 1 : 0;                                                 \
     } while (0)
 
