@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cnt.h"
+#include "hash.h"
 #include "fsutil.h"
 #include "snapshot.h"
 #include "store_util.h"
@@ -76,7 +77,7 @@ int main(int argc, char **argv)
     /* A restarted server hashes with a new random seed. Loading with the
      * writer's own seed would insert in the maps' hash order, u64map's
      * worst case (every insert lands at the end of one segment). */
-    u64map_setup(0x5EED5EED5EED5EEDull);
+    hash_setup(0x5EED5EED5EED5EEDull);
     if (db_init(&db) != 0 || fs_map_open(&m, path) != 0)
         return 1;
     t0 = su_clock_ns();

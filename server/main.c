@@ -16,16 +16,14 @@
 
 #include "check.h"
 #include "config.h"
+#include "hash.h"
 #include "log.h"
 #include "metrics.h"
 #include "net.h"
 #include "persist.h"
 #include "replay.h"
 #include "server.h"
-#include "u32map.h"
-#include "u64map.h"
 #include "users.h"
-#include "wmap.h"
 
 /* Persistence housekeeping period (journal everysec sync, save triggers). */
 #define CRON_MS 100
@@ -137,9 +135,7 @@ int main(int argc, char **argv)
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
         seed = server_now_ms() ^ ((uint64_t)getpid() << 32);
-    u64map_setup(seed);
-    u32map_setup(seed);
-    wmap_setup(seed);
+    hash_setup(seed);
     if (db_init(&server.db) != 0) {
         log_error("out of memory");
         return 1;

@@ -10,17 +10,16 @@
  * one or with many channels per user. Forgetting a user (expiry, USER.DEL)
  * visits each channel, which is cheap because channels are few.
  *
- * The store keeps running totals of entries and of the offset tables'
- * bytes, updated around every insert, so bc_entries and bc_bytes are O(1);
- * bc_audit recomputes both.
+ * The store keeps a running total of entries, updated around every insert,
+ * and every table allocates through its account (mem.h), so bc_entries and
+ * bc_bytes are O(1); bc_audit recomputes both.
  */
 #include "bc.h"
 
 #include "db.h"
+#include "mem.h"
 #include "u32map.h"
 #include "u64map.h"
-
-#include <stdlib.h>
 
 struct bc_chan {
     uint64_t head;
@@ -29,14 +28,20 @@ struct bc_chan {
 
 struct bc_store {
     struct u64map *chans; /* ch -> struct bc_chan * */
+    struct mem_acct mem;  /* the channel map, channels, offset tables */
     size_t nchans;
-    size_t entries;    /* sum of u32map_count over channels */
-    size_t offs_bytes; /* sum of u32map_bytes over channels */
+    size_t entries; /* sum of u32map_count over channels */
 };
 
 static inline struct bc_chan *chan_of(uint64_t w)
 {
     return (struct bc_chan *)(uintptr_t)w;
+}
+
+static void chan_free(struct bc_store *s, struct bc_chan *c)
+{
+    u32map_destroy(c->offs);
+    mem_free(&s->mem, c, sizeof(*c));
 }
 
 /* ch's channel, created when new; NULL on allocation failure. */
@@ -47,23 +52,18 @@ static struct bc_chan *chan_get(struct bc_store *s, uint64_t ch)
 
     if (w != 0)
         return chan_of(w);
-    c = malloc(sizeof(*c));
+    c = mem_alloc(&s->mem, sizeof(*c));
     if (c == NULL)
         return NULL;
     c->head = 0;
-    c->offs = u32map_create();
-    if (c->offs == NULL)
-        goto error;
-    if (u64map_put(s->chans, ch, (uint64_t)(uintptr_t)c) != 0)
-        goto error;
+    c->offs = u32map_create(&s->mem);
+    if (c->offs == NULL ||
+        u64map_put(s->chans, ch, (uint64_t)(uintptr_t)c) != 0) {
+        chan_free(s, c);
+        return NULL;
+    }
     s->nchans++;
-    s->offs_bytes += u32map_bytes(c->offs);
     return c;
-
-error:
-    u32map_destroy(c->offs);
-    free(c);
-    return NULL;
 }
 
 /* Sets uid's offset in c, adding the user when absent, and keeps the
@@ -71,24 +71,24 @@ error:
 static int chan_put(struct bc_store *s, struct bc_chan *c, uint64_t uid,
                     uint32_t off)
 {
-    size_t before = u32map_bytes(c->offs), n = u32map_count(c->offs);
+    size_t n = u32map_count(c->offs);
 
     if (u32map_put(c->offs, uid, off) != 0)
         return -1;
-    s->offs_bytes = s->offs_bytes - before + u32map_bytes(c->offs);
     s->entries = s->entries - n + u32map_count(c->offs);
     return 0;
 }
 
 struct bc_store *bc_create(void)
 {
-    struct bc_store *s = calloc(1, sizeof(*s));
+    struct bc_store *s = mem_zalloc(NULL, sizeof(*s));
 
     if (s == NULL)
         return NULL;
-    s->chans = u64map_create();
+    mem_acct_init(&s->mem, NULL);
+    s->chans = u64map_create(&s->mem);
     if (s->chans == NULL) {
-        free(s);
+        mem_free(NULL, s, sizeof(*s));
         return NULL;
     }
     return s;
@@ -97,9 +97,7 @@ struct bc_store *bc_create(void)
 static void chan_free_visit(uint64_t ch, uint64_t w, void *ctx)
 {
     (void)ch;
-    (void)ctx;
-    u32map_destroy(chan_of(w)->offs);
-    free(chan_of(w));
+    chan_free(ctx, chan_of(w));
 }
 
 void bc_destroy(struct bc_store *s)
@@ -109,10 +107,10 @@ void bc_destroy(struct bc_store *s)
     if (s == NULL)
         return;
     do
-        u64map_scan(s->chans, &cursor, SIZE_MAX, chan_free_visit, NULL);
+        u64map_scan(s->chans, &cursor, SIZE_MAX, chan_free_visit, s);
     while (cursor != 0);
     u64map_destroy(s->chans);
-    free(s);
+    mem_free(NULL, s, sizeof(*s));
 }
 
 int bc_publish(struct bc_store *s, uint64_t ch, uint64_t *head)
@@ -231,8 +229,7 @@ size_t bc_entries(const struct bc_store *s)
 
 size_t bc_bytes(const struct bc_store *s)
 {
-    return sizeof(*s) + u64map_bytes(s->chans) +
-           s->nchans * sizeof(struct bc_chan) + s->offs_bytes;
+    return sizeof(*s) + s->mem.bytes;
 }
 
 struct audit_ctx {
@@ -275,7 +272,10 @@ size_t bc_audit(const struct bc_store *s)
         u64map_scan(s->chans, &cursor, SIZE_MAX, audit_chan, &ac);
     while (cursor != 0);
     return ac.bad + u64map_audit(s->chans) + (ac.entries != s->entries) +
-           (ac.offs_bytes != s->offs_bytes) + (ac.nchans != s->nchans);
+           (ac.nchans != s->nchans) +
+           (u64map_bytes(s->chans) + s->nchans * sizeof(struct bc_chan) +
+                ac.offs_bytes !=
+            s->mem.bytes);
 }
 
 struct del_ctx {
@@ -290,12 +290,10 @@ static void del_visit(uint64_t ch, uint64_t w, void *ctx)
 {
     struct del_ctx *dc = ctx;
     struct bc_chan *c = chan_of(w);
-    size_t before = u32map_bytes(c->offs);
 
     (void)ch;
     if (!u32map_del(c->offs, dc->uid))
         return;
-    dc->s->offs_bytes = dc->s->offs_bytes - before + u32map_bytes(c->offs);
     dc->s->entries--;
     dc->n++;
 }

@@ -25,10 +25,10 @@
 #include "cnt.h"
 
 #include "db.h"
+#include "mem.h"
 #include "u64map.h"
 
 #include <stdbool.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* The two inline forms: pairs, value bits, where each pair starts. */
@@ -61,7 +61,7 @@ struct cnt_rec {
 
 struct cnt_store {
     struct u64map *map;
-    size_t rec_bytes; /* requested sizes of all records */
+    struct mem_acct mem; /* the map and the records */
 };
 
 /* A user's counters decoded from either form, sparse: n pairs ascending. */
@@ -144,7 +144,7 @@ static uint64_t user_inline(const struct cnt_user *u, const struct inl_form *f)
 /* A new record for u (n >= 1), or NULL on allocation failure. */
 static struct cnt_rec *rec_new(struct cnt_store *s, const struct cnt_user *u)
 {
-    struct cnt_rec *r = malloc(rec_size(u->n));
+    struct cnt_rec *r = mem_alloc(&s->mem, rec_size(u->n));
 
     if (r == NULL)
         return NULL;
@@ -153,14 +153,12 @@ static struct cnt_rec *rec_new(struct cnt_store *s, const struct cnt_user *u)
         r->mask |= UINT64_C(1) << u->types[i];
         r->vals[i] = u->vals[i];
     }
-    s->rec_bytes += rec_size(u->n);
     return r;
 }
 
 static void rec_free(struct cnt_store *s, struct cnt_rec *r)
 {
-    s->rec_bytes -= rec_size((unsigned)__builtin_popcountll(r->mask));
-    free(r);
+    mem_free(&s->mem, r, rec_size((unsigned)__builtin_popcountll(r->mask)));
 }
 
 static uint64_t user_total(const struct cnt_user *u)
@@ -232,15 +230,11 @@ static int user_store(struct cnt_store *s, uint64_t uid, uint64_t *ref,
         unsigned oldn = (unsigned)__builtin_popcountll(oldrec->mask);
 
         if (oldn != u->n) {
-            /* realloc keeps the old record intact when it fails. */
-            r = realloc(oldrec, rec_size(u->n));
-            if (r == NULL) {
-                if (u->n > oldn)
-                    return -1;
-                r = oldrec; /* a shrink that failed: keep the larger block */
-            }
-            s->rec_bytes += rec_size(u->n);
-            s->rec_bytes -= rec_size(oldn);
+            /* A failed growth keeps the old record intact; a shrink never
+             * fails (mem.h). */
+            r = mem_realloc(&s->mem, oldrec, rec_size(oldn), rec_size(u->n));
+            if (r == NULL)
+                return -1;
         } else {
             r = oldrec;
         }
@@ -266,13 +260,14 @@ static int user_store(struct cnt_store *s, uint64_t uid, uint64_t *ref,
 
 struct cnt_store *cnt_create(void)
 {
-    struct cnt_store *s = calloc(1, sizeof(*s));
+    struct cnt_store *s = mem_zalloc(NULL, sizeof(*s));
 
     if (s == NULL)
         return NULL;
-    s->map = u64map_create();
+    mem_acct_init(&s->mem, NULL);
+    s->map = u64map_create(&s->mem);
     if (s->map == NULL) {
-        free(s);
+        mem_free(NULL, s, sizeof(*s));
         return NULL;
     }
     return s;
@@ -281,9 +276,8 @@ struct cnt_store *cnt_create(void)
 static void free_rec_visit(uint64_t uid, uint64_t w, void *ctx)
 {
     (void)uid;
-    (void)ctx;
     if (!is_inline(w))
-        free(rec_of(w));
+        rec_free(ctx, rec_of(w));
 }
 
 void cnt_destroy(struct cnt_store *s)
@@ -293,10 +287,10 @@ void cnt_destroy(struct cnt_store *s)
     if (s == NULL)
         return;
     do
-        u64map_scan(s->map, &cursor, SIZE_MAX, free_rec_visit, NULL);
+        u64map_scan(s->map, &cursor, SIZE_MAX, free_rec_visit, s);
     while (cursor != 0);
     u64map_destroy(s->map);
-    free(s);
+    mem_free(NULL, s, sizeof(*s));
 }
 
 /* uid's current value of type, decoded into u; ref set to its slot. */
@@ -371,8 +365,8 @@ int cnt_set(struct cnt_store *s, uint64_t uid, unsigned type, uint32_t v,
 
 /*
  * Removing types never needs memory: the result is either inline, or a
- * record no larger than the old one (user_store's failed-shrink path keeps
- * the old block), so this cannot fail.
+ * record no larger than the old one (a shrink never fails, mem.h), so this
+ * cannot fail.
  */
 uint64_t cnt_clear(struct cnt_store *s, uint64_t uid, uint64_t mask)
 {
@@ -473,7 +467,7 @@ size_t cnt_entries(const struct cnt_store *s)
  */
 size_t cnt_bytes(const struct cnt_store *s)
 {
-    return sizeof(*s) + u64map_bytes(s->map) + s->rec_bytes;
+    return sizeof(*s) + s->mem.bytes;
 }
 
 struct scan_ctx {
@@ -564,7 +558,8 @@ size_t cnt_audit(const struct cnt_store *s)
     do
         u64map_scan(s->map, &cursor, SIZE_MAX, audit_visit, &ac);
     while (cursor != 0);
-    return ac.bad + u64map_audit(s->map) + (ac.rec_bytes != s->rec_bytes);
+    return ac.bad + u64map_audit(s->map) +
+           (ac.rec_bytes + u64map_bytes(s->map) != s->mem.bytes);
 }
 
 size_t cnt_forget_user(struct cnt_store *s, uint64_t uid)

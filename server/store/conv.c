@@ -30,6 +30,7 @@
 #include "conv.h"
 
 #include "db.h"
+#include "mem.h"
 #include "u64map.h"
 #include "wmap.h"
 
@@ -70,8 +71,8 @@ struct conv_arr {
 
 struct conv_store {
     struct wmap *users;
-    size_t convs;      /* (user, conversation) entries */
-    size_t heap_bytes; /* arrays, full records and per-user maps */
+    struct mem_acct mem; /* users, arrays, full records, per-user maps */
+    size_t convs;        /* (user, conversation) entries */
 };
 
 /* One conversation's state while an operation works on it. */
@@ -101,32 +102,30 @@ static inline size_t full_size(uint32_t cap)
 /* A record with room for cap recalled seqs and none yet, or NULL. */
 static struct conv_full *full_alloc(struct conv_store *s, uint32_t cap)
 {
-    struct conv_full *f = calloc(1, full_size(cap));
+    struct conv_full *f = mem_zalloc(&s->mem, full_size(cap));
 
     if (f == NULL)
         return NULL;
     f->cap = (uint16_t)cap;
-    s->heap_bytes += full_size(cap);
     return f;
 }
 
 static void full_free(struct conv_store *s, struct conv_full *f)
 {
-    s->heap_bytes -= full_size(f->cap);
-    free(f);
+    mem_free(&s->mem, f, full_size(f->cap));
 }
 
-/* f resized to cap: the new address, or NULL with f intact. */
+/* f resized to cap: the new address, or NULL with f intact (growing only:
+ * a shrink never fails, mem.h). */
 static struct conv_full *full_resize(struct conv_store *s, struct conv_full *f,
                                      uint32_t cap)
 {
-    size_t old = full_size(f->cap);
-    struct conv_full *nf = realloc(f, full_size(cap));
+    struct conv_full *nf =
+        mem_realloc(&s->mem, f, full_size(f->cap), full_size(cap));
 
     if (nf == NULL)
         return NULL;
     nf->cap = (uint16_t)cap;
-    s->heap_bytes += full_size(cap) - old;
     return nf;
 }
 
@@ -241,10 +240,8 @@ static void rec_prune(struct conv_store *s, struct cst *c)
         return;
     f->nrec -= k;
     memmove(f->rec, f->rec + k, f->nrec * sizeof(uint64_t));
-    /* A failed shrink keeps the larger block: still valid. */
-    nf = full_resize(s, f, f->nrec);
-    if (nf != NULL)
-        c->f = nf;
+    nf = full_resize(s, f, f->nrec); /* a shrink: never fails (mem.h) */
+    c->f = nf;
 }
 
 /* Remembers seq (above the watermark) as recalled; idempotent. 0, or a
@@ -383,32 +380,30 @@ static uint64_t *conv_slot(const struct wmap_val *u, uint64_t cid)
 
 static struct conv_arr *arr_alloc(struct conv_store *s, uint32_t n)
 {
-    struct conv_arr *a = malloc(arr_size(n));
+    struct conv_arr *a = mem_alloc(&s->mem, arr_size(n));
 
     if (a == NULL)
         return NULL;
     a->n = a->cap = n;
-    s->heap_bytes += arr_size(n);
     return a;
 }
 
 static void arr_free(struct conv_store *s, struct conv_arr *a)
 {
-    s->heap_bytes -= arr_size(a->cap);
-    free(a);
+    mem_free(&s->mem, a, arr_size(a->cap));
 }
 
-/* a resized to cap: the new address, or NULL with a intact. */
+/* a resized to cap: the new address, or NULL with a intact (growing only:
+ * a shrink never fails, mem.h). */
 static struct conv_arr *arr_resize(struct conv_store *s, struct conv_arr *a,
                                    uint32_t cap)
 {
-    size_t old = arr_size(a->cap);
-    struct conv_arr *na = realloc(a, arr_size(cap));
+    struct conv_arr *na =
+        mem_realloc(&s->mem, a, arr_size(a->cap), arr_size(cap));
 
     if (na == NULL)
         return NULL;
     na->cap = cap;
-    s->heap_bytes += arr_size(cap) - old;
     return na;
 }
 
@@ -444,12 +439,6 @@ static void map_records(const struct u64map *m, struct crec *r)
     qsort(r, k.n, sizeof(*r), crec_cmp);
 }
 
-static void map_free(struct conv_store *s, struct u64map *m)
-{
-    s->heap_bytes -= u64map_bytes(m);
-    u64map_destroy(m);
-}
-
 /* The user's one conversation and a new one become a sorted array. The
  * caller then adds the new one's contribution to the total. */
 static int single_to_arr(struct conv_store *s, struct wmap_val *u, uint64_t cid,
@@ -472,7 +461,7 @@ static int arr_to_map(struct conv_store *s, struct wmap_val *u, uint64_t cid,
                       uint64_t w)
 {
     struct conv_arr *a = arr_of(u);
-    struct u64map *m = u64map_create();
+    struct u64map *m = u64map_create(&s->mem);
     int rc = u64map_put(m, cid, w);
 
     for (uint32_t i = 0; rc == 0 && i < a->n; i++)
@@ -481,7 +470,6 @@ static int arr_to_map(struct conv_store *s, struct wmap_val *u, uint64_t cid,
         u64map_destroy(m);
         return CONV_ENOMEM;
     }
-    s->heap_bytes += u64map_bytes(m);
     arr_free(s, a);
     u->b = (uint64_t)(uintptr_t)m | TAG_MAP;
     return 0;
@@ -507,16 +495,9 @@ static int arr_insert(struct conv_store *s, struct wmap_val *u, uint64_t cid,
     return 0;
 }
 
-static int map_insert(struct conv_store *s, struct wmap_val *u, uint64_t cid,
-                      uint64_t w)
+static int map_insert(struct wmap_val *u, uint64_t cid, uint64_t w)
 {
-    struct u64map *m = map_of(u);
-    size_t before = u64map_bytes(m);
-
-    if (u64map_put(m, cid, w) != 0)
-        return CONV_ENOMEM;
-    s->heap_bytes += u64map_bytes(m) - before;
-    return 0;
+    return u64map_put(map_of(u), cid, w) == 0 ? 0 : CONV_ENOMEM;
 }
 
 /* Adds conversation cid (word w, not stored yet) to user uid (u: its
@@ -535,7 +516,7 @@ static int user_insert(struct conv_store *s, uint64_t uid, struct wmap_val *u,
     } else {
         uint64_t tag = user_tag(u);
         int rc = tag == TAG_ARR   ? arr_insert(s, u, cid, w)
-                 : tag == TAG_MAP ? map_insert(s, u, cid, w)
+                 : tag == TAG_MAP ? map_insert(u, cid, w)
                                   : single_to_arr(s, u, cid, w);
 
         if (rc != 0)
@@ -566,10 +547,8 @@ static void arr_remove(struct conv_store *s, struct wmap_val *u, uint64_t cid)
         arr_free(s, a);
         return;
     }
-    /* A failed shrink keeps the larger block: still valid. */
-    na = arr_resize(s, a, a->n);
-    if (na != NULL)
-        u->b = (uint64_t)(uintptr_t)na | TAG_ARR;
+    na = arr_resize(s, a, a->n); /* a shrink: never fails (mem.h) */
+    u->b = (uint64_t)(uintptr_t)na | TAG_ARR;
 }
 
 /* Back to an array below half of CONV_SMALL_MAX (best effort: without
@@ -577,11 +556,10 @@ static void arr_remove(struct conv_store *s, struct wmap_val *u, uint64_t cid)
 static void map_remove(struct conv_store *s, struct wmap_val *u, uint64_t cid)
 {
     struct u64map *m = map_of(u);
-    size_t before = u64map_bytes(m), n;
     struct conv_arr *a;
+    size_t n;
 
     u64map_del(m, cid);
-    s->heap_bytes -= before - u64map_bytes(m);
     n = u64map_count(m);
     if (n == 1) {
         struct crec last;
@@ -594,7 +572,7 @@ static void map_remove(struct conv_store *s, struct wmap_val *u, uint64_t cid)
     } else {
         return;
     }
-    map_free(s, m);
+    u64map_destroy(m);
 }
 
 /* Removes conversation cid, whose record is already freed and whose
@@ -623,13 +601,14 @@ static uint64_t user_remove(struct conv_store *s, uint64_t uid,
 
 struct conv_store *conv_create(void)
 {
-    struct conv_store *s = calloc(1, sizeof(*s));
+    struct conv_store *s = mem_zalloc(NULL, sizeof(*s));
 
     if (s == NULL)
         return NULL;
-    s->users = wmap_create();
+    mem_acct_init(&s->mem, NULL);
+    s->users = wmap_create(&s->mem);
     if (s->users == NULL) {
-        free(s);
+        mem_free(NULL, s, sizeof(*s));
         return NULL;
     }
     return s;
@@ -657,7 +636,7 @@ static void free_user_visit(uint64_t uid, const struct wmap_val *u, void *ctx)
         do
             u64map_scan(map_of(u), &cursor, SIZE_MAX, free_word_visit, s);
         while (cursor != 0);
-        map_free(s, map_of(u));
+        u64map_destroy(map_of(u));
         break;
     default:
         word_free(s, u->b);
@@ -674,7 +653,7 @@ void conv_destroy(struct conv_store *s)
         wmap_scan(s->users, &cursor, SIZE_MAX, free_user_visit, s);
     while (cursor != 0);
     wmap_destroy(s->users);
-    free(s);
+    mem_free(NULL, s, sizeof(*s));
 }
 
 /*
@@ -758,8 +737,8 @@ uint64_t conv_total(const struct conv_store *s, uint64_t uid)
 static int map_list(const struct u64map *m, size_t max, conv_list_fn fn,
                     void *ctx, size_t *n)
 {
-    struct crec *r = malloc(u64map_count(m) * sizeof(*r));
-    size_t k = 0;
+    size_t size = u64map_count(m) * sizeof(struct crec), k = 0;
+    struct crec *r = mem_alloc(NULL, size);
 
     if (r == NULL)
         return CONV_ENOMEM;
@@ -772,7 +751,7 @@ static int map_list(const struct u64map *m, size_t max, conv_list_fn fn,
             k++;
         }
     }
-    free(r);
+    mem_free(NULL, r, size);
     *n = k;
     return 0;
 }
@@ -916,7 +895,7 @@ size_t conv_users(const struct conv_store *s)
  * process RSS beside it. */
 size_t conv_bytes(const struct conv_store *s)
 {
-    return sizeof(*s) + wmap_bytes(s->users) + s->heap_bytes;
+    return sizeof(*s) + s->mem.bytes;
 }
 
 /* ---- Audit ------------------------------------------------------------- */
@@ -995,7 +974,7 @@ size_t conv_audit(const struct conv_store *s)
         wmap_scan(s->users, &cursor, SIZE_MAX, audit_user_visit, &ac);
     while (cursor != 0);
     return ac.bad + wmap_audit(s->users) + (ac.convs != s->convs) +
-           (ac.bytes != s->heap_bytes);
+           (ac.bytes + wmap_bytes(s->users) != s->mem.bytes);
 }
 
 /* ---- Per user ---------------------------------------------------------- */

@@ -39,7 +39,7 @@ int db_init(struct db *db)
         goto error;
 #include "families.def"
 #undef FAMILY
-    db->active = u32map_create();
+    db->active = u32map_create(NULL);
     if (db->active == NULL)
         goto error;
     return 0;

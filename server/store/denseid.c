@@ -8,23 +8,24 @@
 
 #include "u64map.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #define DENSEID_FIRST_CAP 16u
 
-struct denseid *denseid_create(size_t vsize, uint32_t max)
+struct denseid *denseid_create(struct mem_acct *owner, size_t vsize,
+                               uint32_t max)
 {
     struct denseid *d;
 
     if (vsize == 0 || vsize > 64)
         return NULL;
-    d = calloc(1, sizeof(*d));
+    d = mem_zalloc(owner, sizeof(*d));
     if (d == NULL)
         return NULL;
-    d->map = u64map_create();
+    mem_acct_init(&d->mem, owner);
+    d->map = u64map_create(&d->mem);
     if (d->map == NULL) {
-        free(d);
+        mem_free(owner, d, sizeof(*d));
         return NULL;
     }
     d->vsize = vsize;
@@ -32,18 +33,24 @@ struct denseid *denseid_create(size_t vsize, uint32_t max)
     return d;
 }
 
+/* Indices chunk i holds. */
+static uint32_t chunk_cap(const struct denseid *d, uint32_t i)
+{
+    return i + 1 == d->chunks ? d->last_cap : DENSEID_CHUNK;
+}
+
 void denseid_destroy(struct denseid *d)
 {
     if (d == NULL)
         return;
     for (uint32_t i = 0; i < d->chunks; i++) {
-        free(d->ids[i]);
-        free(d->vals[i]);
+        mem_free(&d->mem, d->ids[i], chunk_cap(d, i) * sizeof(uint64_t));
+        mem_free(&d->mem, d->vals[i], chunk_cap(d, i) * d->vsize);
     }
-    free(d->ids);
-    free(d->vals);
+    mem_free(&d->mem, d->ids, d->dir_cap * sizeof(*d->ids));
+    mem_free(&d->mem, d->vals, d->dir_cap * sizeof(*d->vals));
     u64map_destroy(d->map);
-    free(d);
+    mem_free(d->mem.up, d, sizeof(*d));
 }
 
 bool denseid_find(const struct denseid *d, uint64_t id, uint32_t *idx)
@@ -61,38 +68,55 @@ uint64_t denseid_id(const struct denseid *d, uint32_t idx)
     return d->ids[idx >> DENSEID_CHUNK_BITS][idx & (DENSEID_CHUNK - 1)];
 }
 
+/*
+ * The two growths below change two blocks each. Each block's size follows
+ * from the fields (dir_cap, last_cap), so that the frees can name it: when
+ * the second block cannot grow, the first is shrunk back (a shrink never
+ * fails, mem.h) and the table is exactly as before.
+ */
+
 /* Room for one more directory entry. */
 static int dir_grow(struct denseid *d)
 {
-    uint32_t cap = d->dir_cap ? d->dir_cap * 2 : 4;
+    size_t old = d->dir_cap * sizeof(void *);
+    size_t cap = d->dir_cap ? d->dir_cap * 2 : 4;
     uint64_t **ids;
     uint8_t **vals;
 
-    ids = realloc(d->ids, cap * sizeof(*ids));
+    ids = mem_realloc(&d->mem, d->ids, old, cap * sizeof(*ids));
     if (ids == NULL)
         return DENSEID_ENOMEM;
     d->ids = ids;
-    vals = realloc(d->vals, cap * sizeof(*vals));
-    if (vals == NULL)
-        return DENSEID_ENOMEM; /* ids[] is larger than needed: harmless */
+    vals = mem_realloc(&d->mem, d->vals, old, cap * sizeof(*vals));
+    if (vals == NULL) {
+        if (old == 0) {
+            mem_free(&d->mem, d->ids, cap * sizeof(*ids));
+            d->ids = NULL;
+        } else {
+            d->ids = mem_realloc(&d->mem, d->ids, cap * sizeof(*ids), old);
+        }
+        return DENSEID_ENOMEM;
+    }
     d->vals = vals;
-    d->dir_cap = cap;
+    d->dir_cap = (uint32_t)cap;
     return 0;
 }
 
 /* A new last chunk of DENSEID_FIRST_CAP indices. */
 static int chunk_add(struct denseid *d)
 {
+    size_t ni = DENSEID_FIRST_CAP * sizeof(uint64_t);
+    size_t nv = DENSEID_FIRST_CAP * d->vsize;
     uint64_t *ids;
     uint8_t *vals;
 
     if (d->chunks == d->dir_cap && dir_grow(d) != 0)
         return DENSEID_ENOMEM;
-    ids = malloc(DENSEID_FIRST_CAP * sizeof(*ids));
-    vals = calloc(DENSEID_FIRST_CAP, d->vsize);
+    ids = mem_alloc(&d->mem, ni);
+    vals = mem_zalloc(&d->mem, nv);
     if (ids == NULL || vals == NULL) {
-        free(ids);
-        free(vals);
+        mem_free(&d->mem, ids, ni);
+        mem_free(&d->mem, vals, nv);
         return DENSEID_ENOMEM;
     }
     d->ids[d->chunks] = ids;
@@ -102,23 +126,25 @@ static int chunk_add(struct denseid *d)
     return 0;
 }
 
-/* Doubles the last chunk. Values first: if the ids then fail, the value
- * block is merely larger than last_cap says, and the next attempt's
- * realloc to the same size is a no-op. */
+/* Doubles the last chunk. */
 static int chunk_double(struct denseid *d)
 {
     uint32_t last = d->chunks - 1, cap = d->last_cap * 2;
+    size_t vold = d->last_cap * d->vsize;
     uint64_t *ids;
     uint8_t *vals;
 
-    vals = realloc(d->vals[last], cap * d->vsize);
+    vals = mem_realloc(&d->mem, d->vals[last], vold, cap * d->vsize);
     if (vals == NULL)
         return DENSEID_ENOMEM;
     d->vals[last] = vals;
-    memset(vals + d->last_cap * d->vsize, 0, d->last_cap * d->vsize);
-    ids = realloc(d->ids[last], cap * sizeof(*ids));
-    if (ids == NULL)
+    ids = mem_realloc(&d->mem, d->ids[last], d->last_cap * sizeof(*ids),
+                      cap * sizeof(*ids));
+    if (ids == NULL) {
+        d->vals[last] = mem_realloc(&d->mem, vals, cap * d->vsize, vold);
         return DENSEID_ENOMEM;
+    }
+    memset(vals + vold, 0, vold);
     d->ids[last] = ids;
     d->last_cap = cap;
     return 0;
@@ -155,18 +181,25 @@ int denseid_intern(struct denseid *d, uint64_t id, uint32_t *idx)
 
 size_t denseid_bytes(const struct denseid *d)
 {
+    return sizeof(*d) + d->mem.bytes;
+}
+
+/* What the account should hold: the map, the directory and the chunks. */
+static size_t shape_bytes(const struct denseid *d)
+{
     size_t per = sizeof(uint64_t) + d->vsize, slots = 0;
 
     if (d->chunks > 0)
         slots = (size_t)(d->chunks - 1) * DENSEID_CHUNK + d->last_cap;
-    return sizeof(*d) + u64map_bytes(d->map) +
-           (size_t)d->dir_cap * 2 * sizeof(void *) + slots * per;
+    return u64map_bytes(d->map) + (size_t)d->dir_cap * 2 * sizeof(void *) +
+           slots * per;
 }
 
 size_t denseid_audit(const struct denseid *d)
 {
     size_t bad = u64map_audit(d->map);
 
+    bad += shape_bytes(d) != d->mem.bytes;
     bad += u64map_count(d->map) != d->count;
     bad += d->count > d->max;
     for (uint32_t i = 0; i < d->count; i++)

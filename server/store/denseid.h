@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mem.h"
+
 #define DENSEID_CHUNK_BITS 12
 #define DENSEID_CHUNK (1u << DENSEID_CHUNK_BITS)
 
@@ -29,9 +31,10 @@ enum { DENSEID_ENOMEM = -1, DENSEID_EFULL = -2 };
 
 /* Private: exposed only so that denseid_val can be inlined in hot loops. */
 struct denseid {
-    struct u64map *map; /* id -> index + 1 */
-    uint64_t **ids;     /* ids[i >> BITS][i & (CHUNK - 1)]: the id of i */
-    uint8_t **vals;     /* the same layout, vsize bytes per index */
+    struct u64map *map;  /* id -> index + 1 */
+    struct mem_acct mem; /* the map, the directory and the chunks */
+    uint64_t **ids;      /* ids[i >> BITS][i & (CHUNK - 1)]: the id of i */
+    uint8_t **vals;      /* the same layout, vsize bytes per index */
     size_t vsize;
     uint32_t count;    /* indices given: 0..count-1 */
     uint32_t max;      /* at most this many */
@@ -41,8 +44,11 @@ struct denseid {
 };
 
 /* A table giving at most max indices with vsize-byte values (1..64), or
- * NULL on allocation failure. */
-struct denseid *denseid_create(size_t vsize, uint32_t max);
+ * NULL on allocation failure. Its struct is charged to owner and what it
+ * allocates to an account of its own under owner (mem.h; NULL: the process
+ * total only). */
+struct denseid *denseid_create(struct mem_acct *owner, size_t vsize,
+                               uint32_t max);
 void denseid_destroy(struct denseid *d);
 
 /* true with *idx set when id has an index. */
@@ -69,7 +75,8 @@ static inline void *denseid_val(const struct denseid *d, uint32_t idx)
            (size_t)(idx & (DENSEID_CHUNK - 1)) * d->vsize;
 }
 
-/* Bytes held: the map, the directory and the chunks (requested sizes). */
+/* Bytes held: the struct, the map, the directory and the chunks (requested
+ * sizes): its account. */
 size_t denseid_bytes(const struct denseid *d);
 
 /* Checks that the map and the ids agree both ways and the map's own

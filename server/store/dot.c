@@ -16,8 +16,7 @@
 #include "db.h"
 #include "denseid.h"
 #include "listmap.h"
-
-#include <stdlib.h>
+#include "mem.h"
 
 /* denseid_intern's errors pass through as DOT_* errors, and listmap's
  * -1 is DOT_ENOMEM. */
@@ -28,6 +27,7 @@ _Static_assert((int)DOT_ENOMEM == (int)DENSEID_ENOMEM &&
 struct dot_store {
     struct denseid *dots; /* value: uint64_t push time + 1, 0 = never */
     struct listmap *clicks;
+    struct mem_acct mem; /* both */
 };
 
 static inline uint64_t *push_ref(const struct dot_store *s, uint32_t idx)
@@ -37,12 +37,13 @@ static inline uint64_t *push_ref(const struct dot_store *s, uint32_t idx)
 
 struct dot_store *dot_create(void)
 {
-    struct dot_store *s = calloc(1, sizeof(*s));
+    struct dot_store *s = mem_zalloc(NULL, sizeof(*s));
 
     if (s == NULL)
         return NULL;
-    s->dots = denseid_create(sizeof(uint64_t), DOT_MAX_DOTS);
-    s->clicks = listmap_create(DOT_INDEX_BITS);
+    mem_acct_init(&s->mem, NULL);
+    s->dots = denseid_create(&s->mem, sizeof(uint64_t), DOT_MAX_DOTS);
+    s->clicks = listmap_create(&s->mem, DOT_INDEX_BITS);
     if (s->dots == NULL || s->clicks == NULL) {
         dot_destroy(s);
         return NULL;
@@ -56,7 +57,7 @@ void dot_destroy(struct dot_store *s)
         return;
     denseid_destroy(s->dots);
     listmap_destroy(s->clicks);
-    free(s);
+    mem_free(NULL, s, sizeof(*s));
 }
 
 int dot_push(struct dot_store *s, uint64_t dot, uint64_t ts, uint64_t *push)
@@ -164,7 +165,7 @@ size_t dot_dots(const struct dot_store *s)
 
 size_t dot_bytes(const struct dot_store *s)
 {
-    return sizeof(*s) + denseid_bytes(s->dots) + listmap_bytes(s->clicks);
+    return sizeof(*s) + s->mem.bytes;
 }
 
 static size_t check_entry(uint64_t entry, const void *ctx)
@@ -178,6 +179,7 @@ size_t dot_audit(const struct dot_store *s)
 {
     size_t bad = denseid_audit(s->dots);
 
+    bad += denseid_bytes(s->dots) + listmap_bytes(s->clicks) != s->mem.bytes;
     for (uint32_t i = 0; i < denseid_count(s->dots); i++)
         bad += *push_ref(s, i) > DOT_TS_MAX + 1;
     return bad + listmap_audit(s->clicks, check_entry, s);

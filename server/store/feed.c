@@ -24,8 +24,7 @@
 #include "db.h"
 #include "denseid.h"
 #include "listmap.h"
-
-#include <stdlib.h>
+#include "mem.h"
 
 /* denseid_intern's errors pass through as FEED_* errors. */
 _Static_assert((int)FEED_ENOMEM == (int)DENSEID_ENOMEM &&
@@ -35,6 +34,7 @@ _Static_assert((int)FEED_ENOMEM == (int)DENSEID_ENOMEM &&
 struct feed_store {
     struct denseid *authors; /* value: uint32_t post count */
     struct listmap *follows;
+    struct mem_acct mem; /* both */
 };
 
 static inline uint32_t *count_ref(const struct feed_store *s, uint32_t idx)
@@ -44,12 +44,13 @@ static inline uint32_t *count_ref(const struct feed_store *s, uint32_t idx)
 
 struct feed_store *feed_create(void)
 {
-    struct feed_store *s = calloc(1, sizeof(*s));
+    struct feed_store *s = mem_zalloc(NULL, sizeof(*s));
 
     if (s == NULL)
         return NULL;
-    s->authors = denseid_create(sizeof(uint32_t), FEED_MAX_AUTHORS);
-    s->follows = listmap_create(FEED_INDEX_BITS);
+    mem_acct_init(&s->mem, NULL);
+    s->authors = denseid_create(&s->mem, sizeof(uint32_t), FEED_MAX_AUTHORS);
+    s->follows = listmap_create(&s->mem, FEED_INDEX_BITS);
     if (s->authors == NULL || s->follows == NULL) {
         feed_destroy(s);
         return NULL;
@@ -63,7 +64,7 @@ void feed_destroy(struct feed_store *s)
         return;
     denseid_destroy(s->authors);
     listmap_destroy(s->follows);
-    free(s);
+    mem_free(NULL, s, sizeof(*s));
 }
 
 int feed_post(struct feed_store *s, uint64_t author, uint64_t n,
@@ -214,7 +215,7 @@ size_t feed_authors(const struct feed_store *s)
 
 size_t feed_bytes(const struct feed_store *s)
 {
-    return sizeof(*s) + denseid_bytes(s->authors) + listmap_bytes(s->follows);
+    return sizeof(*s) + s->mem.bytes;
 }
 
 static size_t check_edge(uint64_t e, const void *ctx)
@@ -226,7 +227,10 @@ static size_t check_edge(uint64_t e, const void *ctx)
 
 size_t feed_audit(const struct feed_store *s)
 {
-    return denseid_audit(s->authors) + listmap_audit(s->follows, check_edge, s);
+    return denseid_audit(s->authors) +
+           listmap_audit(s->follows, check_edge, s) +
+           (denseid_bytes(s->authors) + listmap_bytes(s->follows) !=
+            s->mem.bytes);
 }
 
 size_t feed_forget_user(struct feed_store *s, uint64_t uid)

@@ -25,6 +25,7 @@
 #include "db.h"
 #include "denseid.h"
 #include "listmap.h"
+#include "mem.h"
 
 #include <stdlib.h>
 
@@ -47,7 +48,7 @@ struct grp_group {
 struct grp_store {
     struct denseid *groups;  /* gid -> index, struct grp_group */
     struct listmap *members; /* uid -> membership entries */
-    size_t ring_bytes;       /* of all windows */
+    struct mem_acct mem;     /* both, and the windows */
 };
 
 static inline uint64_t memb_entry(uint32_t gidx, uint32_t seen)
@@ -90,15 +91,13 @@ static inline uint64_t ring_ts(const struct grp_group *g, uint64_t seq)
 static int ring_resize(struct grp_store *s, struct grp_group *g, uint32_t cap)
 {
     uint32_t keep = g->known < cap ? g->known : cap;
-    uint32_t *r = calloc(cap, sizeof(*r));
+    uint32_t *r = mem_zalloc(&s->mem, (size_t)cap * sizeof(*r));
 
     if (r == NULL)
         return GRP_ENOMEM;
     for (uint64_t q = g->head - keep + 1; q <= g->head; q++)
         r[q % cap] = g->ring[q % g->cap];
-    free(g->ring);
-    s->ring_bytes -= (size_t)g->cap * sizeof(*r);
-    s->ring_bytes += (size_t)cap * sizeof(*r);
+    mem_free(&s->mem, g->ring, (size_t)g->cap * sizeof(*r));
     g->ring = r;
     g->cap = cap;
     g->known = keep;
@@ -223,13 +222,14 @@ static int memb_place(struct grp_store *s, uint64_t uid, uint64_t gid,
 
 struct grp_store *grp_create(void)
 {
-    struct grp_store *s = calloc(1, sizeof(*s));
+    struct grp_store *s = mem_zalloc(NULL, sizeof(*s));
 
     if (s == NULL)
         return NULL;
-    s->groups =
-        denseid_create(sizeof(struct grp_group), UINT32_C(1) << GIDX_BITS);
-    s->members = listmap_create(GIDX_BITS);
+    mem_acct_init(&s->mem, NULL);
+    s->groups = denseid_create(&s->mem, sizeof(struct grp_group),
+                               UINT32_C(1) << GIDX_BITS);
+    s->members = listmap_create(&s->mem, GIDX_BITS);
     if (s->groups == NULL || s->members == NULL) {
         grp_destroy(s);
         return NULL;
@@ -243,10 +243,11 @@ void grp_destroy(struct grp_store *s)
         return;
     if (s->groups != NULL)
         for (uint32_t i = 0; i < denseid_count(s->groups); i++)
-            free(group_at(s, i)->ring);
+            mem_free(&s->mem, group_at(s, i)->ring,
+                     (size_t)group_at(s, i)->cap * sizeof(uint32_t));
     denseid_destroy(s->groups);
     listmap_destroy(s->members);
-    free(s);
+    mem_free(NULL, s, sizeof(*s));
 }
 
 int grp_post(struct grp_store *s, uint64_t gid, uint64_t ts, uint32_t window,
@@ -450,8 +451,7 @@ size_t grp_entries(const struct grp_store *s)
 
 size_t grp_bytes(const struct grp_store *s)
 {
-    return sizeof(*s) + denseid_bytes(s->groups) + listmap_bytes(s->members) +
-           s->ring_bytes;
+    return sizeof(*s) + s->mem.bytes;
 }
 
 /* listmap_audit's per-entry rule: a known group, seen not ahead of it. */
@@ -489,7 +489,8 @@ size_t grp_audit(const struct grp_store *s)
         bad += audit_group(group_at(s, i));
         ring_bytes += (size_t)group_at(s, i)->cap * sizeof(uint32_t);
     }
-    bad += ring_bytes != s->ring_bytes;
+    bad += ring_bytes + denseid_bytes(s->groups) + listmap_bytes(s->members) !=
+           s->mem.bytes;
     bad += denseid_audit(s->groups);
     bad += listmap_audit(s->members, audit_memb, s);
     return bad;

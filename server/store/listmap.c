@@ -12,7 +12,6 @@
 
 #include "u64map.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 struct lm_rec {
@@ -23,9 +22,9 @@ struct lm_rec {
 
 struct listmap {
     struct u64map *map;
-    unsigned shift; /* 64 - keybits: entry >> shift is its key */
+    struct mem_acct mem; /* the map and the records */
+    unsigned shift;      /* 64 - keybits: entry >> shift is its key */
     size_t entries;
-    size_t rec_bytes; /* requested sizes of all records */
 };
 
 static inline bool is_inline(uint64_t w)
@@ -60,30 +59,35 @@ static uint32_t lower_bound(const uint64_t *e, uint32_t n, unsigned shift,
     return lo;
 }
 
-struct listmap *listmap_create(unsigned keybits)
+struct listmap *listmap_create(struct mem_acct *owner, unsigned keybits)
 {
     struct listmap *m;
 
     if (keybits < 1 || keybits > 62)
         return NULL;
-    m = calloc(1, sizeof(*m));
+    m = mem_zalloc(owner, sizeof(*m));
     if (m == NULL)
         return NULL;
-    m->map = u64map_create();
+    mem_acct_init(&m->mem, owner);
+    m->map = u64map_create(&m->mem);
     if (m->map == NULL) {
-        free(m);
+        mem_free(owner, m, sizeof(*m));
         return NULL;
     }
     m->shift = 64 - keybits;
     return m;
 }
 
+static void rec_free(struct listmap *m, struct lm_rec *r)
+{
+    mem_free(&m->mem, r, rec_size(r->n));
+}
+
 static void free_visit(uint64_t uid, uint64_t w, void *ctx)
 {
     (void)uid;
-    (void)ctx;
     if (!is_inline(w))
-        free(rec_of(w));
+        rec_free(ctx, rec_of(w));
 }
 
 void listmap_destroy(struct listmap *m)
@@ -93,10 +97,10 @@ void listmap_destroy(struct listmap *m)
     if (m == NULL)
         return;
     do
-        u64map_scan(m->map, &cursor, SIZE_MAX, free_visit, NULL);
+        u64map_scan(m->map, &cursor, SIZE_MAX, free_visit, m);
     while (cursor != 0);
     u64map_destroy(m->map);
-    free(m);
+    mem_free(m->mem.up, m, sizeof(*m));
 }
 
 uint32_t listmap_get(const struct listmap *m, uint64_t uid, const uint64_t **e,
@@ -164,7 +168,8 @@ static struct lm_rec *rec_with(struct listmap *m, struct lm_rec *old,
                                const uint64_t *e, uint32_t n, uint32_t at,
                                uint64_t entry)
 {
-    struct lm_rec *r = realloc(old, rec_size(n));
+    struct lm_rec *r =
+        mem_realloc(&m->mem, old, old ? rec_size(n - 1) : 0, rec_size(n));
 
     if (r == NULL)
         return NULL;
@@ -173,12 +178,10 @@ static struct lm_rec *rec_with(struct listmap *m, struct lm_rec *old,
         memcpy(&r->e[at + 1], &e[at], (n - 1 - at) * sizeof(uint64_t));
     } else {
         memmove(&r->e[at + 1], &r->e[at], (n - 1 - at) * sizeof(uint64_t));
-        m->rec_bytes -= rec_size(n - 1);
     }
     r->e[at] = entry;
     r->n = n;
     r->unused = 0;
-    m->rec_bytes += rec_size(n);
     return r;
 }
 
@@ -211,21 +214,19 @@ int listmap_add(struct listmap *m, uint64_t uid, uint64_t entry)
 /* Removes e[at] from a record of two or more entries, stored at *ref. */
 static void rec_remove(struct listmap *m, uint64_t *ref, uint32_t at)
 {
-    struct lm_rec *r = rec_of(*ref), *smaller;
+    struct lm_rec *r = rec_of(*ref);
     uint32_t n = r->n - 1;
 
     if (n == 1) {
         *ref = r->e[1 - at];
-        m->rec_bytes -= rec_size(2);
-        free(r);
+        rec_free(m, r);
         return;
     }
     memmove(&r->e[at], &r->e[at + 1], (n - at) * sizeof(uint64_t));
     r->n = n;
-    m->rec_bytes -= sizeof(uint64_t);
-    smaller = realloc(r, rec_size(n));
-    if (smaller != NULL)
-        *ref = (uint64_t)(uintptr_t)smaller;
+    /* A shrink: never fails (mem.h). */
+    *ref = (uint64_t)(uintptr_t)mem_realloc(&m->mem, r, rec_size(n + 1),
+                                            rec_size(n));
 }
 
 bool listmap_del(struct listmap *m, uint64_t uid, uint64_t key)
@@ -261,17 +262,16 @@ int listmap_put(struct listmap *m, uint64_t uid, const uint64_t *e, uint32_t n)
         if (u64map_put(m->map, uid, e[0]) != 0)
             return -1;
     } else {
-        r = malloc(rec_size(n));
+        r = mem_alloc(&m->mem, rec_size(n));
         if (r == NULL)
             return -1;
         r->n = n;
         r->unused = 0;
         memcpy(r->e, e, n * sizeof(uint64_t));
         if (u64map_put(m->map, uid, (uint64_t)(uintptr_t)r) != 0) {
-            free(r);
+            rec_free(m, r);
             return -1;
         }
-        m->rec_bytes += rec_size(n);
     }
     m->entries += n;
     return 0;
@@ -312,7 +312,7 @@ size_t listmap_users(const struct listmap *m)
 
 size_t listmap_bytes(const struct listmap *m)
 {
-    return sizeof(*m) + u64map_bytes(m->map) + m->rec_bytes;
+    return sizeof(*m) + m->mem.bytes;
 }
 
 struct audit_ctx {
@@ -354,7 +354,7 @@ size_t listmap_audit(const struct listmap *m, listmap_check_fn check,
         u64map_scan(m->map, &cursor, SIZE_MAX, audit_visit, &ac);
     while (cursor != 0);
     return ac.bad + u64map_audit(m->map) + (ac.entries != m->entries) +
-           (ac.rec_bytes != m->rec_bytes);
+           (ac.rec_bytes + u64map_bytes(m->map) != m->mem.bytes);
 }
 
 uint32_t listmap_del_user(struct listmap *m, uint64_t uid)
@@ -366,8 +366,7 @@ uint32_t listmap_del_user(struct listmap *m, uint64_t uid)
         return 0;
     if (!is_inline(w)) {
         n = rec_of(w)->n;
-        m->rec_bytes -= rec_size(n);
-        free(rec_of(w));
+        rec_free(m, rec_of(w));
     }
     u64map_del(m->map, uid);
     m->entries -= n;

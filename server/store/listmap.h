@@ -25,11 +25,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mem.h"
+
 struct listmap;
 
 /* An empty map whose entries have keybits-bit keys (1..62), or NULL on
- * allocation failure. */
-struct listmap *listmap_create(unsigned keybits);
+ * allocation failure. Its struct is charged to owner and what it allocates
+ * to an account of its own under owner (mem.h; NULL: the process total
+ * only). */
+struct listmap *listmap_create(struct mem_acct *owner, unsigned keybits);
 void listmap_destroy(struct listmap *m);
 
 /*
@@ -87,8 +91,9 @@ size_t listmap_scan(const struct listmap *m, uint64_t *cursor, size_t max,
 size_t listmap_entries(const struct listmap *m);
 size_t listmap_users(const struct listmap *m);
 
-/* Bytes held: the map and the records (requested sizes; malloc's own
- * per-block overhead, 8-16 bytes per record in glibc, is not counted). */
+/* Bytes held: the struct, the map and the records, its account (requested
+ * sizes; malloc's own per-block overhead, 8-16 bytes per record in glibc,
+ * is not counted). */
 size_t listmap_bytes(const struct listmap *m);
 
 /*

@@ -40,11 +40,11 @@
 #include "rcpt.h"
 
 #include "db.h"
+#include "hash.h"
+#include "mem.h"
 #include "u64map.h"
 
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define CHUNK_SHIFT 7
 #define CHUNK (1u << CHUNK_SHIFT) /* records in a full chunk */
@@ -121,52 +121,11 @@ struct rgroup {
 
 struct rcpt_store {
     struct u64map *groups; /* gid -> struct rgroup * */
+    struct mem_acct mem;   /* everything, the u64maps included */
     uint64_t seed;         /* index hash key */
     uint64_t cursor;       /* rcpt_expire_step's walk */
     size_t nmsgs;          /* records not dead */
-    size_t bytes;          /* everything but the u64maps */
-    size_t map_bytes;      /* the groups' uid maps */
 };
-
-/* ---- Accounted allocation --------------------------------------------- */
-
-static void *mem_alloc(struct rcpt_store *s, size_t n)
-{
-    void *p = malloc(n);
-
-    if (p != NULL)
-        s->bytes += n;
-    return p;
-}
-
-static void *mem_zalloc(struct rcpt_store *s, size_t n)
-{
-    void *p = calloc(1, n);
-
-    if (p != NULL)
-        s->bytes += n;
-    return p;
-}
-
-/* realloc that keeps p on failure; old and n are the requested sizes. */
-static void *mem_realloc(struct rcpt_store *s, void *p, size_t old, size_t n)
-{
-    void *q = realloc(p, n);
-
-    if (q != NULL) {
-        s->bytes -= old;
-        s->bytes += n;
-    }
-    return q;
-}
-
-static void mem_free(struct rcpt_store *s, void *p, size_t n)
-{
-    if (p == NULL)
-        return;
-    s->bytes -= n;
-    free(p);
-}
 
 static inline uint32_t words_for(uint32_t bits)
 {
@@ -196,13 +155,13 @@ static int pq_resize(struct rcpt_store *s, struct ptrq *q, uint32_t cap)
     void **v = NULL;
 
     if (cap > 0) {
-        v = mem_alloc(s, cap * sizeof(*v));
+        v = mem_alloc(&s->mem, cap * sizeof(*v));
         if (v == NULL)
             return -1;
         for (uint32_t i = 0; i < q->n; i++)
             v[i] = pq_at(q, i);
     }
-    mem_free(s, q->v, q->cap * sizeof(*v));
+    mem_free(&s->mem, q->v, q->cap * sizeof(*v));
     q->v = v;
     q->cap = cap;
     q->head = 0;
@@ -265,11 +224,7 @@ static inline size_t epoch_size(uint32_t nwords)
 
 static uint64_t msg_hash(const struct rcpt_store *s, uint64_t msgid)
 {
-    uint64_t z = msgid ^ s->seed;
-
-    z = (z ^ (z >> 33)) * 0xff51afd7ed558ccdULL;
-    z = (z ^ (z >> 33)) * 0xc4ceb9fe1a85ec53ULL;
-    return z ^ (z >> 33);
+    return hash_u64(msgid, s->seed);
 }
 
 static inline uint32_t tbl_home(const struct ridx *t, uint64_t h)
@@ -349,7 +304,7 @@ static void tbl_remove(const struct rcpt_store *s, const struct rgroup *g,
 
 static void tbl_free(struct rcpt_store *s, struct ridx *t)
 {
-    mem_free(s, t->slot, t->cap * sizeof(*t->slot));
+    mem_free(&s->mem, t->slot, t->cap * sizeof(*t->slot));
     *t = (struct ridx){NULL, 0, 0};
 }
 
@@ -424,7 +379,7 @@ static int idx_resize(struct rcpt_store *s, struct rgroup *g, uint32_t cap)
 {
     uint32_t *slot = NULL;
 
-    if (cap > 0 && (slot = mem_zalloc(s, cap * sizeof(*slot))) == NULL)
+    if (cap > 0 && (slot = mem_zalloc(&s->mem, cap * sizeof(*slot))) == NULL)
         return -1;
     idx_migrate(s, g, UINT32_MAX);
     tbl_free(s, &g->old);
@@ -477,8 +432,8 @@ static int open_resize(struct rcpt_store *s, struct rgroup *g, uint32_t cap)
     struct ropen **a = NULL;
 
     if (cap == 0)
-        mem_free(s, g->open, old);
-    else if ((a = mem_realloc(s, g->open, old, cap * sizeof(*a))) == NULL)
+        mem_free(&s->mem, g->open, old);
+    else if ((a = mem_realloc(&s->mem, g->open, old, cap * sizeof(*a))) == NULL)
         return -1;
     g->open = a;
     g->opencap = cap;
@@ -498,7 +453,7 @@ static int open_reserve(struct rcpt_store *s, struct rgroup *g)
 static struct ropen *open_alloc(struct rcpt_store *s, uint32_t nw,
                                 uint32_t nrcpt, uint32_t nunread)
 {
-    struct ropen *o = mem_alloc(s, open_size(nw));
+    struct ropen *o = mem_alloc(&s->mem, open_size(nw));
 
     if (o != NULL) {
         o->nrcpt = nrcpt;
@@ -516,7 +471,7 @@ static void open_remove(struct rcpt_store *s, struct rgroup *g, uint32_t oi)
     struct ropen *o = g->open[oi];
     struct ropen *last = g->open[--g->nopen];
 
-    mem_free(s, o, open_size(o->nwords));
+    mem_free(&s->mem, o, open_size(o->nwords));
     if (oi != g->nopen) {
         g->open[oi] = last;
         rec_at(g, last->seq)->state = ST_OPEN | oi;
@@ -580,7 +535,7 @@ static uint32_t quit_used_words(const struct rgroup *g)
 static int epoch_push(struct rcpt_store *s, struct rgroup *g, uint32_t nw,
                       const uint64_t *quit)
 {
-    struct repoch *e = mem_alloc(s, epoch_size(nw));
+    struct repoch *e = mem_alloc(&s->mem, epoch_size(nw));
 
     if (e == NULL)
         return -1;
@@ -589,7 +544,7 @@ static int epoch_push(struct rcpt_store *s, struct rgroup *g, uint32_t nw,
     if (nw > 0)
         memcpy(e->quit, quit, nw * sizeof(uint64_t));
     if (pq_push(s, &g->epochs, e) != 0) {
-        mem_free(s, e, epoch_size(nw));
+        mem_free(&s->mem, e, epoch_size(nw));
         return -1;
     }
     return 0;
@@ -629,7 +584,7 @@ static void epoch_trim(struct rcpt_store *s, struct rgroup *g)
         if ((int32_t)(next->first_seq - g->front_seq) > 0)
             break;
         e = pq_shift(s, &g->epochs);
-        mem_free(s, e, epoch_size(e->nwords));
+        mem_free(&s->mem, e, epoch_size(e->nwords));
     }
     if (g->epochs.n > 0) {
         struct repoch *e = pq_at(&g->epochs, 0);
@@ -657,19 +612,19 @@ static int members_reserve(struct rcpt_store *s, struct rgroup *g)
 
     if (g->nmap < g->mapcap)
         return 0;
-    u = mem_alloc(s, cap * sizeof(*u));
-    q = mem_zalloc(s, nw * sizeof(*q));
+    u = mem_alloc(&s->mem, cap * sizeof(*u));
+    q = mem_zalloc(&s->mem, nw * sizeof(*q));
     if (u == NULL || q == NULL) {
-        mem_free(s, u, cap * sizeof(*u));
-        mem_free(s, q, nw * sizeof(*q));
+        mem_free(&s->mem, u, cap * sizeof(*u));
+        mem_free(&s->mem, q, nw * sizeof(*q));
         return -1;
     }
     if (g->nmap > 0)
         memcpy(u, g->mapuid, g->nmap * sizeof(*u));
     if (ow > 0)
         memcpy(q, g->quit, ow * sizeof(*q));
-    mem_free(s, g->mapuid, g->mapcap * sizeof(*u));
-    mem_free(s, g->quit, ow * sizeof(*q));
+    mem_free(&s->mem, g->mapuid, g->mapcap * sizeof(*u));
+    mem_free(&s->mem, g->quit, ow * sizeof(*q));
     g->mapuid = u;
     g->quit = q;
     g->mapcap = cap;
@@ -680,22 +635,16 @@ static int members_reserve(struct rcpt_store *s, struct rgroup *g)
  * erased user's mapid, in no uid map. 0 or -1 with nothing changed. */
 static int member_add(struct rcpt_store *s, struct rgroup *g, uint64_t uid)
 {
-    size_t before;
-
     if (g->uids == NULL) {
-        g->uids = u64map_create();
+        g->uids = u64map_create(&s->mem);
         if (g->uids == NULL)
             return -1;
-        s->map_bytes += u64map_bytes(g->uids);
     }
     if (members_reserve(s, g) != 0)
         return -1;
-    if (uid != RCPT_UID_ANON) {
-        before = u64map_bytes(g->uids);
-        if (u64map_put(g->uids, uid, (uint64_t)g->nmap + 1) != 0)
-            return -1;
-        s->map_bytes += u64map_bytes(g->uids) - before;
-    }
+    if (uid != RCPT_UID_ANON &&
+        u64map_put(g->uids, uid, (uint64_t)g->nmap + 1) != 0)
+        return -1;
     g->mapuid[g->nmap++] = uid;
     return 0;
 }
@@ -721,11 +670,11 @@ static struct rgroup *group_need(struct rcpt_store *s, uint64_t gid)
 
     if (g != NULL)
         return g;
-    g = mem_zalloc(s, sizeof(*g));
+    g = mem_zalloc(&s->mem, sizeof(*g));
     if (g == NULL)
         return NULL;
     if (u64map_put(s->groups, gid, (uint64_t)(uintptr_t)g) != 0) {
-        mem_free(s, g, sizeof(*g));
+        mem_free(&s->mem, g, sizeof(*g));
         return NULL;
     }
     return g;
@@ -741,7 +690,7 @@ static void chunks_free(struct rcpt_store *s, struct rgroup *g)
     while (g->chunks.n > 0) {
         uint32_t cap = g->chunks.n == 1 ? g->tailcap : CHUNK;
 
-        mem_free(s, pq_shift(s, &g->chunks), chunk_bytes(cap));
+        mem_free(&s->mem, pq_shift(s, &g->chunks), chunk_bytes(cap));
     }
     g->tailcap = 0;
 }
@@ -754,17 +703,14 @@ static void group_free(struct rcpt_store *s, struct rgroup *g)
     while (g->epochs.n > 0) {
         struct repoch *e = pq_shift(s, &g->epochs);
 
-        mem_free(s, e, epoch_size(e->nwords));
+        mem_free(&s->mem, e, epoch_size(e->nwords));
     }
     tbl_free(s, &g->idx);
     tbl_free(s, &g->old);
-    mem_free(s, g->mapuid, g->mapcap * sizeof(*g->mapuid));
-    mem_free(s, g->quit, words_for(g->mapcap) * sizeof(*g->quit));
-    if (g->uids != NULL) {
-        s->map_bytes -= u64map_bytes(g->uids);
-        u64map_destroy(g->uids);
-    }
-    mem_free(s, g, sizeof(*g));
+    mem_free(&s->mem, g->mapuid, g->mapcap * sizeof(*g->mapuid));
+    mem_free(&s->mem, g->quit, words_for(g->mapcap) * sizeof(*g->quit));
+    u64map_destroy(g->uids);
+    mem_free(&s->mem, g, sizeof(*g));
 }
 
 /* Frees gid's group if nobody ever joined and it holds no message. */
@@ -784,9 +730,9 @@ static int chunk_reserve(struct rcpt_store *s, struct rgroup *g)
     struct rmsg *c;
 
     if (g->chunks.n == 0) {
-        c = mem_alloc(s, chunk_bytes(CHUNK_MIN));
+        c = mem_alloc(&s->mem, chunk_bytes(CHUNK_MIN));
         if (c == NULL || pq_push(s, &g->chunks, c) != 0) {
-            mem_free(s, c, chunk_bytes(CHUNK_MIN));
+            mem_free(&s->mem, c, chunk_bytes(CHUNK_MIN));
             return -1;
         }
         g->tailcap = CHUNK_MIN;
@@ -795,7 +741,7 @@ static int chunk_reserve(struct rcpt_store *s, struct rgroup *g)
     if (used < (g->chunks.n - 1) * CHUNK + g->tailcap)
         return 0;
     if (g->tailcap < CHUNK) { /* the only chunk, still small: double it */
-        c = mem_realloc(s, pq_at(&g->chunks, 0), chunk_bytes(g->tailcap),
+        c = mem_realloc(&s->mem, pq_at(&g->chunks, 0), chunk_bytes(g->tailcap),
                         chunk_bytes(g->tailcap * 2));
         if (c == NULL)
             return -1;
@@ -803,9 +749,9 @@ static int chunk_reserve(struct rcpt_store *s, struct rgroup *g)
         g->tailcap *= 2;
         return 0;
     }
-    c = mem_alloc(s, chunk_bytes(CHUNK));
+    c = mem_alloc(&s->mem, chunk_bytes(CHUNK));
     if (c == NULL || pq_push(s, &g->chunks, c) != 0) {
-        mem_free(s, c, chunk_bytes(CHUNK));
+        mem_free(&s->mem, c, chunk_bytes(CHUNK));
         return -1;
     }
     return 0;
@@ -835,7 +781,7 @@ static void drop_front(struct rcpt_store *s, struct rgroup *g)
         chunks_free(s, g);
         g->base_seq = g->front_seq;
     } else if (g->front_seq - g->base_seq == CHUNK) {
-        mem_free(s, pq_shift(s, &g->chunks), chunk_bytes(CHUNK));
+        mem_free(&s->mem, pq_shift(s, &g->chunks), chunk_bytes(CHUNK));
         g->base_seq += CHUNK;
     }
     epoch_trim(s, g);
@@ -914,21 +860,19 @@ static uint32_t sender_mapid(const struct rgroup *g, uint64_t sender,
 
 struct rcpt_store *rcpt_create(void)
 {
-    struct rcpt_store *s = calloc(1, sizeof(*s));
-    struct timespec ts;
+    struct rcpt_store *s = mem_zalloc(NULL, sizeof(*s));
 
     if (s == NULL)
         return NULL;
-    s->groups = u64map_create();
+    mem_acct_init(&s->mem, NULL);
+    s->groups = u64map_create(&s->mem);
     if (s->groups == NULL) {
-        free(s);
+        mem_free(NULL, s, sizeof(*s));
         return NULL;
     }
-    /* A per-process index key, so that msgids cannot be chosen to pile up
-     * in one probe run (hardening, not cryptography). */
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    s->seed = (uint64_t)(uintptr_t)s ^ ((uint64_t)ts.tv_nsec << 32) ^
-              (uint64_t)ts.tv_sec;
+    /* The process's secret seed (hash.h), so that msgids cannot be chosen
+     * to pile up in one probe run. */
+    s->seed = hash_seed(HASH_RCPT_INDEX);
     return s;
 }
 
@@ -948,7 +892,7 @@ void rcpt_destroy(struct rcpt_store *s)
         u64map_scan(s->groups, &cursor, SIZE_MAX, free_group_visit, s);
     while (cursor != 0);
     u64map_destroy(s->groups);
-    free(s);
+    mem_free(NULL, s, sizeof(*s));
 }
 
 int rcpt_join(struct rcpt_store *s, uint64_t gid, uint64_t uid,
@@ -1229,7 +1173,7 @@ size_t rcpt_groups(const struct rcpt_store *s)
 /* Requested sizes (malloc's own overhead excluded), as the other stores. */
 size_t rcpt_bytes(const struct rcpt_store *s)
 {
-    return sizeof(*s) + u64map_bytes(s->groups) + s->bytes + s->map_bytes;
+    return sizeof(*s) + s->mem.bytes;
 }
 
 /* ---- Snapshots --------------------------------------------------------- */
@@ -1517,7 +1461,7 @@ size_t rcpt_audit(const struct rcpt_store *s)
         u64map_scan(s->groups, &cursor, SIZE_MAX, audit_visit, &a);
     while (cursor != 0);
     return a.bad + u64map_audit(s->groups) + (a.nmsgs != s->nmsgs) +
-           (a.bytes != s->bytes) + (a.map_bytes != s->map_bytes);
+           (a.bytes + a.map_bytes + u64map_bytes(s->groups) != s->mem.bytes);
 }
 
 /* ---- Per user ---------------------------------------------------------- */
@@ -1534,14 +1478,11 @@ static void forget_visit(uint64_t gid, uint64_t val, void *ctx)
     struct forget_ctx *fc = ctx;
     struct rgroup *g = (struct rgroup *)(uintptr_t)val;
     uint32_t m = member(g, fc->uid);
-    size_t before;
 
     (void)gid;
     if (m == NOMAP)
         return;
-    before = u64map_bytes(g->uids);
     u64map_del(g->uids, fc->uid);
-    fc->s->map_bytes = fc->s->map_bytes - before + u64map_bytes(g->uids);
     g->mapuid[m] = RCPT_UID_ANON;
     if (!bit_test(g->quit, m))
         quit_mark(g, m);

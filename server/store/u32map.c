@@ -1,11 +1,11 @@
 /*
  * u32map.c - extendible hashing over sorted buckets of (hash, u32 value).
  *
- * Layout. A key's 64-bit hash h is a keyed bijection of the key, stored in
- * place of the key (map_unhash gives the key back). The directory has
- * 1 << gdepth entries indexed by the top gdepth bits of h; a bucket of local
- * depth d holds exactly the hashes whose top d bits are its prefix and is
- * referenced by the 1 << (gdepth - d) consecutive entries sharing it.
+ * Layout. A key's 64-bit hash h is hash.h's keyed bijection of the key,
+ * stored in place of the key (hash_u64_inv gives the key back). The
+ * directory (xdir.h, shared with u64map) is indexed by the top bits of h; a
+ * bucket of local depth d holds exactly the hashes whose top d bits are its
+ * prefix.
  *
  * A bucket is one allocation: a header, cap hashes in ascending order (n of
  * them in use), then cap values, value i belonging to hash i. Hashes are
@@ -23,61 +23,31 @@
  * included. Depth stops at 32 (the interpolation reads the 32 bits after
  * the prefix); a bucket at that depth grows past the maximum instead of
  * splitting, which only keys chosen against a known seed could cause.
- *
- * The directory code follows u64map.c's (same extendible scheme); only the
- * buckets differ.
  */
 #include "u32map.h"
 
-#include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
+#include "xdir.h"
+
 struct bkt {
-    uint32_t n;   /* entries in use */
-    uint32_t cap; /* room for cap hashes, then cap values */
-    uint8_t depth;
-    uint64_t h[]; /* ascending; the values start at h + cap */
+    struct xdir_node node; /* its local depth */
+    uint32_t n;            /* entries in use */
+    uint32_t cap;          /* room for cap hashes, then cap values */
+    uint64_t h[];          /* ascending; the values start at h + cap */
 };
 
 struct u32map {
-    struct bkt **dir; /* 1 << gdepth entries; &b0 while gdepth is 0 */
-    struct bkt *b0;   /* NULL for an empty map with no bucket yet */
+    struct xdir dir;     /* hash prefix -> struct bkt */
+    struct mem_acct mem; /* directory and buckets */
     uint64_t seed;
     size_t count;
-    size_t bytes;
     uint32_t nbkts;
-    uint8_t gdepth;
 };
 
 #define BKT_MIN_CAP 4u
-#define MAP_MAX_DEPTH 32u
-
-static uint64_t map_default_seed = 0x2545f4914f6cdd1dULL;
-
-/*
- * Keyed bijection: the murmur3 finalizer over key ^ seed. Each step (an
- * xor-shift by 33 >= 32 bits, a multiplication by an odd constant) has an
- * inverse, which map_unhash applies in reverse order.
- */
-static inline uint64_t map_hash(uint64_t key, uint64_t seed)
-{
-    uint64_t z = key ^ seed;
-
-    z = (z ^ (z >> 33)) * 0xff51afd7ed558ccdULL;
-    z = (z ^ (z >> 33)) * 0xc4ceb9fe1a85ec53ULL;
-    return z ^ (z >> 33);
-}
-
-static inline uint64_t map_unhash(uint64_t h, uint64_t seed)
-{
-    uint64_t z = h ^ (h >> 33);
-
-    z *= 0x9cb4b2f8129337dbULL; /* inverse of 0xc4ceb9fe1a85ec53 mod 2^64 */
-    z ^= z >> 33;
-    z *= 0x4f74430c22a54005ULL; /* inverse of 0xff51afd7ed558ccd */
-    z ^= z >> 33;
-    return z ^ seed;
-}
+#define MAP_MAX_DEPTH XDIR_MAX_DEPTH
 
 static inline size_t bkt_size(uint32_t cap)
 {
@@ -100,17 +70,10 @@ static uint32_t cap_for(uint32_t n, uint8_t depth)
     return cap;
 }
 
-static inline size_t dir_index(const struct u32map *m, uint64_t h)
+/* The bucket holding hash h, or NULL in a map with none yet. */
+static inline struct bkt *bkt_of(const struct u32map *m, uint64_t h)
 {
-    return m->gdepth ? (size_t)(h >> (64 - m->gdepth)) : 0;
-}
-
-/* First directory index of the range that points to a depth-d bucket. */
-static inline size_t dir_first(const struct u32map *m, size_t idx, uint8_t d)
-{
-    unsigned shift = m->gdepth - d;
-
-    return (idx >> shift) << shift;
+    return (struct bkt *)xdir_get(&m->dir, h);
 }
 
 /*
@@ -119,7 +82,7 @@ static inline size_t dir_first(const struct u32map *m, size_t idx, uint8_t d)
  */
 static uint32_t bkt_lower(const struct bkt *b, uint64_t h)
 {
-    uint32_t x = (uint32_t)((h << b->depth) >> 32);
+    uint32_t x = (uint32_t)((h << b->node.depth) >> 32);
     uint32_t i = (uint32_t)(((uint64_t)x * b->n) >> 32);
 
     if (i < b->n && b->h[i] < h) {
@@ -134,23 +97,21 @@ static uint32_t bkt_lower(const struct bkt *b, uint64_t h)
 
 static struct bkt *bkt_alloc(struct u32map *m, uint32_t cap, uint8_t depth)
 {
-    struct bkt *b = malloc(bkt_size(cap));
+    struct bkt *b = mem_alloc(&m->mem, bkt_size(cap));
 
     if (b == NULL)
         return NULL;
     b->n = 0;
     b->cap = cap;
-    b->depth = depth;
-    m->bytes += bkt_size(cap);
+    b->node.depth = depth;
     m->nbkts++;
     return b;
 }
 
 static void bkt_free(struct u32map *m, struct bkt *b)
 {
-    m->bytes -= bkt_size(b->cap);
     m->nbkts--;
-    free(b);
+    mem_free(&m->mem, b, bkt_size(b->cap));
 }
 
 /* Appends src's entries [from, to) to d, which has room for them. */
@@ -181,63 +142,6 @@ static struct bkt *bkt_build(struct u32map *m, uint8_t depth,
     return d;
 }
 
-/* Points the directory range of a depth-`depth` bucket at idx to b. */
-static void dir_set(struct u32map *m, size_t idx, uint8_t depth, struct bkt *b)
-{
-    size_t first = dir_first(m, idx, depth);
-    size_t n = (size_t)1 << (m->gdepth - depth);
-
-    for (size_t i = 0; i < n; i++)
-        m->dir[first + i] = b;
-}
-
-static int dir_double(struct u32map *m)
-{
-    size_t n = (size_t)1 << m->gdepth;
-    struct bkt **d = malloc(2 * n * sizeof(*d));
-
-    if (d == NULL)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        d[2 * i] = d[2 * i + 1] = m->dir[i];
-    if (m->gdepth > 0) {
-        free(m->dir);
-        m->bytes -= n * sizeof(*d);
-    }
-    m->dir = d;
-    m->bytes += 2 * n * sizeof(*d);
-    m->gdepth++;
-    return 0;
-}
-
-/* Halves the directory while no bucket uses its full depth. */
-static void dir_shrink(struct u32map *m)
-{
-    while (m->gdepth > 0) {
-        size_t n = (size_t)1 << m->gdepth;
-        struct bkt **d;
-
-        for (size_t i = 0; i < n; i++)
-            if (m->dir[i]->depth == m->gdepth)
-                return;
-        for (size_t i = 0; i < n / 2; i++)
-            m->dir[i] = m->dir[2 * i];
-        m->bytes -= n / 2 * sizeof(*d);
-        if (m->gdepth == 1) {
-            m->b0 = m->dir[0];
-            free(m->dir);
-            m->dir = &m->b0;
-            m->bytes -= sizeof(*d);
-        } else {
-            /* Shrinking in place cannot really fail; if it does, keep it. */
-            d = realloc(m->dir, n / 2 * sizeof(*d));
-            if (d != NULL)
-                m->dir = d;
-        }
-        m->gdepth--;
-    }
-}
-
 /*
  * Makes room in b, the full bucket for hash h: a larger copy, or two halves
  * by the next hash bit at the maximum size. The caller retries the insert.
@@ -246,10 +150,9 @@ static void dir_shrink(struct u32map *m)
  */
 static int bkt_make_room(struct u32map *m, struct bkt *b, uint64_t h)
 {
-    uint8_t d = b->depth;
+    uint8_t d = b->node.depth;
     struct bkt *l, *r;
     uint32_t lo = 0, hi = b->n;
-    size_t first, half;
 
     if (b->n < U32MAP_BUCKET_MAX || d >= MAP_MAX_DEPTH) {
         struct bkt *g = bkt_alloc(m, cap_for(b->n + 1, d), d);
@@ -257,7 +160,7 @@ static int bkt_make_room(struct u32map *m, struct bkt *b, uint64_t h)
         if (g == NULL)
             return -1;
         bkt_append(g, b, 0, b->n);
-        dir_set(m, dir_index(m, h), d, g);
+        xdir_replace(&m->dir, h, &g->node);
         bkt_free(m, b);
         return 0;
     }
@@ -270,7 +173,7 @@ static int bkt_make_room(struct u32map *m, struct bkt *b, uint64_t h)
         else
             lo = q + 1;
     }
-    if (d == m->gdepth && dir_double(m) != 0)
+    if (xdir_split_room(&m->dir, &m->mem, d) != 0)
         return -1;
     l = bkt_build(m, d + 1, b, 0, lo, NULL);
     if (l == NULL)
@@ -280,12 +183,7 @@ static int bkt_make_room(struct u32map *m, struct bkt *b, uint64_t h)
         bkt_free(m, l);
         return -1;
     }
-    first = dir_first(m, dir_index(m, h), d);
-    half = (size_t)1 << (m->gdepth - d - 1);
-    for (size_t i = 0; i < half; i++) {
-        m->dir[first + i] = l;
-        m->dir[first + half + i] = r;
-    }
+    xdir_split(&m->dir, h, d, &l->node, &r->node);
     bkt_free(m, b);
     return 0;
 }
@@ -297,33 +195,29 @@ static int bkt_make_room(struct u32map *m, struct bkt *b, uint64_t h)
  */
 static void bkt_trim(struct u32map *m, struct bkt *b, uint64_t h)
 {
-    uint8_t d = b->depth;
+    uint8_t d = b->node.depth;
     struct bkt *g;
 
     if (d == 0 && b->n == 0) {
         /* A directory doubled for a split that then failed may still point
-         * here: fold it back first so that no entry dangles. */
-        dir_shrink(m);
+         * here: xdir_clear folds it back so that no entry dangles. */
+        xdir_clear(&m->dir, &m->mem);
         bkt_free(m, b);
-        m->b0 = NULL;
         return;
     }
     if (d > 0 && b->n < U32MAP_BUCKET_MAX / 4) {
-        size_t idx = dir_index(m, h);
-        size_t bidx = idx ^ ((size_t)1 << (m->gdepth - d));
-        struct bkt *o = m->dir[bidx];
+        bool lower;
+        struct bkt *o = (struct bkt *)xdir_buddy(&m->dir, h, d, &lower);
 
-        if (o->depth == d && b->n + o->n <= U32MAP_BUCKET_MAX / 2) {
-            struct bkt *lo = idx < bidx ? b : o, *hi = idx < bidx ? o : b;
+        if (o != NULL && b->n + o->n <= U32MAP_BUCKET_MAX / 2) {
+            struct bkt *lo = lower ? b : o, *hi = lower ? o : b;
 
             g = bkt_build(m, d - 1, lo, 0, lo->n, hi);
             if (g == NULL)
                 return;
-            dir_set(m, idx, d - 1, g);
+            xdir_merge(&m->dir, &m->mem, h, &g->node);
             bkt_free(m, b);
             bkt_free(m, o);
-            if (d == m->gdepth)
-                dir_shrink(m);
             return;
         }
     }
@@ -332,53 +226,39 @@ static void bkt_trim(struct u32map *m, struct bkt *b, uint64_t h)
     g = bkt_build(m, d, b, 0, b->n, NULL);
     if (g == NULL)
         return;
-    dir_set(m, dir_index(m, h), d, g);
+    xdir_replace(&m->dir, h, &g->node);
     bkt_free(m, b);
 }
 
-void u32map_setup(uint64_t seed)
+struct u32map *u32map_create(struct mem_acct *owner)
 {
-    map_default_seed = seed;
-}
-
-struct u32map *u32map_create(void)
-{
-    struct u32map *m = calloc(1, sizeof(*m));
+    struct u32map *m = mem_zalloc(owner, sizeof(*m));
 
     if (m == NULL)
         return NULL;
-    m->dir = &m->b0;
-    m->seed = map_default_seed;
-    m->bytes = sizeof(*m);
+    xdir_init(&m->dir);
+    mem_acct_init(&m->mem, owner);
+    m->seed = hash_seed(HASH_U32MAP);
     return m;
 }
 
 void u32map_destroy(struct u32map *m)
 {
-    size_t n;
+    struct xdir_node *n;
 
     if (m == NULL)
         return;
-    n = (size_t)1 << m->gdepth;
-    /* A depth-d bucket fills 1 << (gdepth - d) entries: free it once. */
-    for (size_t i = 0; i < n;) {
-        struct bkt *b = m->dir[i];
-
-        if (b == NULL)
-            break;
-        i += (size_t)1 << (m->gdepth - b->depth);
-        free(b);
-    }
-    if (m->gdepth > 0)
-        free(m->dir);
-    free(m);
+    for (size_t i = 0; (n = xdir_walk(&m->dir, &i)) != NULL;)
+        mem_free(&m->mem, n, bkt_size(((struct bkt *)n)->cap));
+    xdir_deinit(&m->dir, &m->mem);
+    mem_free(m->mem.up, m, sizeof(*m));
 }
 
 /* key's value in m, or NULL. */
 static uint32_t *map_find(const struct u32map *m, uint64_t key)
 {
-    uint64_t h = map_hash(key, m->seed);
-    const struct bkt *b = m->dir[dir_index(m, h)];
+    uint64_t h = hash_u64(key, m->seed);
+    const struct bkt *b = bkt_of(m, h);
     uint32_t i;
 
     if (b == NULL)
@@ -404,17 +284,18 @@ bool u32map_get(const struct u32map *m, uint64_t key, uint32_t *val)
 
 int u32map_put(struct u32map *m, uint64_t key, uint32_t val)
 {
-    uint64_t h = map_hash(key, m->seed);
+    uint64_t h = hash_u64(key, m->seed);
 
     for (;;) {
-        struct bkt *b = m->dir[dir_index(m, h)];
+        struct bkt *b = bkt_of(m, h);
         uint32_t i, *v;
 
         if (b == NULL) {
-            /* Only an empty map (gdepth 0) has no bucket. */
-            b = m->b0 = bkt_alloc(m, BKT_MIN_CAP, 0);
+            /* Only an empty map (depth 0) has no bucket. */
+            b = bkt_alloc(m, BKT_MIN_CAP, 0);
             if (b == NULL)
                 return -1;
+            xdir_set_first(&m->dir, &b->node);
         }
         i = bkt_lower(b, h);
         v = bkt_vals(b);
@@ -438,8 +319,8 @@ int u32map_put(struct u32map *m, uint64_t key, uint32_t val)
 
 bool u32map_del(struct u32map *m, uint64_t key)
 {
-    uint64_t h = map_hash(key, m->seed);
-    struct bkt *b = m->dir[dir_index(m, h)];
+    uint64_t h = hash_u64(key, m->seed);
+    struct bkt *b = bkt_of(m, h);
     uint32_t i, *v;
 
     if (b == NULL)
@@ -463,7 +344,7 @@ size_t u32map_count(const struct u32map *m)
 
 size_t u32map_bytes(const struct u32map *m)
 {
-    return m->bytes;
+    return sizeof(*m) + m->mem.bytes;
 }
 
 /*
@@ -479,72 +360,56 @@ size_t u32map_scan(const struct u32map *m, uint64_t *cursor, size_t max,
     if (max == 0)
         return 0;
     for (;;) {
-        const struct bkt *b = m->dir[dir_index(m, h)];
-        uint8_t d = b ? b->depth : 0;
+        const struct bkt *b = bkt_of(m, h);
 
         for (uint32_t i = b ? bkt_lower(b, h) : 0; b && i < b->n; i++) {
             if (n == max) {
                 *cursor = b->h[i];
                 return n;
             }
-            fn(map_unhash(b->h[i], m->seed), bkt_vals(b)[i], ctx);
+            fn(hash_u64_inv(b->h[i], m->seed), bkt_vals(b)[i], ctx);
             n++;
         }
-        if (d == 0 || (h >> (64 - d)) == ((uint64_t)1 << d) - 1) {
+        if (!xdir_next_range(&h, b ? b->node.depth : 0)) {
             *cursor = 0;
             return n;
         }
-        h = ((h >> (64 - d)) + 1) << (64 - d);
     }
 }
 
-/* Violations inside one bucket referenced from directory index i. */
-static size_t bkt_audit(const struct u32map *m, const struct bkt *b, size_t i,
-                        size_t span)
+struct audit_ctx {
+    size_t count, bytes;
+};
+
+/* One bucket, at directory entries [first, first + span): sorted hashes of
+ * its range, within its size. */
+static size_t bkt_audit(const struct xdir *x, const struct xdir_node *n,
+                        size_t first, size_t span, void *ctx)
 {
+    struct audit_ctx *ac = ctx;
+    const struct bkt *b = (const struct bkt *)n;
     size_t bad = 0;
 
     bad += b->n > b->cap;
-    bad += b->cap > U32MAP_BUCKET_MAX && b->depth < MAP_MAX_DEPTH;
+    bad += b->cap > U32MAP_BUCKET_MAX && b->node.depth < MAP_MAX_DEPTH;
     for (uint32_t k = 0; k < b->n; k++) {
-        size_t di = dir_index(m, b->h[k]);
+        size_t di = xdir_index(x, b->h[k]);
 
         bad += k > 0 && b->h[k] <= b->h[k - 1];
-        bad += di < i || di >= i + span;
+        bad += di < first || di >= first + span;
     }
+    ac->count += b->n;
+    ac->bytes += bkt_size(b->cap);
     return bad;
 }
 
 size_t u32map_audit(const struct u32map *m)
 {
-    size_t bad = 0, count = 0, bytes = sizeof(*m), nbkts = 0;
-    size_t n = (size_t)1 << m->gdepth;
+    struct audit_ctx ac = {0, xdir_bytes(&m->dir)};
+    size_t nbkts, bad = xdir_audit(&m->dir, bkt_audit, &ac, &nbkts);
 
-    if (m->gdepth > 0)
-        bytes += n * sizeof(struct bkt *);
-    for (size_t i = 0; i < n;) {
-        const struct bkt *b = m->dir[i];
-        size_t span;
-
-        if (b == NULL) {
-            bad += m->gdepth != 0 || m->count != 0;
-            break;
-        }
-        if (b->depth > m->gdepth) {
-            bad++;
-            break;
-        }
-        span = (size_t)1 << (m->gdepth - b->depth);
-        for (size_t j = 0; j < span; j++)
-            bad += i + j >= n || m->dir[i + j] != b;
-        bad += bkt_audit(m, b, i, span);
-        count += b->n;
-        bytes += bkt_size(b->cap);
-        nbkts++;
-        i += span;
-    }
-    bad += count != m->count;
-    bad += bytes != m->bytes;
+    bad += ac.count != m->count;
+    bad += ac.bytes != m->mem.bytes;
     bad += nbkts != m->nbkts;
     return bad;
 }

@@ -27,18 +27,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mem.h"
+
 /* A bucket splits when it holds this many entries. */
 #define U32MAP_BUCKET_MAX 512u
 
 struct u32map;
 
-/* Sets the hash seed of maps created from now on (default: a constant). The
- * server should call it once at start-up with a random value so that keys
- * cannot be picked to pile up in one bucket. Not thread-safe. */
-void u32map_setup(uint64_t seed);
-
-/* An empty map, or NULL on allocation failure. */
-struct u32map *u32map_create(void);
+/* An empty map, or NULL on allocation failure. It hashes with hash.h's
+ * seed (hash_setup), so keys cannot be picked to pile up in one bucket.
+ * Its struct is charged to owner and what it allocates to an account of its
+ * own under owner (mem.h; NULL: the process total only). */
+struct u32map *u32map_create(struct mem_acct *owner);
 void u32map_destroy(struct u32map *m);
 
 /* Pointer to key's value, or NULL when absent. The caller may change the
@@ -57,7 +57,7 @@ int u32map_put(struct u32map *m, uint64_t key, uint32_t val);
 bool u32map_del(struct u32map *m, uint64_t key);
 
 size_t u32map_count(const struct u32map *m);
-/* Bytes requested by the map: struct, directory, buckets. */
+/* Bytes requested by the map (struct, directory, buckets): its account. */
 size_t u32map_bytes(const struct u32map *m);
 
 /*

@@ -1,11 +1,10 @@
 /*
  * u64map.c - extendible hashing over Robin Hood segments, kept in hash order.
  *
- * Layout. A key's 64-bit hash h is a keyed bijection of the key (distinct keys
- * never share a hash). The directory has 1 << gdepth entries and is indexed
- * by the top gdepth bits of h. A segment of local depth d holds exactly the
- * hashes whose top d bits are its prefix; it is referenced by the
- * 1 << (gdepth - d) consecutive directory entries that share that prefix.
+ * Layout. A key's 64-bit hash h is hash.h's keyed bijection of the key
+ * (distinct keys never share a hash). The directory (xdir.h, shared with
+ * u32map) is indexed by the top bits of h; a segment of local depth d holds
+ * exactly the hashes whose top d bits are its prefix.
  *
  * Inside a segment, a key's home slot comes from the 32 hash bits right after
  * the prefix, scaled to the segment's capacity with a multiply-shift (no
@@ -27,15 +26,13 @@
  * entries) and at worst copies the directory, which holds one pointer per
  * ~3000 keys. No operation touches the rest of the map.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* mremap */
-#endif
 #include "u64map.h"
 
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
+
+#include "hash.h"
+#include "xdir.h"
 
 struct slot {
     uint64_t key;
@@ -43,23 +40,21 @@ struct slot {
 };
 
 struct seg {
-    uint32_t cap;    /* homes are 0..cap-1 */
-    uint32_t nslots; /* cap plus spill slack */
+    struct xdir_node node; /* its local depth */
+    uint32_t cap;          /* homes are 0..cap-1 */
+    uint32_t nslots;       /* cap plus spill slack */
     uint32_t count;
-    uint8_t depth; /* local depth: the number of prefix bits */
     struct slot slot[];
 };
 
 struct u64map {
-    struct seg **dir; /* 1 << gdepth entries; &seg0 while gdepth is 0 */
-    struct seg *seg0; /* NULL for an empty map that has no segment yet */
-    void *spare;      /* the last unmapped segment's pages, kept for reuse */
+    struct xdir dir;     /* hash prefix -> struct seg */
+    struct mem_acct mem; /* directory, segments and the spare */
+    void *spare;         /* the last unmapped segment's pages, for reuse */
     size_t spare_size;
     uint64_t seed;
     size_t count;
-    size_t bytes; /* including the spare */
     uint32_t nsegs;
-    uint8_t gdepth;
 };
 
 /*
@@ -78,24 +73,13 @@ struct u64map {
 #define SEG_MAX_LOAD(cap) ((cap) - (cap) / 10)
 #define SEG_SHRINK_BELOW(cap) ((cap)*2 / 5)
 /* Depth is limited by the 32 home bits that must remain after the prefix. */
-#define MAP_MAX_DEPTH 32u
+#define MAP_MAX_DEPTH XDIR_MAX_DEPTH
 
-/* The seed of new maps: a constant until u64map_setup says otherwise. */
-static uint64_t map_default_seed = 0x9e3779b97f4a7c15ULL;
-
-/*
- * Keyed bijection (murmur3 finalizer with the seed mixed in twice). Being a
- * bijection is what lets the scan cursor be a plain hash value. The seed is
- * hardening against uids chosen to collide, not cryptography.
- */
+/* The keyed bijection of hash.h: being one is what lets the scan cursor be
+ * a plain hash value. */
 static inline uint64_t map_hash(uint64_t key, uint64_t seed)
 {
-    uint64_t z = key ^ seed;
-
-    z = (z ^ (z >> 33)) * 0xff51afd7ed558ccdULL;
-    z += (seed << 32) | (seed >> 32);
-    z = (z ^ (z >> 33)) * 0xc4ceb9fe1a85ec53ULL;
-    return z ^ (z >> 33);
+    return hash_u64(key, seed);
 }
 
 /*
@@ -115,22 +99,15 @@ static inline size_t seg_size(uint32_t nslots)
 
 static inline uint32_t seg_home(const struct seg *s, uint64_t h)
 {
-    uint32_t x = (uint32_t)((h << s->depth) >> 32);
+    uint32_t x = (uint32_t)((h << s->node.depth) >> 32);
 
     return (uint32_t)(((uint64_t)x * s->cap) >> 32);
 }
 
-static inline size_t dir_index(const struct u64map *m, uint64_t h)
+/* The segment holding hash h, or NULL in a map with none yet. */
+static inline struct seg *seg_of(const struct u64map *m, uint64_t h)
 {
-    return m->gdepth ? (size_t)(h >> (64 - m->gdepth)) : 0;
-}
-
-/* First directory index of the range that points to a depth-d segment. */
-static inline size_t dir_first(const struct u64map *m, size_t idx, uint8_t d)
-{
-    unsigned shift = m->gdepth - d;
-
-    return (idx >> shift) << shift;
+    return (struct seg *)xdir_get(&m->dir, h);
 }
 
 /* Homes for n entries at 80% load: the level rebuilds aim for. */
@@ -160,7 +137,7 @@ static uint32_t cap_next(uint32_t cap)
  * next generation: +15-20% RSS over the live bytes. Unmapped pages go back to
  * the kernel, and the page rounding is handed to the segment as extra homes,
  * so RSS matches u64map_bytes. The last released mapping is kept as a spare
- * and resized with mremap for the next segment: that saves most of the page
+ * and recycled (mem_remap) for the next segment: that saves most of the page
  * faults of a fresh mapping, which dominate a rebuild on virtual machines.
  * Small segments (small maps) stay on malloc. Address sanitizer builds use
  * malloc throughout so that overruns are caught.
@@ -198,8 +175,7 @@ static void spare_drop(struct u64map *m)
 {
     if (m->spare == NULL)
         return;
-    munmap(m->spare, m->spare_size);
-    m->bytes -= m->spare_size;
+    mem_unmap(&m->mem, m->spare, m->spare_size);
     m->spare = NULL;
     m->spare_size = 0;
 }
@@ -210,25 +186,15 @@ static void *pages_get(struct u64map *m, size_t size)
     void *p;
 
     if (m->spare != NULL) {
-        size_t old = m->spare_size;
-
-        p = mremap(m->spare, old, size, MREMAP_MAYMOVE);
-        if (p != MAP_FAILED) {
-            m->bytes -= old;
+        p = mem_remap(&m->mem, m->spare, m->spare_size, size);
+        if (p != NULL) {
             m->spare = NULL;
             m->spare_size = 0;
-            memset(p, 0, old < size ? old : size);
-            m->bytes += size;
             return p;
         }
         spare_drop(m);
     }
-    p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-             -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    m->bytes += size;
-    return p;
+    return mem_map(&m->mem, size);
 }
 
 static void pages_put(struct u64map *m, void *p, size_t size)
@@ -253,15 +219,13 @@ static struct seg *seg_alloc(struct u64map *m, uint32_t cap, uint8_t depth)
         cap = nslots - slack;
         s = pages_get(m, size);
     } else {
-        s = calloc(1, size);
-        if (s != NULL)
-            m->bytes += size;
+        s = mem_zalloc(&m->mem, size);
     }
     if (s == NULL)
         return NULL;
     s->cap = cap;
     s->nslots = nslots;
-    s->depth = depth;
+    s->node.depth = depth;
     m->nsegs++;
     return s;
 }
@@ -274,12 +238,10 @@ static void seg_free(struct u64map *m, struct seg *s)
         return;
     size = seg_size(s->nslots);
     m->nsegs--;
-    if (seg_mapped(s->nslots)) {
+    if (seg_mapped(s->nslots))
         pages_put(m, s, size);
-    } else {
-        m->bytes -= size;
-        free(s);
-    }
+    else
+        mem_free(&m->mem, s, size);
     /* An empty map keeps nothing back. */
     if (m->nsegs == 0)
         spare_drop(m);
@@ -335,64 +297,6 @@ static struct seg *seg_build(struct u64map *m, uint8_t depth, uint32_t cap,
     }
 }
 
-/* Points the directory range of old's depth at idx to s. */
-static void dir_set(struct u64map *m, size_t idx, uint8_t depth, struct seg *s)
-{
-    size_t first = dir_first(m, idx, depth);
-    size_t n = (size_t)1 << (m->gdepth - depth);
-
-    for (size_t i = 0; i < n; i++)
-        m->dir[first + i] = s;
-}
-
-static int dir_double(struct u64map *m)
-{
-    size_t n = (size_t)1 << m->gdepth;
-    struct seg **d = malloc(2 * n * sizeof(*d));
-
-    if (d == NULL)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        d[2 * i] = d[2 * i + 1] = m->dir[i];
-    if (m->gdepth > 0) {
-        free(m->dir);
-        m->bytes -= n * sizeof(*d);
-    }
-    m->dir = d;
-    m->bytes += 2 * n * sizeof(*d);
-    m->gdepth++;
-    return 0;
-}
-
-/* Halves the directory while no segment uses its full depth. */
-static void dir_shrink(struct u64map *m)
-{
-    while (m->gdepth > 0) {
-        size_t n = (size_t)1 << m->gdepth;
-
-        for (size_t i = 0; i < n; i++)
-            if (m->dir[i]->depth == m->gdepth)
-                return;
-        if (m->gdepth == 1) {
-            m->seg0 = m->dir[0];
-            free(m->dir);
-            m->dir = &m->seg0;
-            m->bytes -= n * sizeof(struct seg *);
-        } else {
-            struct seg **d;
-
-            for (size_t i = 0; i < n / 2; i++)
-                m->dir[i] = m->dir[2 * i];
-            /* Shrinking in place cannot really fail; if it does, keep it. */
-            d = realloc(m->dir, n / 2 * sizeof(*d));
-            if (d != NULL)
-                m->dir = d;
-            m->bytes -= n / 2 * sizeof(struct seg *);
-        }
-        m->gdepth--;
-    }
-}
-
 /*
  * Makes room in s, the segment for hash h, which is at its load limit or
  * has no free slot for h: grow it, or split it at the maximum size. The
@@ -403,8 +307,7 @@ static int seg_make_room(struct u64map *m, struct seg *s, uint64_t h)
 {
     struct seg *l, *r;
     uint32_t cut, nl = 0;
-    uint8_t d = s->depth;
-    size_t first, half;
+    uint8_t d = s->node.depth;
 
     if (s->cap < SEG_MAX_CAP || d >= MAP_MAX_DEPTH) {
         struct seg *g =
@@ -412,7 +315,7 @@ static int seg_make_room(struct u64map *m, struct seg *s, uint64_t h)
 
         if (g == NULL)
             return -1;
-        dir_set(m, dir_index(m, h), d, g);
+        xdir_replace(&m->dir, h, &g->node);
         seg_free(m, s);
         return 0;
     }
@@ -438,7 +341,7 @@ static int seg_make_room(struct u64map *m, struct seg *s, uint64_t h)
     }
     for (uint32_t i = 0; i < cut; i++)
         nl += s->slot[i].val != 0;
-    if (d == m->gdepth && dir_double(m) != 0)
+    if (xdir_split_room(&m->dir, &m->mem, d) != 0)
         return -1;
     l = seg_build(m, d + 1, cap_for(nl), s, 0, cut, NULL, 0, 0);
     if (l == NULL)
@@ -449,12 +352,7 @@ static int seg_make_room(struct u64map *m, struct seg *s, uint64_t h)
         seg_free(m, l);
         return -1;
     }
-    first = dir_first(m, dir_index(m, h), d);
-    half = (size_t)1 << (m->gdepth - d - 1);
-    for (size_t i = 0; i < half; i++) {
-        m->dir[first + i] = l;
-        m->dir[first + half + i] = r;
-    }
+    xdir_split(&m->dir, h, d, &l->node, &r->node);
     seg_free(m, s);
     return 0;
 }
@@ -466,33 +364,31 @@ static int seg_make_room(struct u64map *m, struct seg *s, uint64_t h)
  */
 static void seg_trim(struct u64map *m, struct seg *s, uint64_t h)
 {
-    uint8_t d = s->depth;
+    uint8_t d = s->node.depth;
 
     if (s->count >= SEG_SHRINK_BELOW(s->cap))
         return;
     if (d == 0 && s->count == 0) {
+        /* Fixed: a directory left doubled over this last segment by a
+         * split that failed used to keep pointing to it once freed. */
+        xdir_clear(&m->dir, &m->mem);
         seg_free(m, s);
-        m->seg0 = NULL;
         return;
     }
     if (d > 0) {
-        size_t idx = dir_index(m, h);
-        size_t bidx = idx ^ ((size_t)1 << (m->gdepth - d));
-        struct seg *b = m->dir[bidx];
+        bool lower;
+        struct seg *b = (struct seg *)xdir_buddy(&m->dir, h, d, &lower);
 
-        if (b->depth == d &&
-            s->count + b->count <= SEG_MAX_LOAD(SEG_MAX_CAP) / 2) {
-            struct seg *lo = idx < bidx ? s : b, *hi = idx < bidx ? b : s;
+        if (b != NULL && s->count + b->count <= SEG_MAX_LOAD(SEG_MAX_CAP) / 2) {
+            struct seg *lo = lower ? s : b, *hi = lower ? b : s;
             struct seg *g = seg_build(m, d - 1, cap_for(s->count + b->count),
                                       lo, 0, lo->nslots, hi, 0, hi->nslots);
 
             if (g == NULL)
                 return;
-            dir_set(m, idx, d - 1, g);
+            xdir_merge(&m->dir, &m->mem, h, &g->node);
             seg_free(m, s);
             seg_free(m, b);
-            if (d == m->gdepth)
-                dir_shrink(m);
             return;
         }
     }
@@ -502,52 +398,40 @@ static void seg_trim(struct u64map *m, struct seg *s, uint64_t h)
 
         if (g == NULL)
             return;
-        dir_set(m, dir_index(m, h), d, g);
+        xdir_replace(&m->dir, h, &g->node);
         seg_free(m, s);
     }
 }
 
-struct u64map *u64map_create(void)
+struct u64map *u64map_create(struct mem_acct *owner)
 {
-    struct u64map *m = calloc(1, sizeof(*m));
+    struct u64map *m = mem_zalloc(owner, sizeof(*m));
 
     if (m == NULL)
         return NULL;
-    m->dir = &m->seg0;
-    m->seed = map_default_seed;
-    m->bytes = sizeof(*m);
+    xdir_init(&m->dir);
+    mem_acct_init(&m->mem, owner);
+    m->seed = hash_seed(HASH_U64MAP);
     return m;
 }
 
 void u64map_destroy(struct u64map *m)
 {
-    size_t n;
+    struct xdir_node *n;
 
     if (m == NULL)
         return;
-    n = (size_t)1 << m->gdepth;
-    /* A depth-d segment fills 1 << (gdepth - d) entries: free it once. */
-    for (size_t i = 0; i < n;) {
-        struct seg *s = m->dir[i];
+    for (size_t i = 0; (n = xdir_walk(&m->dir, &i)) != NULL;) {
+        struct seg *s = (struct seg *)n;
 
-        if (s == NULL)
-            break;
-        i += (size_t)1 << (m->gdepth - s->depth);
         if (seg_mapped(s->nslots))
-            munmap(s, seg_size(s->nslots));
+            mem_unmap(&m->mem, s, seg_size(s->nslots));
         else
-            free(s);
+            mem_free(&m->mem, s, seg_size(s->nslots));
     }
-    if (m->gdepth > 0)
-        free(m->dir);
-    if (m->spare != NULL)
-        munmap(m->spare, m->spare_size);
-    free(m);
-}
-
-void u64map_setup(uint64_t seed)
-{
-    map_default_seed = seed;
+    xdir_deinit(&m->dir, &m->mem);
+    spare_drop(m);
+    mem_free(m->mem.up, m, sizeof(*m));
 }
 
 int u64map_seed(struct u64map *m, uint64_t seed)
@@ -578,7 +462,7 @@ static struct slot *seg_find(const struct seg *s, uint64_t key, uint64_t h,
 uint64_t u64map_get(const struct u64map *m, uint64_t key)
 {
     uint64_t h = map_hash(key, m->seed);
-    const struct seg *s = m->dir[dir_index(m, h)];
+    const struct seg *s = seg_of(m, h);
     const struct slot *sl = s ? seg_find(s, key, h, m->seed) : NULL;
 
     return sl ? sl->val : 0;
@@ -587,7 +471,7 @@ uint64_t u64map_get(const struct u64map *m, uint64_t key)
 void u64map_prefetch(const struct u64map *m, uint64_t key, int stage)
 {
     uint64_t h = map_hash(key, m->seed);
-    const struct seg *s = m->dir[dir_index(m, h)];
+    const struct seg *s = seg_of(m, h);
 
     if (s == NULL)
         return;
@@ -600,7 +484,7 @@ void u64map_prefetch(const struct u64map *m, uint64_t key, int stage)
 uint64_t *u64map_ref(struct u64map *m, uint64_t key)
 {
     uint64_t h = map_hash(key, m->seed);
-    struct seg *s = m->dir[dir_index(m, h)];
+    struct seg *s = seg_of(m, h);
     struct slot *sl = s ? seg_find(s, key, h, m->seed) : NULL;
 
     return sl ? &sl->val : NULL;
@@ -634,14 +518,15 @@ int u64map_put(struct u64map *m, uint64_t key, uint64_t val)
     uint64_t h = map_hash(key, m->seed);
 
     for (;;) {
-        struct seg *s = m->dir[dir_index(m, h)];
+        struct seg *s = seg_of(m, h);
         struct slot *sl;
 
         if (s == NULL) {
-            /* Only an empty map (gdepth 0) has no segment. */
-            s = m->seg0 = seg_alloc(m, SEG_MIN_CAP, 0);
+            /* Only an empty map (depth 0) has no segment. */
+            s = seg_alloc(m, SEG_MIN_CAP, 0);
             if (s == NULL)
                 return -1;
+            xdir_set_first(&m->dir, &s->node);
         }
         sl = seg_find(s, key, h, m->seed);
         if (sl != NULL) {
@@ -661,7 +546,7 @@ int u64map_put(struct u64map *m, uint64_t key, uint64_t val)
 bool u64map_del(struct u64map *m, uint64_t key)
 {
     uint64_t h = map_hash(key, m->seed);
-    struct seg *s = m->dir[dir_index(m, h)];
+    struct seg *s = seg_of(m, h);
     struct slot *sl = s ? seg_find(s, key, h, m->seed) : NULL;
     uint32_t p, e;
 
@@ -689,24 +574,20 @@ size_t u64map_count(const struct u64map *m)
 
 size_t u64map_bytes(const struct u64map *m)
 {
-    return m->bytes;
+    return sizeof(*m) + m->mem.bytes;
 }
 
 void u64map_stats(const struct u64map *m, struct u64map_stats *st)
 {
-    st->count = m->count;
-    st->bytes = m->bytes;
-    st->segments = m->nsegs;
-    st->depth = m->gdepth;
-    st->slots = 0;
-    for (size_t i = 0, n = (size_t)1 << m->gdepth; i < n;) {
-        const struct seg *s = m->dir[i];
+    const struct xdir_node *n;
 
-        if (s == NULL)
-            break;
-        st->slots += s->nslots;
-        i += (size_t)1 << (m->gdepth - s->depth);
-    }
+    st->count = m->count;
+    st->bytes = u64map_bytes(m);
+    st->segments = m->nsegs;
+    st->depth = m->dir.depth;
+    st->slots = 0;
+    for (size_t i = 0; (n = xdir_walk(&m->dir, &i)) != NULL;)
+        st->slots += ((const struct seg *)n)->nslots;
 }
 
 /*
@@ -724,8 +605,7 @@ size_t u64map_scan(const struct u64map *m, uint64_t *cursor, size_t max,
     if (max == 0)
         return 0;
     for (;;) {
-        const struct seg *s = m->dir[dir_index(m, h)];
-        uint8_t d = s ? s->depth : 0;
+        const struct seg *s = seg_of(m, h);
 
         for (uint32_t p = s ? seg_home(s, h) : 0; s && p < s->nslots; p++) {
             const struct slot *sl = &s->slot[p];
@@ -744,64 +624,60 @@ size_t u64map_scan(const struct u64map *m, uint64_t *cursor, size_t max,
             n++;
         }
         /* Next segment: the first hash after this one's prefix range. */
-        if (d == 0 || (h >> (64 - d)) == ((uint64_t)1 << d) - 1) {
+        if (!xdir_next_range(&h, s ? s->node.depth : 0)) {
             *cursor = 0;
             return n;
         }
-        h = ((h >> (64 - d)) + 1) << (64 - d);
     }
+}
+
+struct audit_ctx {
+    const struct u64map *m;
+    size_t count, bytes;
+};
+
+/* One segment, at directory entries [first, first + span): its entries
+ * hash into its range, in order, each at or after its home with no hole
+ * before it, and its count is theirs. */
+static size_t seg_audit(const struct xdir *x, const struct xdir_node *n,
+                        size_t first, size_t span, void *ctx)
+{
+    struct audit_ctx *ac = ctx;
+    const struct seg *s = (const struct seg *)n;
+    size_t bad = 0, c = 0;
+    uint64_t prev = 0;
+
+    bad += s->nslots < s->cap + 4;
+    for (uint32_t p = 0; p < s->nslots; p++) {
+        const struct slot *sl = &s->slot[p];
+        uint64_t hs;
+        uint32_t home;
+
+        if (sl->val == 0) {
+            bad += sl->key != 0;
+            continue;
+        }
+        hs = map_hash(sl->key, ac->m->seed);
+        home = seg_home(s, hs);
+        bad += xdir_index(x, hs) < first || xdir_index(x, hs) >= first + span;
+        bad += c > 0 && hs <= prev;
+        bad += home > p || (home < p && s->slot[p - 1].val == 0);
+        prev = hs;
+        c++;
+    }
+    bad += c != s->count;
+    ac->count += c;
+    ac->bytes += seg_size(s->nslots);
+    return bad;
 }
 
 size_t u64map_audit(const struct u64map *m)
 {
-    size_t bad = 0, count = 0, bytes = sizeof(*m) + m->spare_size, nsegs = 0;
-    size_t n = (size_t)1 << m->gdepth;
+    struct audit_ctx ac = {m, 0, m->spare_size + xdir_bytes(&m->dir)};
+    size_t nsegs, bad = xdir_audit(&m->dir, seg_audit, &ac, &nsegs);
 
-    if (m->gdepth > 0)
-        bytes += n * sizeof(struct seg *);
-    for (size_t i = 0; i < n;) {
-        const struct seg *s = m->dir[i];
-        size_t span, c = 0;
-        uint64_t prev = 0;
-
-        if (s == NULL) {
-            bad += m->gdepth != 0 || m->count != 0;
-            break;
-        }
-        if (s->depth > m->gdepth) {
-            bad++;
-            break;
-        }
-        span = (size_t)1 << (m->gdepth - s->depth);
-        for (size_t j = 0; j < span; j++)
-            bad += i + j >= n || m->dir[i + j] != s;
-        bad += s->nslots < s->cap + 4;
-        for (uint32_t p = 0; p < s->nslots; p++) {
-            const struct slot *sl = &s->slot[p];
-            uint64_t hs;
-            uint32_t home;
-
-            if (sl->val == 0) {
-                bad += sl->key != 0;
-                continue;
-            }
-            hs = map_hash(sl->key, m->seed);
-            home = seg_home(s, hs);
-            /* In its segment, sorted, at or after home, no hole before. */
-            bad += dir_index(m, hs) < i || dir_index(m, hs) >= i + span;
-            bad += c > 0 && hs <= prev;
-            bad += home > p || (home < p && s->slot[p - 1].val == 0);
-            prev = hs;
-            c++;
-        }
-        bad += c != s->count;
-        count += c;
-        bytes += seg_size(s->nslots);
-        nsegs++;
-        i += span;
-    }
-    bad += count != m->count;
-    bad += bytes != m->bytes;
+    bad += ac.count != m->count;
+    bad += ac.bytes != m->mem.bytes;
     bad += nsegs != m->nsegs;
     return bad;
 }

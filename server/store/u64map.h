@@ -20,10 +20,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mem.h"
+
 struct u64map;
 
-/* An empty map, or NULL on allocation failure. */
-struct u64map *u64map_create(void);
+/* An empty map, or NULL on allocation failure. Its struct is charged to
+ * owner and what it allocates to an account of its own under owner
+ * (mem.h; NULL: the process total only). */
+struct u64map *u64map_create(struct mem_acct *owner);
 void u64map_destroy(struct u64map *m);
 
 /* The value for key, or 0 when absent. */
@@ -50,7 +54,8 @@ int u64map_put(struct u64map *m, uint64_t key, uint64_t val);
 bool u64map_del(struct u64map *m, uint64_t key);
 
 size_t u64map_count(const struct u64map *m);
-/* Bytes allocated by the map itself (segments and directory). */
+/* Bytes allocated by the map itself (struct, segments and directory): its
+ * account (mem.h). */
 size_t u64map_bytes(const struct u64map *m);
 
 /*
@@ -84,13 +89,9 @@ size_t u64map_scan(const struct u64map *m, uint64_t *cursor, size_t max,
  * empties). Per entry: 18-21 bytes at any size.
  */
 
-/* Sets the hash seed of maps created from now on (default: a constant).
- * The server calls it once at start-up with a random value so that keys
- * cannot be picked to collide. Not thread-safe. */
-void u64map_setup(uint64_t seed);
-
-/* Sets this map's hash seed; only while the map is empty: 0, or -1 when it
- * holds entries. */
+/* A map hashes with the seed of hash.h (hash_setup) when it is created.
+ * This sets another, only while the map is empty: 0, or -1 when it holds
+ * entries. */
 int u64map_seed(struct u64map *m, uint64_t seed);
 
 struct u64map_stats {

@@ -23,9 +23,9 @@
  */
 #include "wmap.h"
 
+#include "hash.h"
 #include "u64map.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 struct wslot {
@@ -40,12 +40,12 @@ struct bucket {
 };
 
 struct wmap {
-    struct u64map *dir; /* bucket key -> struct bucket * */
+    struct u64map *dir;  /* bucket key -> struct bucket * */
+    struct mem_acct mem; /* the index and the buckets */
     uint64_t seed;
     uint64_t split; /* next bucket to split, at `level` bits */
     unsigned level;
     size_t count;
-    size_t bucket_bytes;
 };
 
 /* Average entries per bucket: ~400-byte buckets, 4 probes of binary search,
@@ -53,45 +53,11 @@ struct wmap {
 #define SPLIT_LOAD 16u
 #define MERGE_LOAD 8u
 
-static uint64_t map_default_seed = 0x2545f4914f6cdd1dULL;
-
 /* One bucket's place in the hash space: its top `bits` bits are `prefix`. */
 struct baddr {
     unsigned bits;
     uint64_t prefix;
 };
-
-/* murmur3's finalizer and its inverse (modular inverses of the two
- * multipliers; x ^= x >> 33 undoes itself on 64 bits). */
-static inline uint64_t fmix(uint64_t z)
-{
-    z = (z ^ (z >> 33)) * 0xff51afd7ed558ccdULL;
-    z = (z ^ (z >> 33)) * 0xc4ceb9fe1a85ec53ULL;
-    return z ^ (z >> 33);
-}
-
-static inline uint64_t fmix_inv(uint64_t z)
-{
-    z = (z ^ (z >> 33)) * 0x9cb4b2f8129337dbULL;
-    z = (z ^ (z >> 33)) * 0x4f74430c22a54005ULL;
-    return z ^ (z >> 33);
-}
-
-static inline uint64_t seed_rot(uint64_t seed)
-{
-    return (seed << 32) | (seed >> 32);
-}
-
-/* Keyed bijection: hardening against chosen ids, not cryptography. */
-static inline uint64_t key_hash(uint64_t key, uint64_t seed)
-{
-    return fmix(fmix(key ^ seed) + seed_rot(seed));
-}
-
-static inline uint64_t hash_key(uint64_t h, uint64_t seed)
-{
-    return fmix_inv(fmix_inv(h) - seed_rot(seed)) ^ seed;
-}
 
 static inline uint64_t prefix_of(uint64_t h, unsigned bits)
 {
@@ -151,12 +117,11 @@ static uint32_t slot_index(const struct bucket *b, uint64_t h)
 /* A bucket of n entries, to be filled by the caller; or NULL. */
 static struct bucket *bucket_alloc(struct wmap *m, uint32_t n)
 {
-    struct bucket *b = malloc(bucket_size(n));
+    struct bucket *b = mem_alloc(&m->mem, bucket_size(n));
 
     if (b == NULL)
         return NULL;
     b->n = b->cap = n;
-    m->bucket_bytes += bucket_size(n);
     return b;
 }
 
@@ -173,21 +138,20 @@ static struct bucket *bucket_new(struct wmap *m, const struct wslot *src,
 
 static void bucket_free(struct wmap *m, struct bucket *b)
 {
-    m->bucket_bytes -= bucket_size(b->cap);
-    free(b);
+    mem_free(&m->mem, b, bucket_size(b->cap));
 }
 
-/* b resized to hold cap entries: the new address, or NULL with b intact. */
+/* b resized to hold cap entries: the new address, or NULL with b intact
+ * (growing only: a shrink never fails, mem.h). */
 static struct bucket *bucket_resize(struct wmap *m, struct bucket *b,
                                     uint32_t cap)
 {
-    size_t old = bucket_size(b->cap);
-    struct bucket *nb = realloc(b, bucket_size(cap));
+    struct bucket *nb =
+        mem_realloc(&m->mem, b, bucket_size(b->cap), bucket_size(cap));
 
     if (nb == NULL)
         return NULL;
     nb->cap = cap;
-    m->bucket_bytes += bucket_size(cap) - old;
     return nb;
 }
 
@@ -197,26 +161,26 @@ static void bucket_moved(struct wmap *m, struct baddr a, struct bucket *nb)
     *u64map_ref(m->dir, dir_key(a)) = (uint64_t)(uintptr_t)nb;
 }
 
-struct wmap *wmap_create(void)
+struct wmap *wmap_create(struct mem_acct *owner)
 {
-    struct wmap *m = calloc(1, sizeof(*m));
+    struct wmap *m = mem_zalloc(owner, sizeof(*m));
 
     if (m == NULL)
         return NULL;
-    m->dir = u64map_create();
+    mem_acct_init(&m->mem, owner);
+    m->dir = u64map_create(&m->mem);
     if (m->dir == NULL) {
-        free(m);
+        mem_free(owner, m, sizeof(*m));
         return NULL;
     }
-    m->seed = map_default_seed;
+    m->seed = hash_seed(HASH_WMAP);
     return m;
 }
 
 static void free_bucket_visit(uint64_t key, uint64_t val, void *ctx)
 {
     (void)key;
-    (void)ctx;
-    free((struct bucket *)(uintptr_t)val);
+    bucket_free(ctx, (struct bucket *)(uintptr_t)val);
 }
 
 void wmap_destroy(struct wmap *m)
@@ -226,20 +190,15 @@ void wmap_destroy(struct wmap *m)
     if (m == NULL)
         return;
     do
-        u64map_scan(m->dir, &cursor, SIZE_MAX, free_bucket_visit, NULL);
+        u64map_scan(m->dir, &cursor, SIZE_MAX, free_bucket_visit, m);
     while (cursor != 0);
     u64map_destroy(m->dir);
-    free(m);
-}
-
-void wmap_setup(uint64_t seed)
-{
-    map_default_seed = seed;
+    mem_free(m->mem.up, m, sizeof(*m));
 }
 
 const struct wmap_val *wmap_get(const struct wmap *m, uint64_t key)
 {
-    uint64_t h = key_hash(key, m->seed);
+    uint64_t h = hash_u64(key, m->seed);
     const struct bucket *b = bucket_get(m, bucket_of(m, h));
     uint32_t i;
 
@@ -383,7 +342,7 @@ static struct wmap_val *bucket_insert(struct wmap *m, struct baddr a,
 
 struct wmap_val *wmap_add(struct wmap *m, uint64_t key, bool *created)
 {
-    uint64_t h = key_hash(key, m->seed);
+    uint64_t h = hash_u64(key, m->seed);
     struct baddr a = bucket_of(m, h);
     struct bucket *b = bucket_get(m, a);
     uint32_t i = b ? slot_index(b, h) : 0;
@@ -404,7 +363,7 @@ struct wmap_val *wmap_add(struct wmap *m, uint64_t key, bool *created)
 
 bool wmap_del(struct wmap *m, uint64_t key)
 {
-    uint64_t h = key_hash(key, m->seed);
+    uint64_t h = hash_u64(key, m->seed);
     struct baddr a = bucket_of(m, h);
     struct bucket *b = bucket_get(m, a);
     uint32_t i = b ? slot_index(b, h) : 0;
@@ -436,7 +395,7 @@ size_t wmap_count(const struct wmap *m)
 
 size_t wmap_bytes(const struct wmap *m)
 {
-    return sizeof(*m) + u64map_bytes(m->dir) + m->bucket_bytes;
+    return sizeof(*m) + m->mem.bytes;
 }
 
 size_t wmap_scan(const struct wmap *m, uint64_t *cursor, size_t max,
@@ -456,7 +415,7 @@ size_t wmap_scan(const struct wmap *m, uint64_t *cursor, size_t max,
                 *cursor = b->e[i].h;
                 return done;
             }
-            fn(hash_key(b->e[i].h, m->seed), &b->e[i].v, ctx);
+            fn(hash_u64_inv(b->e[i].h, m->seed), &b->e[i].v, ctx);
             done++;
         }
         if (a.prefix + 1 == UINT64_C(1) << a.bits) {
@@ -511,6 +470,6 @@ size_t wmap_audit(const struct wmap *m)
         u64map_scan(m->dir, &cursor, SIZE_MAX, audit_visit, &ac);
     while (cursor != 0);
     return ac.bad + u64map_audit(m->dir) + (ac.count != m->count) +
-           (ac.bytes != m->bucket_bytes) +
+           (ac.bytes + u64map_bytes(m->dir) != m->mem.bytes) +
            (m->split >= UINT64_C(1) << m->level);
 }

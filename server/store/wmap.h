@@ -14,8 +14,8 @@
  * insert or delete ever moves more than one or two buckets: the worst pause
  * does not grow with the number of keys.
  *
- * Keys are hashed with a keyed bijection (seeded by wmap_setup), so ids
- * chosen by clients cannot pile up in one bucket.
+ * Keys are hashed with hash.h's keyed bijection (seeded by hash_setup), so
+ * ids chosen by clients cannot pile up in one bucket.
  *
  * Not thread-safe. A value pointer returned by wmap_get, wmap_ref or
  * wmap_add is invalidated by the next wmap_add or wmap_del on the same map.
@@ -27,14 +27,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mem.h"
+
 struct wmap_val {
     uint64_t a, b;
 };
 
 struct wmap;
 
-/* An empty map, or NULL on allocation failure. */
-struct wmap *wmap_create(void);
+/* An empty map, or NULL on allocation failure. Its struct is charged to
+ * owner and what it allocates to an account of its own under owner
+ * (mem.h; NULL: the process total only). */
+struct wmap *wmap_create(struct mem_acct *owner);
 /* Frees the map (not whatever its values point to). NULL is a no-op. */
 void wmap_destroy(struct wmap *m);
 
@@ -54,7 +58,8 @@ struct wmap_val *wmap_add(struct wmap *m, uint64_t key, bool *created);
 bool wmap_del(struct wmap *m, uint64_t key);
 
 size_t wmap_count(const struct wmap *m);
-/* Bytes requested by the map: struct, bucket index, buckets. */
+/* Bytes requested by the map (struct, bucket index, buckets): its
+ * account. */
 size_t wmap_bytes(const struct wmap *m);
 
 /*
@@ -68,10 +73,6 @@ typedef void (*wmap_visit_fn)(uint64_t key, const struct wmap_val *v,
                               void *ctx);
 size_t wmap_scan(const struct wmap *m, uint64_t *cursor, size_t max,
                  wmap_visit_fn fn, void *ctx);
-
-/* Sets the hash seed of maps created from now on (default: a constant).
- * The server calls it once at start-up with a secret random value. */
-void wmap_setup(uint64_t seed);
 
 struct wmap_stats {
     size_t count;   /* entries */

@@ -17,12 +17,12 @@ static uint64_t id_of(uint32_t i)
 
 static void test_basic(void)
 {
-    struct denseid *d = denseid_create(sizeof(uint32_t), 100);
+    struct denseid *d = denseid_create(NULL, sizeof(uint32_t), 100);
     uint32_t idx = 99;
 
     CHECK(d != NULL);
-    CHECK(denseid_create(0, 10) == NULL);
-    CHECK(denseid_create(65, 10) == NULL);
+    CHECK(denseid_create(NULL, 0, 10) == NULL);
+    CHECK(denseid_create(NULL, 65, 10) == NULL);
     CHECK(!denseid_find(d, 5, &idx));
     CHECK_EQ_U64(denseid_count(d), 0);
     CHECK_EQ_U64(denseid_intern(d, 5, &idx), 0);
@@ -46,7 +46,7 @@ static void test_basic(void)
 static void test_growth_and_max(void)
 {
     const uint32_t n = 3 * DENSEID_CHUNK + 17;
-    struct denseid *d = denseid_create(sizeof(uint64_t), n);
+    struct denseid *d = denseid_create(NULL, sizeof(uint64_t), n);
     size_t bytes = denseid_bytes(d), bad = 0;
     uint32_t idx;
 

@@ -37,14 +37,14 @@ static size_t key_below(uint64_t e, const void *ctx)
 
 static void test_transitions(void)
 {
-    struct listmap *m = listmap_create(KEYBITS);
+    struct listmap *m = listmap_create(NULL, KEYBITS);
     const uint64_t *e;
     uint64_t one, got, *w;
     size_t empty_bytes = listmap_bytes(m);
 
     CHECK(m != NULL);
-    CHECK(listmap_create(0) == NULL);
-    CHECK(listmap_create(63) == NULL);
+    CHECK(listmap_create(NULL, 0) == NULL);
+    CHECK(listmap_create(NULL, 63) == NULL);
     CHECK_EQ_U64(listmap_get(m, 5, &e, &one), 0);
     CHECK(!listmap_lookup(m, 5, 1, &got));
     CHECK(listmap_find(m, 5, 1) == NULL);
@@ -91,7 +91,7 @@ static void test_transitions(void)
 
 static void test_audit_calls_the_check(void)
 {
-    struct listmap *m = listmap_create(KEYBITS);
+    struct listmap *m = listmap_create(NULL, KEYBITS);
     uint64_t limit = 50;
 
     listmap_add(m, 1, entry(10, 0));
@@ -111,7 +111,7 @@ static void test_random_vs_model(void)
 {
     static bool has[M_USERS][M_KEYS];
     static uint64_t pay[M_USERS][M_KEYS];
-    struct listmap *m = listmap_create(KEYBITS);
+    struct listmap *m = listmap_create(NULL, KEYBITS);
     size_t bad = 0, entries = 0;
 
     for (unsigned step = 0; step < 200000; step++) {

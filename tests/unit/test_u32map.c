@@ -12,7 +12,7 @@
 
 static void test_empty(void)
 {
-    struct u32map *m = u32map_create();
+    struct u32map *m = u32map_create(NULL);
     uint32_t v = 7;
     uint64_t cursor = 0;
 
@@ -31,7 +31,7 @@ static void test_empty(void)
 
 static void test_basic(void)
 {
-    struct u32map *m = u32map_create();
+    struct u32map *m = u32map_create(NULL);
     size_t empty = u32map_bytes(m);
     uint32_t v;
 
@@ -69,7 +69,7 @@ static void test_grow_and_shrink(void)
 {
     enum { N = 200000 };
     static uint64_t rnd[N];
-    struct u32map *m = u32map_create();
+    struct u32map *m = u32map_create(NULL);
     size_t empty = u32map_bytes(m), bad = 0;
     uint32_t v;
 
@@ -127,8 +127,8 @@ static void count_visit(uint64_t key, uint32_t val, void *ctx)
  * keys come and go (and buckets split and merge) between calls. */
 static void test_scan_under_changes(void)
 {
-    struct u32map *m = u32map_create();
-    struct seen s = {u64map_create(), 0};
+    struct u32map *m = u32map_create(NULL);
+    struct seen s = {u64map_create(NULL), 0};
     uint64_t cursor = 0, base = UINT64_C(1) << 40, bad = 0;
     size_t calls = 0;
 
@@ -152,8 +152,8 @@ static void test_scan_under_changes(void)
     CHECK_EQ_U64(u32map_audit(m), 0);
     /* The keys come back out as they went in: the hash is inverted. */
     {
-        struct u32map *one = u32map_create();
-        struct seen t = {u64map_create(), 0};
+        struct u32map *one = u32map_create(NULL);
+        struct seen t = {u64map_create(NULL), 0};
         uint64_t c = 0, keys[] = {0, 1, 12345, UINT64_MAX, 0x8000000000000000};
 
         for (int i = 0; i < 5; i++) {
@@ -178,8 +178,8 @@ static void test_scan_under_changes(void)
 /* u64map holds the model: value + 1 (u64map cannot store 0). */
 static void test_random_vs_model(void)
 {
-    struct u32map *m = u32map_create();
-    struct u64map *model = u64map_create();
+    struct u32map *m = u32map_create(NULL);
+    struct u64map *model = u64map_create(NULL);
     size_t bad = 0;
 
     for (int round = 0; round < 400000; round++) {

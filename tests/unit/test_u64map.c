@@ -3,6 +3,7 @@
  * paths, the scan cursor under mutation, and its byte accounting.
  */
 #define T_RNG_SEED 0x853c49e6748fea9bULL
+#include "hash.h"
 #include "t.h"
 #include "u64map.h"
 
@@ -11,7 +12,7 @@
 
 static void test_basic(void)
 {
-    struct u64map *m = u64map_create();
+    struct u64map *m = u64map_create(NULL);
     size_t empty_bytes;
     uint64_t *ref;
 
@@ -68,7 +69,7 @@ static void first_key(uint64_t key, uint64_t val, void *ctx)
 
 static void test_seed(void)
 {
-    struct u64map *a = u64map_create(), *b = u64map_create();
+    struct u64map *a = u64map_create(NULL), *b = u64map_create(NULL);
     uint64_t ca = 0, cb = 0, ka = 0, kb = 0;
 
     CHECK_EQ_U64(u64map_seed(b, 12345), 0);
@@ -87,8 +88,8 @@ static void test_seed(void)
     u64map_destroy(a);
 
     /* The start-up seed applies to maps created afterwards. */
-    u64map_setup(12345);
-    a = u64map_create();
+    hash_setup(12345);
+    a = u64map_create(NULL);
     for (uint64_t k = 1; k <= 1000; k++)
         u64map_put(a, k, k);
     ca = 0;
@@ -103,7 +104,7 @@ static void test_seed(void)
 static void test_many(void)
 {
     const uint64_t n = 1000000;
-    struct u64map *m = u64map_create();
+    struct u64map *m = u64map_create(NULL);
     size_t empty_bytes = u64map_bytes(m);
     struct u64map_stats st;
     size_t bad = 0;
@@ -161,7 +162,7 @@ static void test_random_vs_reference(void)
     enum { POOL = 40000, OPS = 200000 };
     uint64_t *keys = malloc(POOL * sizeof(*keys));
     uint64_t *vals = calloc(POOL, sizeof(*vals));
-    struct u64map *m = u64map_create();
+    struct u64map *m = u64map_create(NULL);
     size_t live = 0, bad = 0, audits = 0;
 
     keys[0] = 0;
@@ -238,7 +239,7 @@ static void count_visit(uint64_t key, uint64_t val, void *ctx)
 static void test_scan_stable(void)
 {
     enum { N = 100000 };
-    struct u64map *m = u64map_create();
+    struct u64map *m = u64map_create(NULL);
     struct visits v = {calloc(N, sizeof(uint32_t)), 0, N, 0};
     uint64_t cursor = 0;
     size_t calls = 0, once = 0, got, maxgot = 0;
@@ -281,7 +282,7 @@ static void test_scan_stable(void)
 static void test_scan_mutating(void)
 {
     enum { STABLE = 50000, CHURN = 250000 };
-    struct u64map *m = u64map_create();
+    struct u64map *m = u64map_create(NULL);
     struct visits v = {calloc(STABLE, sizeof(uint32_t)), 0, STABLE, 0};
     uint64_t *churn = malloc(CHURN * sizeof(*churn));
     uint64_t cursor = 0;

@@ -44,7 +44,7 @@ static void count_visit(uint64_t key, const struct wmap_val *v, void *ctx)
 
 static void test_empty(void)
 {
-    struct wmap *m = wmap_create();
+    struct wmap *m = wmap_create(NULL);
     uint64_t cursor = 0;
     size_t seen = 0;
 
@@ -63,7 +63,7 @@ static void test_empty(void)
 
 static void test_basic(void)
 {
-    struct wmap *m = wmap_create();
+    struct wmap *m = wmap_create(NULL);
     struct wmap_val *v;
     bool created;
 
@@ -94,7 +94,7 @@ static void test_basic(void)
  * every key readable at every size checked. */
 static void test_grow_and_shrink(void)
 {
-    struct wmap *m = wmap_create();
+    struct wmap *m = wmap_create(NULL);
     struct wmap_stats st;
     const uint64_t n = 200000;
     size_t missing = 0;
@@ -135,8 +135,8 @@ static void test_grow_and_shrink(void)
 
 static void test_random_vs_u64map(void)
 {
-    struct wmap *m = wmap_create();
-    struct u64map *ref = u64map_create();
+    struct wmap *m = wmap_create(NULL);
+    struct u64map *ref = u64map_create(NULL);
     const uint64_t space = 30000;
     size_t wrong = 0;
 
@@ -183,8 +183,8 @@ static void seen_visit(uint64_t key, const struct wmap_val *v, void *ctx)
  * hash is inverted correctly). */
 static void test_scan_under_mutation(void)
 {
-    struct wmap *m = wmap_create();
-    struct seen s = {u64map_create(), 0};
+    struct wmap *m = wmap_create(NULL);
+    struct seen s = {u64map_create(NULL), 0};
     uint64_t cursor = 0, calls = 0;
     size_t once = 0, twice = 0;
 
