@@ -44,12 +44,13 @@ static void chan_free(struct bc_store *s, struct bc_chan *c)
     mem_free(&s->mem, c, sizeof(*c));
 }
 
-/* ch's channel, created when new; NULL on allocation failure. */
-static struct bc_chan *chan_get(struct bc_store *s, uint64_t ch)
+/* ch's channel, created when new (*created); NULL on allocation failure. */
+static struct bc_chan *chan_get(struct bc_store *s, uint64_t ch, bool *created)
 {
     uint64_t w = u64map_get(s->chans, ch);
     struct bc_chan *c;
 
+    *created = false;
     if (w != 0)
         return chan_of(w);
     c = mem_alloc(&s->mem, sizeof(*c));
@@ -63,6 +64,7 @@ static struct bc_chan *chan_get(struct bc_store *s, uint64_t ch)
         return NULL;
     }
     s->nchans++;
+    *created = true;
     return c;
 }
 
@@ -77,6 +79,22 @@ static int chan_put(struct bc_store *s, struct bc_chan *c, uint64_t uid,
         return -1;
     s->entries = s->entries - n + u32map_count(c->offs);
     return 0;
+}
+
+/* chan_put for a user command: a channel this command created is removed
+ * again when the put fails, so that an error changes nothing. */
+static int chan_put_new(struct bc_store *s, uint64_t ch, struct bc_chan *c,
+                        bool created, uint64_t uid, uint32_t off)
+{
+    if (chan_put(s, c, uid, off) == 0)
+        return 0;
+    /* Fixed: the channel created for this command used to stay behind. */
+    if (created) {
+        u64map_del(s->chans, ch);
+        s->nchans--;
+        chan_free(s, c);
+    }
+    return -1;
 }
 
 struct bc_store *bc_create(void)
@@ -115,7 +133,8 @@ void bc_destroy(struct bc_store *s)
 
 int bc_publish(struct bc_store *s, uint64_t ch, uint64_t *head)
 {
-    struct bc_chan *c = chan_get(s, ch);
+    bool created;
+    struct bc_chan *c = chan_get(s, ch, &created);
 
     if (c == NULL)
         return -1;
@@ -126,7 +145,8 @@ int bc_publish(struct bc_store *s, uint64_t ch, uint64_t *head)
 int bc_unread(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t *unread,
               bool *registered)
 {
-    struct bc_chan *c = chan_get(s, ch);
+    bool created;
+    struct bc_chan *c = chan_get(s, ch, &created);
     const uint32_t *off;
 
     if (c == NULL)
@@ -138,16 +158,17 @@ int bc_unread(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t *unread,
         return 0;
     }
     *unread = 0;
-    return chan_put(s, c, uid, (uint32_t)c->head);
+    return chan_put_new(s, ch, c, created, uid, (uint32_t)c->head);
 }
 
 int bc_read(struct bc_store *s, uint64_t uid, uint64_t ch)
 {
-    struct bc_chan *c = chan_get(s, ch);
+    bool created;
+    struct bc_chan *c = chan_get(s, ch, &created);
 
     if (c == NULL)
         return -1;
-    return chan_put(s, c, uid, (uint32_t)c->head);
+    return chan_put_new(s, ch, c, created, uid, (uint32_t)c->head);
 }
 
 struct chan_walk {
@@ -200,10 +221,11 @@ size_t bc_scan_users(const struct bc_store *s, uint64_t ch, uint64_t *cursor,
 int bc_restore_channel(struct bc_store *s, uint64_t ch, uint64_t head)
 {
     struct bc_chan *c;
+    bool created;
 
     if (u64map_get(s->chans, ch) != 0)
         return 1;
-    c = chan_get(s, ch);
+    c = chan_get(s, ch, &created);
     if (c == NULL)
         return -1;
     c->head = head;

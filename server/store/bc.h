@@ -33,19 +33,21 @@ struct bc_store *bc_create(void);
 void bc_destroy(struct bc_store *s);
 
 /* Publishes one message to ch; *head = the new head. 0, or -1 on
- * allocation failure (no head or offset changed). */
+ * allocation failure (nothing changed). */
 int bc_publish(struct bc_store *s, uint64_t ch, uint64_t *head);
 
 /*
  * uid's unread in ch (head - offset). A user with no offset is registered
  * at the head first (*registered = true; the caller must treat the read as
- * a write) and reads 0. 0, or -1 on allocation failure (no offset changed).
+ * a write) and reads 0. 0, or -1 on allocation failure (nothing changed: no
+ * offset, and no channel created on the way).
  */
 int bc_unread(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t *unread,
               bool *registered);
 
 /* Marks everything in ch read by uid (offset = head), registering the user
- * when new. 0, or -1 on allocation failure (no offset changed). */
+ * when new. 0, or -1 on allocation failure (nothing changed, as
+ * bc_unread). */
 int bc_read(struct bc_store *s, uint64_t uid, uint64_t ch);
 
 /*

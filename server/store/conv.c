@@ -461,8 +461,9 @@ static int arr_to_map(struct conv_store *s, struct wmap_val *u, uint64_t cid,
                       uint64_t w)
 {
     struct conv_arr *a = arr_of(u);
+    /* Fixed: a map that could not be created was used as one. */
     struct u64map *m = u64map_create(&s->mem);
-    int rc = u64map_put(m, cid, w);
+    int rc = m != NULL ? u64map_put(m, cid, w) : -1;
 
     for (uint32_t i = 0; rc == 0 && i < a->n; i++)
         rc = u64map_put(m, a->r[i].cid, a->r[i].w);

@@ -179,6 +179,17 @@ int denseid_intern(struct denseid *d, uint64_t id, uint32_t *idx)
     return 0;
 }
 
+void denseid_unintern(struct denseid *d, uint64_t id)
+{
+    uint32_t i = d->count - 1;
+
+    if (d->count == 0 || denseid_id(d, i) != id)
+        return;
+    u64map_del(d->map, id);
+    memset(denseid_val(d, i), 0, d->vsize);
+    d->count--;
+}
+
 size_t denseid_bytes(const struct denseid *d)
 {
     return sizeof(*d) + d->mem.bytes;

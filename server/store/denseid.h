@@ -59,6 +59,12 @@ bool denseid_find(const struct denseid *d, uint64_t id, uint32_t *idx);
  * the table is unchanged on error. */
 int denseid_intern(struct denseid *d, uint64_t id, uint32_t *idx);
 
+/* Takes back the index that the last denseid_intern gave id when id had
+ * none, for a caller whose change then fails and must leave the table as
+ * it was: id has no index again and the next one is given again, zeroed.
+ * id must be the last id interned. Never fails. */
+void denseid_unintern(struct denseid *d, uint64_t id);
+
 /* The id that has index idx (idx < count). */
 uint64_t denseid_id(const struct denseid *d, uint32_t idx);
 

@@ -82,16 +82,23 @@ int dot_click(struct dot_store *s, uint64_t uid, uint64_t dot, uint64_t ts)
 {
     uint32_t idx;
     uint64_t *e;
+    bool known = denseid_find(s->dots, dot, &idx);
     int rc;
 
     if (ts > DOT_TS_MAX)
         return DOT_ERANGE;
-    rc = denseid_intern(s->dots, dot, &idx);
+    rc = known ? 0 : denseid_intern(s->dots, dot, &idx);
     if (rc != 0)
         return rc;
     e = listmap_find(s->clicks, uid, idx);
-    if (e == NULL)
-        return listmap_add(s->clicks, uid, dot_click_make(idx, ts));
+    if (e == NULL) {
+        if (listmap_add(s->clicks, uid, dot_click_make(idx, ts)) == 0)
+            return 0;
+        /* Fixed: the dot created for this click used to stay behind. */
+        if (!known)
+            denseid_unintern(s->dots, dot);
+        return DOT_ENOMEM;
+    }
     if (dot_click_ts(*e) < ts)
         *e = dot_click_make(idx, ts);
     return 0;

@@ -48,8 +48,8 @@ int dot_push(struct dot_store *s, uint64_t dot, uint64_t ts, uint64_t *push);
  * Records that uid clicked dot at ts (<= DOT_TS_MAX): the click time becomes
  * the later of its old one and ts. A dot never pushed gets its index here
  * too, so that a later push with an older ts still compares right. 0,
- * DOT_ENOMEM, DOT_EFULL or DOT_ERANGE; no click is recorded on error (a
- * dot new to the store may keep its number: invisible, never pushed).
+ * DOT_ENOMEM, DOT_EFULL or DOT_ERANGE; nothing changes on error (no click,
+ * and no dot created on the way).
  */
 int dot_click(struct dot_store *s, uint64_t uid, uint64_t dot, uint64_t ts);
 

@@ -113,8 +113,12 @@ int feed_follow(struct feed_store *s, uint64_t uid, uint64_t author,
             return rc;
     }
     edge = feed_edge_make(idx, *count_ref(s, idx));
-    if (listmap_add(s->follows, uid, edge) != 0)
+    if (listmap_add(s->follows, uid, edge) != 0) {
+        /* Fixed: the author created for this follow used to stay behind. */
+        if (!known)
+            denseid_unintern(s->authors, author);
         return FEED_ENOMEM;
+    }
     return 1;
 }
 

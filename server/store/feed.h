@@ -47,9 +47,9 @@ uint32_t feed_unpost(struct feed_store *s, uint64_t author, uint64_t n);
  * uid follows author from now on: the snapshot is the author's current
  * count, so earlier posts are not unread. 1 when new, 0 when uid already
  * followed author (its snapshot unchanged), FEED_ELIMIT when uid already
- * follows max_follows authors, FEED_ENOMEM or FEED_EFULL; no follow is
- * recorded unless 1 is returned (after FEED_ENOMEM an author new to the
- * store may keep its number, with a count of 0). O(follows).
+ * follows max_follows authors, FEED_ENOMEM or FEED_EFULL; nothing changes
+ * unless 1 is returned (no follow, and no author created on the way).
+ * O(follows).
  */
 int feed_follow(struct feed_store *s, uint64_t uid, uint64_t author,
                 uint32_t max_follows);

@@ -214,8 +214,12 @@ static int memb_place(struct grp_store *s, uint64_t uid, uint64_t gid,
         return GRP_ENOMEM;
     g = group_at(s, gidx);
     nm = memb_entry(gidx, (uint32_t)group_seen_at(g, ts));
-    if (listmap_add(s->members, uid, nm) != 0)
+    if (listmap_add(s->members, uid, nm) != 0) {
+        /* Fixed: the group created for this join used to stay behind. */
+        if (!known)
+            denseid_unintern(s->groups, gid);
         return GRP_ENOMEM;
+    }
     *unread = memb_unread(g, nm);
     return GRP_OK;
 }
@@ -255,14 +259,19 @@ int grp_post(struct grp_store *s, uint64_t gid, uint64_t ts, uint32_t window,
 {
     struct grp_group *g;
     uint32_t gidx;
+    bool known = denseid_find(s->groups, gid, &gidx);
 
     if (window == 0)
         window = 1;
-    if (group_get(s, gid, &gidx) != GRP_OK)
+    if (!known && group_get(s, gid, &gidx) != GRP_OK)
         return GRP_ENOMEM;
     g = group_at(s, gidx);
-    if (ring_make_room(s, g, window) != GRP_OK)
+    if (ring_make_room(s, g, window) != GRP_OK) {
+        /* Fixed: the group created for this post used to stay behind. */
+        if (!known)
+            denseid_unintern(s->groups, gid);
         return GRP_ENOMEM;
+    }
     g->window = window;
     ring_append(g, ts);
     *seq = g->head;

@@ -38,8 +38,8 @@
 
 /*
  * Results of the calls that can fail. GRP_ENOMEM: an allocation failed and
- * no seq, membership or count changed (a group created on the way may
- * stay, empty and invisible to reads).
+ * nothing changed (no seq, membership or count, and no group created on
+ * the way).
  */
 #define GRP_OK 0
 #define GRP_ENOMEM (-1)

@@ -3,6 +3,7 @@
  * across many keys, the scan contract under changes, the memory per entry,
  * and a long randomized run against u64map as the model.
  */
+#include "mem.h"
 #include "t.h"
 #include "u32map.h"
 #include "u64map.h"
@@ -211,6 +212,56 @@ static void test_random_vs_model(void)
     u32map_destroy(m);
 }
 
+/*
+ * Random operations with allocations failing now and then (one, or every
+ * one from the nth on): a put that fails leaves the map as it was, a
+ * delete always works, and the map stays valid throughout, emptied to
+ * nothing at the end.
+ */
+static void test_random_failures(void)
+{
+    enum { POOL = 6000, OPS = 200000 };
+    int64_t *vals = malloc(POOL * sizeof(*vals)); /* -1: absent */
+    struct u32map *m = u32map_create(NULL);
+    size_t empty = u32map_bytes(m), bad = 0, failed = 0;
+    uint32_t v;
+
+    for (size_t k = 0; k < POOL; k++)
+        vals[k] = -1;
+    for (size_t op = 0; op < OPS; op++) {
+        uint64_t key = t_rng() % POOL;
+        uint32_t val = (uint32_t)t_rng();
+        bool filling = (op / 25000) % 2 == 0;
+
+        if (t_rng() % 4 == 0)
+            mem_fail_after(1 + t_rng() % 3, t_rng() % 2);
+        if (t_rng() % 100 < (filling ? 70u : 30u)) {
+            if (u32map_put(m, key, val) == 0)
+                vals[key] = val;
+            else
+                failed++;
+        } else {
+            bad += u32map_del(m, key) != (vals[key] >= 0);
+            vals[key] = -1;
+        }
+        mem_fail_after(0, false);
+        bad += u32map_get(m, key, &v) != (vals[key] >= 0);
+        if (op % 10000 == 0)
+            bad += u32map_audit(m);
+    }
+    for (uint64_t k = 0; k < POOL; k++) {
+        if (vals[k] >= 0)
+            bad += !u32map_get(m, k, &v) || v != (uint32_t)vals[k];
+        u32map_del(m, k);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK(failed > 0);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    CHECK_EQ_U64(u32map_bytes(m), empty);
+    u32map_destroy(m);
+    free(vals);
+}
+
 int main(void)
 {
     T_RUN(test_empty);
@@ -218,5 +269,6 @@ int main(void)
     T_RUN(test_grow_and_shrink);
     T_RUN(test_scan_under_changes);
     T_RUN(test_random_vs_model);
+    T_RUN(test_random_failures);
     T_END();
 }

@@ -4,6 +4,7 @@
  */
 #define T_RNG_SEED 0x853c49e6748fea9bULL
 #include "hash.h"
+#include "mem.h"
 #include "t.h"
 #include "u64map.h"
 
@@ -333,6 +334,92 @@ static void test_scan_mutating(void)
     u64map_destroy(m);
 }
 
+/*
+ * The map's first split failing after the directory doubled (its second
+ * allocation, the left half, fails): the put fails, the map stays valid
+ * with a directory of two entries over one segment, and once emptied it
+ * holds nothing. (It used to free that segment with the directory still
+ * pointing to it: the next put wrote to freed memory.)
+ */
+static void test_failed_split(void)
+{
+    struct u64map *m = u64map_create(NULL);
+    struct u64map_stats st;
+    size_t empty = u64map_bytes(m), bad = 0;
+    uint64_t k;
+
+    for (k = 1; k < 100000; k++) {
+        int rc;
+
+        mem_fail_after(2, true);
+        rc = u64map_put(m, k, k);
+        mem_fail_after(0, false);
+        u64map_stats(m, &st);
+        if (rc != 0 && st.depth == 1 && st.segments == 1)
+            break;
+        if (rc != 0)
+            bad += u64map_put(m, k, k) != 0; /* a growth: try again */
+    }
+    CHECK_EQ_U64(st.depth, 1);
+    CHECK_EQ_U64(st.segments, 1);
+    CHECK_EQ_U64(u64map_get(m, k), 0);
+    CHECK_EQ_U64(u64map_count(m), k - 1);
+    CHECK_EQ_U64(u64map_audit(m), 0);
+    for (uint64_t j = 1; j < k; j++)
+        bad += !u64map_del(m, j);
+    CHECK_EQ_U64(bad, 0);
+    u64map_stats(m, &st);
+    CHECK_EQ_U64(st.depth, 0);
+    CHECK_EQ_U64(st.segments, 0);
+    CHECK_EQ_U64(u64map_bytes(m), empty);
+    CHECK_EQ_U64(u64map_put(m, 7, 7), 0);
+    CHECK_EQ_U64(u64map_get(m, 7), 7);
+    CHECK_EQ_U64(u64map_audit(m), 0);
+    u64map_destroy(m);
+}
+
+/*
+ * Random operations with allocations failing now and then (one, or every
+ * one from the nth on): a put that fails leaves the map as it was, a
+ * delete always works, and the map stays valid throughout.
+ */
+static void test_random_failures(void)
+{
+    enum { POOL = 20000, OPS = 200000 };
+    uint64_t *vals = calloc(POOL, sizeof(*vals));
+    struct u64map *m = u64map_create(NULL);
+    size_t bad = 0, failed = 0;
+
+    for (size_t op = 0; op < OPS; op++) {
+        uint64_t key = t_rng() % POOL, v = t_rng() | 1;
+        bool filling = (op / 25000) % 2 == 0;
+
+        if (t_rng() % 4 == 0)
+            mem_fail_after(1 + t_rng() % 3, t_rng() % 2);
+        if (t_rng() % 100 < (filling ? 70u : 30u)) {
+            if (u64map_put(m, key, v) == 0)
+                vals[key] = v;
+            else
+                failed++;
+        } else {
+            bad += u64map_del(m, key) != (vals[key] != 0);
+            vals[key] = 0;
+        }
+        mem_fail_after(0, false);
+        bad += u64map_get(m, key) != vals[key];
+        if (op % 10000 == 0) {
+            for (size_t k = 0; k < POOL; k++)
+                bad += u64map_get(m, k) != vals[k];
+            bad += u64map_audit(m);
+        }
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK(failed > 0);
+    CHECK_EQ_U64(u64map_audit(m), 0);
+    u64map_destroy(m);
+    free(vals);
+}
+
 int main(void)
 {
     T_RUN(test_basic);
@@ -341,5 +428,7 @@ int main(void)
     T_RUN(test_random_vs_reference);
     T_RUN(test_scan_stable);
     T_RUN(test_scan_mutating);
+    T_RUN(test_failed_split);
+    T_RUN(test_random_failures);
     T_END();
 }
