@@ -79,6 +79,16 @@ $(BUILD)/badge_service: $(call obj,client-lib/examples/badge_service.c) \
                         $(BUILD)/libunread.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 
+# The fault-injection shim of the fault suites (tests/faults/faultfs.c),
+# LD_PRELOADed into the server: never sanitized (the sanitizer runtime
+# must come first in a sanitized server; the suites say so in
+# ASAN_OPTIONS).
+all: $(BUILD)/faultfs.so
+$(BUILD)/faultfs.so: tests/faults/faultfs.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -fPIC -shared -pthread $(WARN) $(OPT) -g \
+	    -o $@ $< -ldl
+
 # Unit tests link the module under test with everything below the network.
 $(BUILD)/tests/test_client: $(BUILD)/obj/tests/unit/test_client.o $(BUILD)/libunread.a
 	@mkdir -p $(dir $@)
@@ -136,6 +146,12 @@ test: deps all
 
 unit: all
 	@python3 tests/run.py --build $(BUILD) --unit-only
+
+# Every fault suite (tests/faults/*.py: kill -9, journal write and fsync
+# failures, ...) in full; `make test` runs each with a few trials.
+.PHONY: test-faults
+test-faults: deps all
+	@python3 tests/run.py --build $(BUILD) --faults-only
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 \

@@ -13,10 +13,14 @@
  *
  * Durability: the flush first writes the turn's journal records (and
  * fdatasyncs them with journal-fsync always: one sync for the whole turn,
- * a group commit). A connection whose output acknowledges writes whose
- * records are not durable yet (the journal write failed) is held in the
- * flush list, its output unsent, and retried every RETRY_MS: no reply
- * ever claims a write the journal does not hold.
+ * a group commit). Holding replies is a property of the output buffer,
+ * not of the path that writes it: a reply that acknowledges journal
+ * records sets a hold mark (c->hold_from, c->hold_seq), and conn_write,
+ * whoever calls it (the flush, the write event of a congested socket, a
+ * resume), sends nothing from hold_from on until record hold_seq is
+ * durable. While the journal cannot be written such a connection waits
+ * in the flush list, retried every RETRY_MS, its write event disarmed: no
+ * reply ever claims a write the journal does not hold.
  *
  * Limits (docs/OPERATIONS.md "Security"): while a connection's unsent
  * replies reach OUT_PAUSE its input is neither read nor run, so a client
@@ -88,7 +92,12 @@ struct conn {
     size_t need;      /* don't parse again before in.len reaches this */
     struct ur_buf out;
     size_t out_sent; /* bytes of out already written */
-    uint64_t jseq;   /* out acknowledges journal records up to this one */
+    /* The hold mark: out[hold_from..] may leave only once journal record
+     * hold_seq is durable (persist_durable); hold_seq 0: nothing held.
+     * One mark is enough: later replies wait behind earlier ones anyway,
+     * so a new record raises hold_seq and keeps the earliest hold_from. */
+    size_t hold_from;
+    uint64_t hold_seq;
     struct session sess;
     struct conn *next_pending;
     struct conn *prev, *next; /* all connections */
@@ -147,26 +156,62 @@ static void conn_close(struct conn *c)
         conn_free(c);
 }
 
-static void queue_flush(struct conn *c)
+static void queue_pending(struct conn *c)
 {
     if (!c->pending) {
         c->pending = true;
         c->next_pending = pending;
         pending = c;
     }
+}
+
+static void queue_flush(struct conn *c)
+{
+    queue_pending(c);
     event_active(flush_ev, EV_WRITE, 0);
+}
+
+/* c's output waits for the journal: flushed again in RETRY_MS (or by
+ * the next turn's flush, whichever comes first). */
+static void queue_retry(struct conn *c)
+{
+    const struct timeval retry = {0, RETRY_MS * 1000};
+
+    queue_pending(c);
+    if (!evtimer_pending(retry_ev, NULL))
+        evtimer_add(retry_ev, &retry);
 }
 
 static void conn_resume(struct conn *c);
 
+/* The reply bytes of c that acknowledge journal records start at from,
+ * and the last of those records is seq. */
+static void conn_hold(struct conn *c, size_t from, uint64_t seq)
+{
+    if (c->hold_seq == 0)
+        c->hold_from = from;
+    c->hold_seq = seq;
+}
+
+/* How far c's output may be sent: all of it, or up to its hold mark while
+ * the records it acknowledges are not durable. */
+static size_t conn_sendable(struct conn *c)
+{
+    if (c->hold_seq != 0 && persist_durable(srv->persist) >= c->hold_seq)
+        c->hold_seq = 0;
+    return c->hold_seq != 0 ? c->hold_from : c->out.len;
+}
+
 /* Writes what it can; arms the write event (and its stall timeout) when
  * the socket is full; lets a paused connection's input run again once
- * its unsent replies fall below OUT_PAUSE. */
+ * its unsent replies fall below OUT_PAUSE. Output behind a hold mark stays
+ * (the connection is queued for the flush's retry). */
 static void conn_write(struct conn *c)
 {
-    while (c->out_sent < c->out.len) {
-        ssize_t n =
-            write(c->fd, c->out.data + c->out_sent, c->out.len - c->out_sent);
+    size_t end = conn_sendable(c);
+
+    while (c->out_sent < end) {
+        ssize_t n = write(c->fd, c->out.data + c->out_sent, end - c->out_sent);
         if (n > 0) {
             c->out_sent += (size_t)n;
             srv->client_out_bytes -= (size_t)n;
@@ -189,14 +234,20 @@ static void conn_write(struct conn *c)
         conn_close(c);
         return;
     }
-    c->out.len = 0;
-    c->out_sent = 0;
-    if (c->out.cap > OUT_KEEP)
-        ur_buf_deinit(&c->out);
     if (c->want_write) {
         event_del(c->wev);
         c->want_write = false;
     }
+    if (end < c->out.len) {
+        /* Held: the socket is not what it waits for. */
+        queue_retry(c);
+        return;
+    }
+    c->out.len = 0;
+    c->out_sent = 0;
+    c->hold_from = 0;
+    if (c->out.cap > OUT_KEEP)
+        ur_buf_deinit(&c->out);
     if (c->close_after)
         conn_close(c);
     else if (c->paused)
@@ -206,34 +257,18 @@ static void conn_write(struct conn *c)
 static void on_flush(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what, (void)arg;
-    struct conn *c = pending, *held = NULL;
+    struct conn *c = pending;
     pending = NULL;
     server_turn_end(srv);
     persist_flush(srv->persist);
-    uint64_t durable = persist_durable(srv->persist);
     while (c != NULL) {
         struct conn *next = c->next_pending;
-        if (!c->dead && c->jseq > durable) {
-            c->next_pending = held; /* stays pending: sent by a retry */
-            held = c;
-        } else {
-            c->pending = false;
-            if (c->dead)
-                conn_free(c);
-            else
-                conn_write(c);
-        }
+        c->pending = false;
+        if (c->dead)
+            conn_free(c);
+        else
+            conn_write(c); /* a held one queues itself again */
         c = next;
-    }
-    while (held != NULL) {
-        struct conn *next = held->next_pending;
-        held->next_pending = pending;
-        pending = held;
-        held = next;
-    }
-    if (pending != NULL) {
-        const struct timeval retry = {0, RETRY_MS * 1000};
-        evtimer_add(retry_ev, &retry);
     }
     if (srv->shutdown_asap)
         event_base_loopbreak(base);
@@ -412,7 +447,7 @@ static void look_done(struct lookahead *la)
  */
 static size_t process(struct conn *c, const char *data, size_t len)
 {
-    const uint64_t jseq = persist_appended(srv->persist);
+    uint64_t jseq = persist_appended(srv->persist);
     const size_t out_before = c->out.len;
     struct lookahead la; /* the ring is written before it is read */
     size_t off = 0;
@@ -433,6 +468,7 @@ static size_t process(struct conn *c, const char *data, size_t len)
 
     while (off < len && !c->close_after) {
         const struct ur_limits lim = conn_limits(c); /* AUTH changes them */
+        const size_t reply_at = c->out.len;
         size_t used = 0, hint = 0;
         enum ur_parse st;
         struct reply r = {0};
@@ -471,6 +507,11 @@ static size_t process(struct conn *c, const char *data, size_t len)
         }
         if (st != UR_PARSE_OK)
             break;
+        if (persist_appended(srv->persist) != jseq) {
+            /* This reply acknowledges records: it waits for them. */
+            jseq = persist_appended(srv->persist);
+            conn_hold(c, reply_at, jseq);
+        }
         if (r.close_after && !c->close_after) {
             c->close_after = true;
             event_del(c->rev);
@@ -481,8 +522,6 @@ static size_t process(struct conn *c, const char *data, size_t len)
             break;
     }
     srv->client_out_bytes += c->out.len - out_before;
-    if (persist_appended(srv->persist) != jseq)
-        c->jseq = persist_appended(srv->persist);
     return off;
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The one test runner: python3 tests/run.py --build DIR [--unit-only] [-k PATTERN]
+"""The one test runner:
+python3 tests/run.py --build DIR [--unit-only | --faults-only] [-k PATTERN]
 
 1. every DIR/tests/test_* unit binary (each ends its stdout with
    "N passed, N failed" counting its test functions, after a line of
@@ -8,7 +9,11 @@
 2. DIR/gencmds --check docs/COMMANDS.md, when DIR/gencmds exists (1 test);
 3. every test_* function of tests/integration/test_*.py, against
    DIR/unreadd (UNREADD_BUILD=DIR is passed to the harness), each with a
-   timeout (default 30 s, or the function's `timeout` attribute).
+   timeout (default 30 s, or the function's `timeout` attribute);
+4. every fault suite tests/faults/<name>.py (not those starting with "_"),
+   a script that ends its output with "N passed, N failed" (one per
+   trial) and exits non-zero on failure; here with FAULTS_QUICK=1, a few
+   trials each. --faults-only runs only them, in full (make test-faults).
 
 Prints one line per test, the failures' details, the unit assertions'
 totals, and ends with exactly one line "N passed, N failed" counting
@@ -226,10 +231,66 @@ def run_integration(pattern, totals):
                 say(indent(tail, 6))
 
 
+# --------------------------------------------------------------------------
+# Fault suites.
+
+FAULTS_TIMEOUT = 1800
+
+
+def run_faults(pattern, quick, totals):
+    for path in sorted(glob.glob(os.path.join(HERE, "faults", "*.py"))):
+        base = os.path.basename(path)
+        name = "faults/" + base
+        if base.startswith("_") or not matches(name, pattern):
+            continue
+        env = dict(os.environ)
+        if quick:
+            env["FAULTS_QUICK"] = "1"
+        else:
+            env.pop("FAULTS_QUICK", None)
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run([sys.executable, path], cwd=REPO, env=env,
+                               capture_output=True, text=True,
+                               errors="replace", timeout=FAULTS_TIMEOUT)
+            out, rc = p.stdout + p.stderr, p.returncode
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout or ""
+            if isinstance(out, bytes):
+                out = out.decode("utf-8", "replace")
+            rc = "timeout after %ds" % FAULTS_TIMEOUT
+        dt = time.monotonic() - t0
+        last = None
+        for line in out.splitlines():
+            m = SUMMARY.match(line.strip())
+            if m:
+                last = (int(m.group(1)), int(m.group(2)))
+        if last is None:
+            totals.fail(name)
+            say("FAIL %s: exit %s with no summary line (%.2fs)" % (name, rc, dt))
+            say(indent("\n".join(out.splitlines()[-60:])))
+            continue
+        passed, failed = last
+        if rc != 0 and failed == 0:
+            failed = 1
+        totals.ok(passed)
+        if failed:
+            totals.fail(name, failed)
+        say("%s %s: %d passed, %d failed (%.2fs)" % (
+            "ok  " if not failed else "FAIL", name, passed, failed, dt))
+        if failed or not quick:
+            lines = out.splitlines()
+            shown = [ln for ln in lines if not ln.startswith("ok ")] \
+                if failed else lines
+            say(indent("\n".join(shown[-120:])))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build", help="build directory")
     ap.add_argument("--unit-only", action="store_true")
+    ap.add_argument("--faults-only", action="store_true",
+                    help="run only the fault suites, in full")
     ap.add_argument("-k", dest="pattern", default="",
                     help="run only tests whose name contains PATTERN")
     opts = ap.parse_args()
@@ -241,10 +302,14 @@ def main():
 
     totals = Totals()
     t0 = time.monotonic()
-    run_unit(build, opts.pattern, totals)
-    run_gencmds(build, opts.pattern, totals)
-    if not opts.unit_only:
-        run_integration(opts.pattern, totals)
+    if opts.faults_only:
+        run_faults(opts.pattern, False, totals)
+    else:
+        run_unit(build, opts.pattern, totals)
+        run_gencmds(build, opts.pattern, totals)
+        if not opts.unit_only:
+            run_integration(opts.pattern, totals)
+            run_faults(opts.pattern, True, totals)
     if totals.failures:
         say("")
         say("failed (%.1fs):" % (time.monotonic() - t0))

@@ -175,11 +175,14 @@ class Server:
     """with Server(**config) as srv: ...
 
     Keyword arguments become `--key value` options (underscores turned into
-    dashes: max_args=10 -> --max-args 10). args= adds raw arguments.
+    dashes: max_args=10 -> --max-args 10). args= adds raw arguments; env=
+    is added to the server's environment (e.g. LD_PRELOAD).
     """
 
-    def __init__(self, args=(), config_file=None, check_exit=True, **config):
+    def __init__(self, args=(), config_file=None, check_exit=True, env=None,
+                 **config):
         self.args = list(args)
+        self.env = env
         self.config = config
         self.config_file = config_file
         self.check_exit = check_exit
@@ -211,9 +214,13 @@ class Server:
         for attempt in range(5):
             self.port = free_port()
             err = open(self._stderr_path, "ab")
+            env = None
+            if self.env:
+                env = dict(os.environ)
+                env.update(self.env)
             self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
                                          stdout=err, stderr=err,
-                                         cwd=self.tmp.name)
+                                         cwd=self.tmp.name, env=env)
             err.close()
             if self._wait_ready():
                 return self
