@@ -122,6 +122,20 @@ void fs_map_close(struct fs_map *m)
     m->len = 0;
 }
 
+int fs_fsync_file(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int rc, saved;
+
+    if (fd < 0)
+        return -1;
+    rc = fsync(fd);
+    saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
 int fs_truncate(const char *path, uint64_t len)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC);

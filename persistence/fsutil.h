@@ -34,6 +34,9 @@ struct fs_map {
 int fs_map_open(struct fs_map *m, const char *path);
 void fs_map_close(struct fs_map *m);
 
+/* fsync of the file at path (opened read-only). */
+int fs_fsync_file(const char *path);
+
 /* Cuts the file at path to len bytes and fsyncs it. */
 int fs_truncate(const char *path, uint64_t len);
 

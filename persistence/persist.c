@@ -371,6 +371,18 @@ int persist_load_next(struct persist *p, struct journal_rec *rec, char *err,
                      why, st == JOURNAL_TORN ? " (not the last segment)" : "");
             refuse(err, errlen, msg, L->path);
             return -1;
+        } else if (fs_fsync_file(L->path) != 0) {
+            /* What is replayed is acknowledged history, but the process
+             * that wrote it may have died before its fdatasync (kill -9
+             * under everysec), leaving it in the page cache only. Synced
+             * before anything new is acknowledged on top of it, a power
+             * cut can take no more than everysec's last second. (A torn
+             * segment is synced by its cut, persist_load_done.) */
+            snprintf(err, errlen,
+                     "journal %s: fsync at start-up failed: %s. Refusing to "
+                     "start: the records it holds may not be on disk",
+                     L->path, strerror(errno));
+            return -1;
         }
         ld_unmap(L);
     }

@@ -456,10 +456,11 @@ def check_acked(srv, sent, acked, floor=None):
 # Running a suite.
 
 
-def run_suite(name, trial_fns):
+def run_suite(name, trial_fns, epilogue=None):
     """trial_fns: [(label, fn), ...]. Each fn runs one trial and raises on
-    failure. Prints one line per trial and ends with "N passed, N failed";
-    returns the exit status."""
+    failure (or returns a note for its line). Prints one line per trial,
+    epilogue() if given, and ends with "N passed, N failed"; returns the
+    exit status."""
     passed = failed = 0
     t0 = time.monotonic()
     for label, fn in trial_fns:
@@ -476,6 +477,8 @@ def run_suite(name, trial_fns):
                   flush=True)
             print("    " + traceback.format_exc().replace("\n", "\n    "),
                   flush=True)
+    if epilogue is not None:
+        print(epilogue(), flush=True)
     print("%s: %.1fs" % (name, time.monotonic() - t0), flush=True)
     print("%d passed, %d failed" % (passed, failed), flush=True)
     return 1 if failed else 0
