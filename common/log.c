@@ -59,3 +59,16 @@ void log_msg(enum log_level level, const char *fmt, ...)
     fprintf(stderr, "%s.%03d [%d] %s %s\n", when, (int)(tv.tv_usec / 1000),
             (int)getpid(), level_names[level], msg);
 }
+
+bool log_rate_ok(struct log_rate *r, uint64_t now_ms, uint64_t *suppressed)
+{
+    if (r->started && now_ms - r->last_ms < 1000) {
+        r->suppressed++;
+        return false;
+    }
+    *suppressed = r->suppressed;
+    r->suppressed = 0;
+    r->last_ms = now_ms;
+    r->started = true;
+    return true;
+}

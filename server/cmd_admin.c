@@ -199,24 +199,33 @@ static void info_limits(struct info *in, const struct server *srv)
     info_add(in,
              "max_frame:%u\r\nmax_args:%u\r\nmax_inline:%u\r\n"
              "client_output_limit:%llu\r\nclient_output_timeout:%u\r\n"
-             "timeout:%u\r\nrequirepass:%s\r\n",
+             "client_input_limit:%llu\r\ntimeout:%u\r\nrequirepass:%s\r\n",
              cfg->max_frame, cfg->max_args, cfg->max_inline,
              (unsigned long long)cfg->client_output_limit,
-             cfg->client_output_timeout, cfg->timeout,
+             cfg->client_output_timeout,
+             (unsigned long long)cfg->client_input_limit, cfg->timeout,
              cfg->requirepass[0] ? "yes" : "no");
     info_add(in,
              "maxclients:%u\r\npaused_clients:%u\r\n"
-             "client_output_bytes:%llu\r\nrejected_connections:%llu\r\n"
+             "client_output_bytes:%llu\r\nclient_input_bytes:%llu\r\n"
+             "rejected_connections:%llu\r\naccept_errors:%llu\r\n"
              "client_output_limit_disconnections:%llu\r\n"
+             "client_input_limit_disconnections:%llu\r\n"
              "client_output_timeouts:%llu\r\nidle_timeouts:%llu\r\n"
-             "auth_failures:%llu\r\n\r\n",
+             "request_timeouts:%llu\r\nauth_failures:%llu\r\n"
+             "auth_delayed_clients:%u\r\n\r\n",
              srv->cfg.maxclients, srv->paused_clients,
              (unsigned long long)srv->client_out_bytes,
+             (unsigned long long)srv->client_in_bytes,
              (unsigned long long)srv->stats.rejected_conns,
+             (unsigned long long)srv->stats.accept_errors,
              (unsigned long long)srv->stats.output_limit_closes,
+             (unsigned long long)srv->stats.input_limit_closes,
              (unsigned long long)srv->stats.output_timeouts,
              (unsigned long long)srv->stats.idle_timeouts,
-             (unsigned long long)srv->stats.auth_failures);
+             (unsigned long long)srv->stats.request_timeouts,
+             (unsigned long long)srv->stats.auth_failures,
+             srv->auth_delayed_clients);
 }
 
 /* # Expiry: inactive-user expiry (server/users.h, docs/OPERATIONS.md). */

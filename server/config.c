@@ -76,6 +76,7 @@ static const struct key keys[] = {
     {"maxclients", K_U32, F(maxclients), "10000", 1, 1000000},
     {"timeout", K_U32, F(timeout), "0", 0, 31536000},
     {"client-output-limit", K_BYTES, F(client_output_limit), "64mb", 0, 0},
+    {"client-input-limit", K_BYTES, F(client_input_limit), "256mb", 0, 0},
     {"client-output-timeout", K_U32, F(client_output_timeout), "60", 0,
      31536000},
     {"requirepass", K_SECRET, F(requirepass), "", 0, 0},

@@ -51,10 +51,13 @@ struct config {
     char metrics_bind[CONFIG_STR_MAX];
 
     /* limits and authentication (docs/OPERATIONS.md "Security") */
-    uint32_t maxclients;            /* connections at once */
-    uint32_t timeout;               /* idle seconds before closing; 0: never */
-    uint64_t client_output_limit;   /* bytes of replies held; 0: no limit */
-    uint32_t client_output_timeout; /* seconds without write progress */
+    uint32_t maxclients; /* connections at once */
+    uint32_t timeout;    /* seconds idle, or without completing a request,
+                            before closing; 0: never */
+    uint64_t client_output_limit;     /* bytes of replies held; 0: no limit */
+    uint64_t client_input_limit;      /* bytes of unfinished requests, all
+                                         clients together; 0: no limit */
+    uint32_t client_output_timeout;   /* seconds without write progress */
     char requirepass[CONFIG_STR_MAX]; /* "" (default): no AUTH needed */
 
     char config_file[CONFIG_STR_MAX]; /* "" when none */

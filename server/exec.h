@@ -20,10 +20,12 @@
 /* What a handler may know of the connection that asked: never the socket.
  * Journal replay and tests use a session of their own. */
 struct session {
-    uint64_t id;         /* client id, unique for the process lifetime */
-    uint8_t proto;       /* enum reply_proto */
-    bool authed;         /* AUTH succeeded (or none is needed: replay) */
-    struct multi *multi; /* the open MULTI transaction (batch.h), or NULL */
+    uint64_t id;            /* client id, unique for the process lifetime */
+    uint8_t proto;          /* enum reply_proto */
+    bool authed;            /* AUTH succeeded (or none is needed: replay) */
+    uint32_t auth_failures; /* failed AUTH attempts (net.c delays the
+                               next request after each one) */
+    struct multi *multi;    /* the open MULTI transaction (batch.h), or NULL */
 };
 
 /* requirepass is set and this session has not authenticated: only

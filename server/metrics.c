@@ -5,12 +5,16 @@
  */
 #include "metrics.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 
 #include "log.h"
 #include "persist.h"
@@ -20,7 +24,16 @@
 #define HTTP_MAX_BODY 1024
 #define HTTP_TIMEOUT_S 10
 
+/* The listener rests this long after an accept failed (EMFILE, ...):
+ * evhttp's own listener has no error callback and would retry at once,
+ * at full CPU, logging each failure. */
+#define ACCEPT_REST_MS 100
+
 static struct evhttp *http;
+static struct evconnlistener *http_listener;
+static struct event *rest_ev;
+static struct log_rate accept_log;
+static struct server *msrv;
 
 uint64_t metrics_rss_bytes(void)
 {
@@ -71,6 +84,21 @@ static void server_metrics(struct evbuffer *b, const struct server *srv)
     one(b, "protocol_errors_total", "counter",
         "Connections closed because their framing was lost.",
         (double)srv->stats.proto_errors);
+    one(b, "accept_errors_total", "counter",
+        "accept() failures (out of descriptors, ...), both ports.",
+        (double)srv->stats.accept_errors);
+    one(b, "client_input_bytes", "gauge",
+        "Input buffers of unfinished requests, all clients "
+        "(client-input-limit).",
+        (double)srv->client_in_bytes);
+    one(b, "client_input_limit_disconnections_total", "counter",
+        "Connections closed at client-input-limit.",
+        (double)srv->stats.input_limit_closes);
+    one(b, "request_timeouts_total", "counter",
+        "Connections closed for not completing a request within timeout.",
+        (double)srv->stats.request_timeouts);
+    one(b, "auth_failures_total", "counter", "AUTH with a wrong password.",
+        (double)srv->stats.auth_failures);
 }
 
 /* Per command, like INFO commandstats: only commands called at least
@@ -216,13 +244,49 @@ static void on_other(struct evhttp_request *req, void *arg)
     evhttp_send_error(req, HTTP_NOTFOUND, "only /metrics is served here");
 }
 
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* accept failed for want of a resource: rest, log at most once a second
+ * (as net.c does for the main port). */
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    const struct timeval rest = {0, ACCEPT_REST_MS * 1000};
+    uint64_t quiet;
+    int err = errno;
+
+    (void)arg;
+    msrv->stats.accept_errors++;
+    if (log_rate_ok(&accept_log, mono_ms(), &quiet))
+        log_warn("metrics: accept on port %u: %s; not accepting for %d ms "
+                 "at a time until it succeeds (%llu more failures since the "
+                 "last line)",
+                 msrv->cfg.metrics_port, strerror(err), ACCEPT_REST_MS,
+                 (unsigned long long)quiet);
+    evconnlistener_disable(l);
+    evtimer_add(rest_ev, &rest);
+}
+
+static void on_rest(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what, (void)arg;
+    evconnlistener_enable(http_listener);
+}
+
 int metrics_setup(struct server *srv, struct event_base *base, char *err,
                   size_t errlen)
 {
     const struct config *cfg = &srv->cfg;
+    struct evhttp_bound_socket *bound;
 
     if (cfg->metrics_port == 0)
         return 0;
+    msrv = srv;
     http = evhttp_new(base);
     if (http == NULL) {
         snprintf(err, errlen, "metrics: cannot create the HTTP server");
@@ -232,14 +296,18 @@ int metrics_setup(struct server *srv, struct event_base *base, char *err,
     evhttp_set_max_headers_size(http, HTTP_MAX_HEADERS);
     evhttp_set_max_body_size(http, HTTP_MAX_BODY);
     evhttp_set_timeout(http, HTTP_TIMEOUT_S);
-    if (evhttp_set_cb(http, "/metrics", on_metrics, srv) != 0 ||
-        evhttp_bind_socket_with_handle(http, cfg->metrics_bind,
-                                       (uint16_t)cfg->metrics_port) == NULL) {
+    rest_ev = evtimer_new(base, on_rest, NULL);
+    if (rest_ev == NULL ||
+        evhttp_set_cb(http, "/metrics", on_metrics, srv) != 0 ||
+        (bound = evhttp_bind_socket_with_handle(
+             http, cfg->metrics_bind, (uint16_t)cfg->metrics_port)) == NULL) {
         snprintf(err, errlen, "metrics: cannot listen on %s:%u",
                  cfg->metrics_bind, cfg->metrics_port);
         metrics_teardown();
         return -1;
     }
+    http_listener = evhttp_bound_socket_get_listener(bound);
+    evconnlistener_set_error_cb(http_listener, on_accept_error);
     evhttp_set_gencb(http, on_other, NULL);
     log_info("metrics on http://%s:%u/metrics", cfg->metrics_bind,
              cfg->metrics_port);
@@ -251,4 +319,8 @@ void metrics_teardown(void)
     if (http != NULL)
         evhttp_free(http);
     http = NULL;
+    http_listener = NULL;
+    if (rest_ev != NULL)
+        event_free(rest_ev);
+    rest_ev = NULL;
 }

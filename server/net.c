@@ -29,13 +29,26 @@
  * and when the socket takes nothing for client-output-timeout seconds, or
  * nothing arrives for `timeout` seconds, too. Both timers are libevent
  * event timeouts on one common-timeout queue each: O(1) to re-arm on
- * every read or write, O(1) per connection closed. maxclients refuses
- * connections past it with a text error (the protocol is not known yet).
- * Before AUTH, requests are held to PREAUTH_* sizes.
+ * every read or write, O(1) per connection closed. A connection holding
+ * an unfinished request has instead a deadline, `timeout` seconds after
+ * the request's first byte, that further bytes do not push back: a client
+ * trickling a request a byte at a time is closed like an idle one.
+ * maxclients refuses connections past it with a text error (the protocol
+ * is not known yet). Before AUTH, requests are held to PREAUTH_* sizes;
+ * after a failed AUTH the connection is not read for a delay that grows
+ * with its failures (and with the server's, under a storm of them), so
+ * guessing is slow. The input buffers of unfinished requests count
+ * against client-input-limit, all connections together (srv->
+ * client_in_bytes); the connection that would pass it is closed.
+ *
+ * Descriptors: when accept fails for want of one (EMFILE, ENFILE), the
+ * listener rests ACCEPT_REST_MS instead of spinning, and says so at most
+ * once a second (metrics.c does the same for its port).
  */
 #include "net.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -43,6 +56,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -74,6 +88,13 @@
 /* The listener rests this long after an accept failed (EMFILE, ...), so
  * a descriptor shortage is not a busy loop. */
 #define ACCEPT_REST_MS 100
+/* After a connection's nth failed AUTH its input waits AUTH_DELAY_MS <<
+ * (n - 1), at most AUTH_DELAY_MAX_MS; while the server sees more than
+ * AUTH_STORM failures a second, at least AUTH_STORM_DELAY_MS. */
+#define AUTH_DELAY_MS 100u
+#define AUTH_DELAY_MAX_MS 5000u
+#define AUTH_STORM 100u
+#define AUTH_STORM_DELAY_MS 1000u
 
 enum conn_proto { PROTO_UNKNOWN = 0, PROTO_TEXT = 1, PROTO_BIN = 2 };
 
@@ -85,11 +106,17 @@ struct conn {
     bool dead;        /* closed while pending: freed by the flush */
     bool want_write;  /* write event armed */
     bool paused;      /* input waits: OUT_PAUSE unsent reply bytes */
+    bool delayed;     /* input waits: a failed AUTH (tev) */
     bool overflow;    /* over client-output-limit: to be closed */
+    bool deadline;    /* rev's timeout is the request deadline */
     struct event *rev;
     struct event *wev;
-    struct ur_buf in; /* only the unparsed tail of a partial request */
-    size_t need;      /* don't parse again before in.len reaches this */
+    struct event *tev;     /* the AUTH delay; created at the first failure */
+    struct ur_buf in;      /* only the unparsed tail of a partial request */
+    size_t need;           /* don't parse again before in.len reaches this */
+    size_t in_counted;     /* in.cap as counted in srv->client_in_bytes */
+    uint64_t req_start_ms; /* monotonic ms of the first byte of the
+                              unfinished request in `in`; 0: none */
     struct ur_buf out;
     size_t out_sent; /* bytes of out already written */
     /* The hold mark: out[hold_from..] may leave only once journal record
@@ -115,13 +142,54 @@ static struct conn *pending;
 static struct conn *conns;
 static struct ur_arg *args; /* scratch: max_args + 1 parsed arguments */
 static char rbuf[READ_CHUNK];
+static struct log_rate accept_log, auth_log, input_log;
+static uint64_t auth_second_ms; /* the second AUTH failures are counted in */
+static uint32_t auth_second_n;
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* c->in's capacity changed: srv->client_in_bytes follows. */
+static void in_account(struct conn *c)
+{
+    srv->client_in_bytes += c->in.cap;
+    srv->client_in_bytes -= c->in_counted;
+    c->in_counted = c->in.cap;
+}
+
+static void in_release(struct conn *c)
+{
+    ur_buf_deinit(&c->in);
+    in_account(c);
+}
+
+/* Whether c's input buffer may grow to hold `extra` more bytes without
+ * taking every connection's input past client-input-limit. Counts what
+ * ur_buf_reserve may allocate: its doubling stops below twice the need. */
+static bool in_fits(const struct conn *c, size_t extra)
+{
+    uint64_t limit = srv->cfg.client_input_limit;
+
+    if (limit == 0 || c->in.cap - c->in.len >= extra)
+        return true;
+    return srv->client_in_bytes - c->in.cap +
+               2 * ((uint64_t)c->in.len + extra) <=
+           limit;
+}
 
 static void conn_free(struct conn *c)
 {
     batch_multi_end(&c->sess);
     event_free(c->rev);
     event_free(c->wev);
-    ur_buf_deinit(&c->in);
+    if (c->tev)
+        event_free(c->tev);
+    in_release(c);
     ur_buf_deinit(&c->out);
     free(c);
 }
@@ -132,13 +200,18 @@ static void conn_close(struct conn *c)
         return;
     event_del(c->rev);
     event_del(c->wev);
+    if (c->tev)
+        event_del(c->tev);
     close(c->fd);
     c->fd = -1;
 
     srv->clients--;
     srv->client_out_bytes -= c->out.len - c->out_sent;
+    in_release(c);
     if (c->paused)
         srv->paused_clients--;
+    if (c->delayed)
+        srv->auth_delayed_clients--;
     if (c->proto == PROTO_TEXT)
         srv->text_clients--;
     else if (c->proto == PROTO_BIN)
@@ -182,7 +255,8 @@ static void queue_retry(struct conn *c)
         evtimer_add(retry_ev, &retry);
 }
 
-static void conn_resume(struct conn *c);
+static void conn_unpause(struct conn *c);
+static void auth_delay(struct conn *c);
 
 /* The reply bytes of c that acknowledge journal records start at from,
  * and the last of those records is seq. */
@@ -226,7 +300,7 @@ static void conn_write(struct conn *c)
             }
             if (c->paused && !c->close_after &&
                 c->out.len - c->out_sent < OUT_PAUSE)
-                conn_resume(c);
+                conn_unpause(c);
             return;
         }
         log_debug("client %llu: write: %s", (unsigned long long)c->sess.id,
@@ -251,7 +325,7 @@ static void conn_write(struct conn *c)
     if (c->close_after)
         conn_close(c);
     else if (c->paused)
-        conn_resume(c);
+        conn_unpause(c);
 }
 
 static void on_flush(evutil_socket_t fd, short what, void *arg)
@@ -448,6 +522,7 @@ static void look_done(struct lookahead *la)
 static size_t process(struct conn *c, const char *data, size_t len)
 {
     uint64_t jseq = persist_appended(srv->persist);
+    const uint32_t auth_failures = c->sess.auth_failures;
     const size_t out_before = c->out.len;
     struct lookahead la; /* the ring is written before it is read */
     size_t off = 0;
@@ -518,6 +593,10 @@ static size_t process(struct conn *c, const char *data, size_t len)
         }
         off += used;
         look_done(&la);
+        if (c->sess.auth_failures != auth_failures) {
+            auth_delay(c); /* the rest waits */
+            break;
+        }
         if (out_full(c))
             break;
     }
@@ -525,27 +604,62 @@ static size_t process(struct conn *c, const char *data, size_t len)
     return off;
 }
 
+/* c's unfinished request would take the input buffers of every
+ * connection past client-input-limit: closed (Redis closes a client over
+ * its query buffer limit the same way). */
+static void input_over(struct conn *c, size_t more)
+{
+    uint64_t quiet;
+
+    srv->stats.input_limit_closes++;
+    if (log_rate_ok(&input_log, mono_ms(), &quiet))
+        log_warn("client %llu: its unfinished request (%zu bytes, %zu more "
+                 "wanted) would take the input buffers of all clients "
+                 "(%llu bytes) past client-input-limit %llu; closing "
+                 "(%llu more such closes since the last line)",
+                 (unsigned long long)c->sess.id, c->in.len, more,
+                 (unsigned long long)srv->client_in_bytes,
+                 (unsigned long long)srv->cfg.client_input_limit,
+                 (unsigned long long)quiet);
+    conn_close(c);
+}
+
 /*
  * Runs the complete requests of c's input: the n bytes at fresh (just read
  * into rbuf, nothing buffered) or, when fresh is NULL, c->in. Keeps the
- * unparsed tail in c->in and queues the replies for the flush. false when
- * the connection was closed instead (out of memory, or replies over
+ * unparsed tail in c->in, noting when its request began, and queues the
+ * replies for the flush. false when the connection was closed instead (out
+ * of memory, input over client-input-limit, or replies over
  * client-output-limit): c must not be used then.
  */
 static bool conn_run(struct conn *c, const char *fresh, size_t n)
 {
+    size_t used;
+
     if (fresh == NULL) {
-        ur_buf_consume(&c->in, process(c, c->in.data, c->in.len));
+        used = process(c, c->in.data, c->in.len);
+        ur_buf_consume(&c->in, used);
     } else {
-        size_t used = process(c, fresh, n);
-        if (used < n && !c->close_after && !c->overflow &&
-            ur_buf_append(&c->in, fresh + used, n - used) != 0) {
-            conn_close(c);
-            return false;
+        used = process(c, fresh, n);
+        if (used < n && !c->close_after && !c->overflow) {
+            if (!in_fits(c, n - used)) {
+                input_over(c, n - used);
+                return false;
+            }
+            if (ur_buf_append(&c->in, fresh + used, n - used) != 0) {
+                in_account(c);
+                conn_close(c);
+                return false;
+            }
         }
     }
     if (c->in.len == 0 || c->close_after)
         ur_buf_deinit(&c->in);
+    in_account(c);
+    if (c->in.len == 0)
+        c->req_start_ms = 0;
+    else if (used > 0 || c->req_start_ms == 0)
+        c->req_start_ms = mono_ms(); /* a new request began in this read */
     if (c->overflow) {
         srv->stats.output_limit_closes++;
         log_debug("client %llu: replies over client-output-limit, closing",
@@ -557,16 +671,126 @@ static bool conn_run(struct conn *c, const char *fresh, size_t n)
     return true;
 }
 
-/* c's unsent replies fell below OUT_PAUSE: runs the requests that waited,
- * then reads again unless they paused it anew. */
-static void conn_resume(struct conn *c)
+/* (Re-)arms c's read event: with the idle timeout, or while an unfinished
+ * request waits, with what is left of its deadline (not a common timeout:
+ * its duration varies). */
+static void conn_arm_read(struct conn *c)
+{
+    if (c->req_start_ms != 0 && idle_tv != NULL) {
+        uint64_t limit = (uint64_t)srv->cfg.timeout * 1000;
+        uint64_t age = mono_ms() - c->req_start_ms;
+        uint64_t left = age < limit ? limit - age : 0;
+        struct timeval tv = {(time_t)(left / 1000),
+                             (suseconds_t)(left % 1000) * 1000};
+        event_add(c->rev, &tv);
+        c->deadline = true;
+    } else {
+        event_add(c->rev, idle_tv);
+        c->deadline = false;
+    }
+}
+
+/* c's input may run again (a pause or an AUTH delay ended): runs the
+ * requests that waited, then reads again unless they paused or delayed
+ * it anew. */
+static void conn_continue(struct conn *c)
+{
+    if (c->paused || c->delayed || c->close_after)
+        return;
+    if (c->in.len > 0 && !conn_run(c, NULL, 0))
+        return;
+    if (!c->paused && !c->delayed && !c->close_after)
+        conn_arm_read(c);
+}
+
+/* c's unsent replies fell below OUT_PAUSE. */
+static void conn_unpause(struct conn *c)
 {
     c->paused = false;
     srv->paused_clients--;
-    if (c->in.len > 0 && !conn_run(c, NULL, 0))
+    conn_continue(c);
+}
+
+static void on_auth_delay(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+
+    (void)fd, (void)what;
+    c->delayed = false;
+    srv->auth_delayed_clients--;
+    conn_continue(c);
+}
+
+/* The peer of c as text, for the log. */
+static void peer_name(const struct conn *c, char *out, size_t cap)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char host[64];
+    int port = 0;
+
+    snprintf(out, cap, "?");
+    if (getpeername(c->fd, (struct sockaddr *)&ss, &len) != 0)
         return;
-    if (!c->paused && !c->close_after)
-        event_add(c->rev, idle_tv);
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const void *)&ss;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const void *)&ss;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+    } else {
+        return;
+    }
+    snprintf(out, cap, "%s:%d", host, port);
+}
+
+/*
+ * A request of c failed AUTH: its input (read or buffered) waits a delay
+ * that doubles with each failure on the connection, and is at least
+ * AUTH_STORM_DELAY_MS while the server sees a storm of failures, so that
+ * neither one connection nor many guess fast. The loop never waits: the
+ * connection's read event is off until a timer ends the delay. Logged at
+ * most once a second.
+ */
+static void auth_delay(struct conn *c)
+{
+    uint32_t shift = c->sess.auth_failures - 1;
+    uint64_t now = mono_ms(), quiet, ms;
+
+    if (now - auth_second_ms >= 1000) {
+        auth_second_ms = now;
+        auth_second_n = 0;
+    }
+    auth_second_n++;
+    ms = AUTH_DELAY_MS << (shift < 6 ? shift : 6);
+    if (ms > AUTH_DELAY_MAX_MS)
+        ms = AUTH_DELAY_MAX_MS;
+    if (auth_second_n > AUTH_STORM && ms < AUTH_STORM_DELAY_MS)
+        ms = AUTH_STORM_DELAY_MS;
+    if (log_rate_ok(&auth_log, now, &quiet)) {
+        char peer[96];
+        peer_name(c, peer, sizeof(peer));
+        log_warn("client %llu (%s): AUTH failed, %u times on this connection "
+                 "(%llu in all); its next request waits %llu ms (%llu "
+                 "failures since the last line)",
+                 (unsigned long long)c->sess.id, peer, c->sess.auth_failures,
+                 (unsigned long long)srv->stats.auth_failures,
+                 (unsigned long long)ms, (unsigned long long)quiet);
+    }
+    if (c->tev == NULL)
+        c->tev = evtimer_new(base, on_auth_delay, c);
+    event_del(c->rev);
+    if (c->tev == NULL) {
+        c->close_after = true; /* no timer: no more guesses either */
+        return;
+    }
+    const struct timeval tv = {(time_t)(ms / 1000),
+                               (suseconds_t)(ms % 1000) * 1000};
+    c->delayed = true;
+    srv->auth_delayed_clients++;
+    evtimer_add(c->tev, &tv);
 }
 
 static void on_read(evutil_socket_t fd, short what, void *arg)
@@ -575,6 +799,19 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     ssize_t n;
 
     if (what & EV_TIMEOUT) {
+        if (c->req_start_ms != 0 && idle_tv != NULL &&
+            mono_ms() - c->req_start_ms >= (uint64_t)srv->cfg.timeout * 1000) {
+            srv->stats.request_timeouts++;
+            log_debug("client %llu: request not completed within %u s, "
+                      "closing",
+                      (unsigned long long)c->sess.id, srv->cfg.timeout);
+            conn_close(c);
+            return;
+        }
+        if (c->deadline) {
+            conn_arm_read(c); /* early by a rounding: wait the rest */
+            return;
+        }
         if (c->out_sent < c->out.len)
             return; /* its replies are still going out: not idle */
         srv->stats.idle_timeouts++;
@@ -587,17 +824,23 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         n = read(fd, rbuf, sizeof(rbuf));
     } else {
         /* Before AUTH a request is at most ~PREAUTH_FRAME bytes: a
-         * connection holding a partial one holds no more than that. */
+         * connection holding a partial one holds no more than that. The
+         * buffer grows with what arrives (doubling), never ahead to the
+         * length a header announces: a client that claims a large frame
+         * and sends little holds little. */
         size_t want =
             session_needs_auth(srv, &c->sess) ? PREAUTH_FRAME : READ_CHUNK;
-        if (c->need > c->in.len && c->need - c->in.len > want)
-            want = c->need - c->in.len;
+        if (!in_fits(c, want)) {
+            input_over(c, want);
+            return;
+        }
         if (ur_buf_reserve(&c->in, want) != 0) {
             log_warn("client %llu: out of memory for input, closing",
                      (unsigned long long)c->sess.id);
             conn_close(c);
             return;
         }
+        in_account(c);
         n = read(fd, c->in.data + c->in.len, c->in.cap - c->in.len);
     }
 
@@ -618,12 +861,18 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     }
 
     if (c->in.len == 0) {
-        conn_run(c, rbuf, (size_t)n);
+        if (!conn_run(c, rbuf, (size_t)n))
+            return;
     } else {
         c->in.len += (size_t)n;
-        if (c->in.len >= c->need)
-            conn_run(c, NULL, 0);
+        if (c->in.len >= c->need && !conn_run(c, NULL, 0))
+            return;
     }
+    /* Still reading: an unfinished request keeps its deadline, a finished
+     * one gives the idle timeout back. */
+    if ((c->req_start_ms != 0 ? idle_tv != NULL : c->deadline) && !c->paused &&
+        !c->delayed && !c->close_after)
+        conn_arm_read(c);
 }
 
 /* maxclients reached: one text error line (a client's protocol is known
@@ -682,9 +931,16 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 static void on_accept_error(struct evconnlistener *l, void *arg)
 {
     const struct timeval rest = {0, ACCEPT_REST_MS * 1000};
+    uint64_t quiet;
+    int err = errno;
+
     (void)arg;
-    log_warn("accept: %s; not accepting for %d ms", strerror(errno),
-             ACCEPT_REST_MS);
+    srv->stats.accept_errors++;
+    if (log_rate_ok(&accept_log, mono_ms(), &quiet))
+        log_warn("accept on port %u: %s; not accepting for %d ms at a time "
+                 "until it succeeds (%llu more failures since the last line)",
+                 srv->cfg.port, strerror(err), ACCEPT_REST_MS,
+                 (unsigned long long)quiet);
     evconnlistener_disable(l);
     evtimer_add(accept_ev, &rest);
 }

@@ -24,7 +24,10 @@ struct stats {
     uint64_t rejected_conns;      /* refused: maxclients reached */
     uint64_t output_limit_closes; /* closed: replies over client-output-limit */
     uint64_t output_timeouts;     /* closed: client-output-timeout */
-    uint64_t idle_timeouts;       /* closed: timeout */
+    uint64_t idle_timeouts;       /* closed: timeout, idle */
+    uint64_t request_timeouts;    /* closed: timeout, a request unfinished */
+    uint64_t input_limit_closes;  /* closed: over client-input-limit */
+    uint64_t accept_errors;       /* accept failed (EMFILE, ...), both ports */
     uint64_t auth_failures;       /* AUTH with a wrong password */
     uint64_t calls[UR_OP_COUNT];
     uint64_t op_errors[UR_OP_COUNT];
@@ -54,12 +57,14 @@ struct server {
     struct config cfg;
     struct db db;
     struct stats stats;
-    uint64_t start_ms;         /* wall clock at start */
-    uint32_t clients;          /* connected now */
-    uint32_t text_clients;     /* ... that chose RESP */
-    uint32_t bin_clients;      /* ... that chose the binary protocol */
-    uint32_t paused_clients;   /* ... not read while their replies wait */
-    uint64_t client_out_bytes; /* reply bytes waiting, every connection */
+    uint64_t start_ms;             /* wall clock at start */
+    uint32_t clients;              /* connected now */
+    uint32_t text_clients;         /* ... that chose RESP */
+    uint32_t bin_clients;          /* ... that chose the binary protocol */
+    uint32_t paused_clients;       /* ... not read while their replies wait */
+    uint64_t client_out_bytes;     /* reply bytes waiting, every connection */
+    uint64_t client_in_bytes;      /* input buffers of unfinished requests */
+    uint32_t auth_delayed_clients; /* ... not read after a failed AUTH */
     uint64_t next_client_id;
     int64_t clock_offset_ms; /* added to the wall clock (DEBUG clock hooks) */
     /* Persistence (persistence/persist.h): NULL when none is set up (unit
