@@ -370,6 +370,25 @@ int journal_rotate(struct journal *j, uint64_t *ended)
     return 0;
 }
 
+void journal_abandon(struct journal *j)
+{
+    if (j->fd < 0)
+        return; /* no file: nothing was written to this number */
+    close(j->fd);
+    j->fd = -1;
+    j->seg++;
+    j->seg_len = 0;
+    j->tail_dirty = false;
+}
+
+int journal_create(struct journal *j)
+{
+    if (j->fd >= 0 || create_segment(j) == 0)
+        return 0;
+    j->err = errno;
+    return -1;
+}
+
 void journal_drop_through(struct journal *j, uint64_t upto)
 {
     char path[4096];

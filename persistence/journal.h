@@ -160,6 +160,19 @@ int journal_sync_end(struct journal *j, uint64_t upto, int err,
  */
 int journal_rotate(struct journal *j, uint64_t *ended);
 
+/*
+ * Gives up the current segment without syncing or writing it again (a
+ * failed fdatasync, or a file deleted under the server, leaves it
+ * untrusted): closes it, and makes seg+1 current, its file created by the
+ * next write or journal_create. The buffer is kept. The old segment's
+ * file stays on disk, as it is, until a snapshot covers it.
+ */
+void journal_abandon(struct journal *j);
+
+/* Creates the current segment's file (header, fdatasync, directory fsync)
+ * when it has none. 0, or -1 with errno and j->err set. */
+int journal_create(struct journal *j);
+
 /* Removes the segments first_seg..upto (covered by a snapshot). */
 void journal_drop_through(struct journal *j, uint64_t upto);
 

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,9 @@
  * child may still hold it for a moment). */
 #define LOCK_WAIT_MS 2000
 #define EVERYSEC_MS 1000
+/* While the journal is untrusted, a failed resync is tried again this
+ * often. */
+#define RESYNC_RETRY_MS 1000
 /* Nice value of the saving child. */
 #define SAVE_NICE 19
 
@@ -85,7 +89,32 @@ struct persist {
     bool journaled;        /* ... a record was staged */
     bool broken;           /* the journal cannot be written: writes refused */
     const char *broken_op;
-    char refusal[256];  /* persist_refusal's text */
+    char refusal[640]; /* persist_refusal's text */
+    /*
+     * Distrust (docs/PERSISTENCE.md, "Faults"): an fdatasync of the
+     * journal failed, or a segment, the snapshot or the directory vanished
+     * or was replaced under the server. The files may not hold what was
+     * acknowledged and no retry on them is believed (a second fdatasync on
+     * the same file succeeds once the kernel has dropped the pages it
+     * could not write). Until a snapshot of the memory, which holds every
+     * change, and a fresh segment are on disk ("resync"), the journal is
+     * not written and writes are refused.
+     */
+    bool untrusted;
+    char untrust_why[512];
+    uint64_t resync_try_ms; /* last resync attempt (0: none yet) */
+    uint64_t resync_upto;   /* records the resync snapshot covers */
+    bool resync_saved;      /* ... it is on disk; the segment is not yet */
+    bool child_resync;      /* the background save running is a resync */
+    uint64_t resyncs;       /* resyncs completed */
+    uint64_t sync_failures; /* fdatasyncs of the journal that failed */
+    struct log_rate resync_log;
+    /* Identity of the files, to notice them removed or replaced. */
+    dev_t dir_dev;
+    ino_t dir_ino;
+    bool snap_known; /* snapshot.urs is ours: loaded or written */
+    dev_t snap_dev;
+    ino_t snap_ino;
     bool in_batch;      /* between persist_batch_begin and _end */
     size_t batch_rec;   /* ... offset of its record in j.buf */
     uint32_t batch_n;   /* ... commands recorded in it */
@@ -129,6 +158,25 @@ static const char *fsync_name(int mode)
 }
 
 /* ---- start-up ----------------------------------------------------------- */
+
+/* Remembers which directory and snapshot are ours (device, inode). */
+static void note_identity(struct persist *p)
+{
+    char path[4096];
+    struct stat st;
+
+    if (stat(p->dir, &st) == 0) {
+        p->dir_dev = st.st_dev;
+        p->dir_ino = st.st_ino;
+    }
+    p->snap_known =
+        fs_path(path, sizeof(path), p->dir, PERSIST_SNAPSHOT) == 0 &&
+        stat(path, &st) == 0;
+    if (p->snap_known) {
+        p->snap_dev = st.st_dev;
+        p->snap_ino = st.st_ino;
+    }
+}
 
 static int lock_dir(struct persist *p, char *err, size_t errlen)
 {
@@ -435,6 +483,7 @@ struct persist *persist_open(const struct persist_config *cfg, struct db *db,
         persist_close(p);
         return NULL;
     }
+    note_identity(p);
     L->next = L->snap_seg + 1;
     return p;
 }
@@ -488,7 +537,7 @@ void persist_close(struct persist *p)
 
 const char *persist_refusal(const struct persist *p)
 {
-    return p->broken ? p->refusal : NULL;
+    return p->broken || p->untrusted ? p->refusal : NULL;
 }
 
 int persist_stage(struct persist *p, uint64_t clock_ms, const struct ur_op *op,
@@ -550,6 +599,8 @@ void persist_batch_end(struct persist *p)
 
 static void journal_broken(struct persist *p, const char *op)
 {
+    if (p->untrusted)
+        return; /* the stronger state says why already */
     if (!p->broken)
         log_error("journal %s/journal.%llu: %s failed: %s. Write commands "
                   "are refused (-MISCONF) until it succeeds again; replies "
@@ -559,6 +610,67 @@ static void journal_broken(struct persist *p, const char *op)
     p->broken_op = op;
     snprintf(p->refusal, sizeof(p->refusal), "%s failed: %s", op,
              strerror(p->j.err));
+}
+
+/*
+ * The files can no longer be trusted to hold what was acknowledged (why:
+ * what happened, exactly): the current segment is given up unsynced, the
+ * journal is not written, writes are refused and replies to writes already
+ * run are held, until persist_cron's resync has written a snapshot and a
+ * fresh segment. Logged once.
+ */
+static void untrust(struct persist *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void untrust(struct persist *p, const char *fmt, ...)
+{
+    va_list ap;
+
+    journal_abandon(&p->j);
+    if (p->untrusted)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(p->untrust_why, sizeof(p->untrust_why), fmt, ap);
+    va_end(ap);
+    log_error("%s. The journal is not trusted to hold what was acknowledged "
+              "any more: write commands are refused (-MISCONF) and replies "
+              "to writes already run wait, until a new snapshot and a fresh "
+              "journal segment are written (tried at once, then every %d s)",
+              p->untrust_why, RESYNC_RETRY_MS / 1000);
+    snprintf(p->refusal, sizeof(p->refusal),
+             "%s; not trusted until a new snapshot and journal segment are "
+             "written",
+             p->untrust_why);
+    p->untrusted = true;
+    p->resync_try_ms = 0;
+    p->resync_saved = false;
+}
+
+/* An fdatasync of the journal failed (j.err): never retried and trusted
+ * (PostgreSQL's "fsyncgate"). */
+static void sync_failed(struct persist *p)
+{
+    p->sync_failures++;
+    untrust(p,
+            "journal %s/journal.%llu: fdatasync failed: %s. The kernel may "
+            "have dropped what it could not write, and a later fdatasync of "
+            "the file would not say so",
+            p->dir, (unsigned long long)p->j.seg, strerror(p->j.err));
+}
+
+/* Whether the open segment was deleted (its inode has no name any more):
+ * nothing may then be acknowledged into it. Untrusts when so. */
+static bool segment_deleted(struct persist *p)
+{
+    struct stat st;
+
+    if (p->j.fd < 0 || fstat(p->j.fd, &st) != 0 || st.st_nlink != 0)
+        return false;
+    untrust(p,
+            "journal segment %s/journal.%llu was deleted while the server "
+            "had it open (by rm, or with its directory): whatever is written "
+            "to it would be gone at the next restart",
+            p->dir, (unsigned long long)p->j.seg);
+    return true;
 }
 
 /* fdatasync of the journal; 0 or -1 (j.err set). */
@@ -576,7 +688,9 @@ static int sync_journal(struct persist *p)
 
 void persist_flush(struct persist *p)
 {
-    if (!p->journal_on)
+    if (!p->journal_on || p->untrusted)
+        return; /* untrusted: the records wait for the resync */
+    if (p->j.buf.len > 0 && segment_deleted(p))
         return;
     if (journal_write(&p->j) != 0) {
         journal_broken(p, "write");
@@ -585,15 +699,9 @@ void persist_flush(struct persist *p)
     if (p->fsync_mode == FSYNC_ALWAYS ||
         (p->broken && p->fsync_mode == FSYNC_EVERYSEC)) {
         if (sync_journal(p) != 0) {
-            if (p->fsync_mode == FSYNC_ALWAYS) {
-                log_error("journal %s/journal.%llu: fdatasync failed: %s. "
-                          "With journal-fsync always this is fatal: writes "
-                          "already acknowledged may not be on disk. Exiting",
-                          p->dir, (unsigned long long)p->j.seg,
-                          strerror(p->j.err));
-                exit(1);
-            }
-            journal_broken(p, "fdatasync");
+            /* With always, the turn's replies wait (durable is synced):
+             * the resync's snapshot makes their writes durable. */
+            sync_failed(p);
             return;
         }
     }
@@ -617,10 +725,38 @@ uint64_t persist_durable(const struct persist *p)
 
 /* ---- snapshots ---------------------------------------------------------- */
 
-/* Ends the current journal segment so that a snapshot of the memory now
- * covers segments <= *seg. */
-static int cut(struct persist *p, uint64_t *seg, char *err, size_t errlen)
+/*
+ * Ends the current journal segment so that a snapshot of the memory now
+ * covers segments <= *seg. *resync: the snapshot is the untrusted
+ * journal's resync (see untrust): then nothing more is written to the old
+ * segments, and the records in the buffer, which the memory holds, are
+ * dropped (never written, never acknowledged: the snapshot makes them
+ * durable).
+ */
+static int cut(struct persist *p, uint64_t *seg, bool *resync, char *err,
+               size_t errlen)
 {
+    *resync = false;
+    if (p->journal_on && !p->untrusted && !segment_deleted(p)) {
+        if (journal_write(&p->j) != 0) {
+            journal_broken(p, "write");
+            snprintf(err, errlen,
+                     "the journal cannot be written (%s): no snapshot "
+                     "can be cut",
+                     strerror(p->j.err));
+            return -1;
+        }
+        if (journal_sync(&p->j) != 0)
+            sync_failed(p); /* this snapshot becomes the resync */
+    }
+    if (p->journal_on && p->untrusted) {
+        journal_abandon(&p->j);
+        *seg = p->j.seg - 1;
+        p->j.buf.len = 0;
+        p->resync_upto = p->j.appended;
+        *resync = true;
+        return 0;
+    }
     if (journal_rotate(&p->j, seg) == 0)
         return 0;
     journal_broken(p, "write");
@@ -675,9 +811,41 @@ error:
     return -1;
 }
 
-/* Bookkeeping of a finished snapshot (either kind). */
+/*
+ * The resync's snapshot is on disk: once the fresh segment is created too,
+ * the records it covers count as written and synced (replies held for
+ * them leave), and the journal is trusted again. When the segment cannot
+ * be created, persist_cron tries again.
+ */
+static void resync_done(struct persist *p)
+{
+    p->resync_saved = true;
+    if (journal_create(&p->j) != 0) {
+        uint64_t quiet;
+        if (log_rate_ok(&p->resync_log, now_ms(), &quiet))
+            log_warn("resync: the snapshot is written but the fresh journal "
+                     "segment %s/journal.%llu cannot be created: %s; "
+                     "retrying",
+                     p->dir, (unsigned long long)p->j.seg, strerror(p->j.err));
+        return;
+    }
+    if (p->j.written < p->resync_upto)
+        p->j.written = p->resync_upto;
+    if (p->j.synced < p->resync_upto)
+        p->j.synced = p->resync_upto;
+    p->untrusted = false;
+    p->resync_saved = false;
+    p->broken = false;
+    p->resyncs++;
+    log_warn("journal trusted again: a new snapshot and a fresh segment "
+             "%s/journal.%llu are on disk; write commands are accepted again",
+             p->dir, (unsigned long long)p->j.seg);
+}
+
+/* Bookkeeping of a finished snapshot (either kind); resync: it was cut
+ * for the untrusted journal. */
 static void save_done(struct persist *p, bool ok, uint64_t start_ms,
-                      uint64_t seg, uint64_t dirty_at_start)
+                      uint64_t seg, uint64_t dirty_at_start, bool resync)
 {
     uint64_t now = now_ms();
     char path[4096];
@@ -690,18 +858,25 @@ static void save_done(struct persist *p, bool ok, uint64_t start_ms,
     p->last_save_ms = now;
     p->dirty -= dirty_at_start < p->dirty ? dirty_at_start : p->dirty;
     if (fs_path(path, sizeof(path), p->dir, PERSIST_SNAPSHOT) == 0 &&
-        stat(path, &st) == 0)
+        stat(path, &st) == 0) {
         p->last_save_bytes = (uint64_t)st.st_size;
+        p->snap_known = true;
+        p->snap_dev = st.st_dev;
+        p->snap_ino = st.st_ino;
+    }
     journal_drop_through(&p->j, seg);
     log_info("snapshot saved: %llu bytes in %llu ms, covers journal "
              "segments <= %llu",
              (unsigned long long)p->last_save_bytes,
              (unsigned long long)p->last_save_dur_ms, (unsigned long long)seg);
+    if (resync && p->untrusted)
+        resync_done(p);
 }
 
 int persist_save(struct persist *p, char *err, size_t errlen)
 {
-    uint64_t start = now_ms(), dirty = p->dirty, seg;
+    uint64_t start = now_ms(), dirty = p->dirty, seg = 0;
+    bool resync = false;
     int rc;
 
     if (p->child != 0) {
@@ -709,12 +884,12 @@ int persist_save(struct persist *p, char *err, size_t errlen)
         return -1;
     }
     p->last_try_ms = start;
-    rc = cut(p, &seg, err, errlen);
+    rc = cut(p, &seg, &resync, err, errlen);
     if (rc == 0)
         rc = save_file(p, seg, err, errlen);
     if (rc != 0)
         log_warn("save failed: %s", err);
-    save_done(p, rc == 0, start, seg, dirty);
+    save_done(p, rc == 0, start, seg, dirty, resync);
     return rc;
 }
 
@@ -754,13 +929,14 @@ int persist_bgsave(struct persist *p, char *err, size_t errlen)
 {
     pid_t parent = getpid(), pid;
     uint64_t seg, t0;
+    bool resync;
 
     if (p->child != 0) {
         snprintf(err, errlen, "a background save is already in progress");
         return -1;
     }
     p->last_try_ms = now_ms();
-    if (cut(p, &seg, err, errlen) != 0) {
+    if (cut(p, &seg, &resync, err, errlen) != 0) {
         p->last_save_ok = false;
         return -1;
     }
@@ -776,6 +952,7 @@ int persist_bgsave(struct persist *p, char *err, size_t errlen)
         child_run(p, seg, parent);
     p->fork_us = now_us() - t0;
     p->child = pid;
+    p->child_resync = resync;
     p->child_seg = seg;
     p->child_dirty = p->dirty;
     p->child_start_ms = p->last_try_ms;
@@ -808,7 +985,8 @@ static void reap(struct persist *p)
         unlink(tmp);
     }
     p->child = 0;
-    save_done(p, ok, p->child_start_ms, p->child_seg, p->child_dirty);
+    save_done(p, ok, p->child_start_ms, p->child_seg, p->child_dirty,
+              p->child_resync);
 }
 
 static void stop_child(struct persist *p)
@@ -853,7 +1031,7 @@ static void bg_collect(struct persist *p)
     if (res.op != BGSYNC_DATASYNC)
         return;
     if (journal_sync_end(&p->j, res.tag, res.err, res.dur_us) != 0)
-        journal_broken(p, "fdatasync");
+        sync_failed(p);
     else
         p->last_sync_ms = now_ms();
 }
@@ -867,7 +1045,7 @@ static void bg_submit(struct persist *p, enum bgsync_op op, uint64_t now)
 
     if (fd < 0) {
         if (op == BGSYNC_DATASYNC && sync_journal(p) != 0)
-            journal_broken(p, "fdatasync");
+            sync_failed(p);
         return;
     }
     bgsync_submit(&p->bg, fd, op, upto); /* the slot is free: collected */
@@ -901,7 +1079,7 @@ static void everysec_sync(struct persist *p, uint64_t now)
     bool due;
 
     bg_collect(p);
-    if (p->broken || p->j.written == p->j.synced)
+    if (p->broken || p->untrusted || p->j.written == p->j.synced)
         return;
     due = now - p->last_sync_try_ms >= EVERYSEC_MS &&
           p->j.written != p->sync_asked;
@@ -918,14 +1096,146 @@ static void everysec_sync(struct persist *p, uint64_t now)
         bg_submit(p, BGSYNC_WRITEBACK, now);
 }
 
+/*
+ * Notices the data directory, the open segment or the snapshot removed or
+ * replaced under the server (another device or inode at the path, or an
+ * inode without a name): the journal is then untrusted. Not while a
+ * background save may rename its snapshot into place.
+ */
+static void check_files(struct persist *p)
+{
+    char path[4096];
+    struct stat st, fst;
+
+    if (!p->journal_on || p->untrusted)
+        return;
+    if (stat(p->dir, &st) != 0) {
+        untrust(p,
+                "data directory %s is gone (%s): it was removed or moved "
+                "while the server ran",
+                p->dir, strerror(errno));
+        return;
+    }
+    if (st.st_dev != p->dir_dev || st.st_ino != p->dir_ino) {
+        untrust(p,
+                "data directory %s was replaced by another directory "
+                "(inode %llu, the server's was %llu): the files the "
+                "server wrote are not there",
+                p->dir, (unsigned long long)st.st_ino,
+                (unsigned long long)p->dir_ino);
+        return;
+    }
+    if (p->j.fd >= 0 && fstat(p->j.fd, &fst) == 0) {
+        if (segment_deleted(p))
+            return;
+        if (journal_path(&p->j, path, sizeof(path), p->j.seg) == 0 &&
+            (stat(path, &st) != 0 || st.st_dev != fst.st_dev ||
+             st.st_ino != fst.st_ino)) {
+            untrust(p,
+                    "journal segment %s was replaced by another file "
+                    "while the server had it open: what the server "
+                    "writes would not be loaded at the next restart",
+                    path);
+            return;
+        }
+    }
+    if (!p->snap_known || p->child != 0 ||
+        fs_path(path, sizeof(path), p->dir, PERSIST_SNAPSHOT) != 0)
+        return;
+    if (stat(path, &st) != 0)
+        untrust(p,
+                "snapshot %s was deleted (%s): the journal segments after "
+                "it cannot be loaded without it",
+                path, strerror(errno));
+    else if (st.st_dev != p->snap_dev || st.st_ino != p->snap_ino)
+        untrust(p,
+                "snapshot %s was replaced by a file the server did not "
+                "write: with the server's journal segments it would load "
+                "the wrong data",
+                path);
+}
+
+/*
+ * Before a resync writes into the data directory: it must be ours. When
+ * the path names another directory now (removed and created again,
+ * replaced), the server takes that one's lock and makes it its own: its
+ * memory holds every change, so its snapshot there is the complete data.
+ * false (logged at most once a second) when there is no directory at the
+ * path or another process holds its lock.
+ */
+static bool dir_ours(struct persist *p)
+{
+    char path[4096];
+    struct stat st;
+    uint64_t quiet;
+    int fd;
+
+    errno = 0;
+    if (stat(p->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        const char *why = errno == 0 ? "not a directory" : strerror(errno);
+        if (log_rate_ok(&p->resync_log, now_ms(), &quiet))
+            log_warn("resync: data directory %s: %s; create it (mkdir) and "
+                     "the server writes its snapshot and journal there",
+                     p->dir, why);
+        return false;
+    }
+    if (st.st_dev == p->dir_dev && st.st_ino == p->dir_ino)
+        return true;
+    fd = fs_path(path, sizeof(path), p->dir, PERSIST_LOCK) == 0
+             ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)
+             : -1;
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (log_rate_ok(&p->resync_log, now_ms(), &quiet))
+            log_warn("resync: cannot lock the new data directory %s: %s",
+                     p->dir, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    if (p->lock_fd >= 0)
+        close(p->lock_fd);
+    p->lock_fd = fd;
+    p->dir_dev = st.st_dev;
+    p->dir_ino = st.st_ino;
+    p->snap_known = false;
+    log_warn("resync: data directory %s is a new directory: the server "
+             "holds its lock now and writes its data there",
+             p->dir);
+    return true;
+}
+
+/* While the journal is untrusted: a background save of the memory (or,
+ * once it is written, the fresh segment), tried at once, then every
+ * RESYNC_RETRY_MS. */
+static void resync_tick(struct persist *p, uint64_t now)
+{
+    char err[512];
+
+    if (!p->untrusted || p->child != 0)
+        return;
+    if (p->resync_saved) {
+        resync_done(p);
+        return;
+    }
+    if (p->resync_try_ms != 0 && now - p->resync_try_ms < RESYNC_RETRY_MS)
+        return;
+    p->resync_try_ms = now;
+    if (!dir_ours(p))
+        return;
+    if (persist_bgsave(p, err, sizeof(err)) != 0)
+        log_warn("resync: %s", err);
+}
+
 void persist_cron(struct persist *p)
 {
     uint64_t now = now_ms();
 
     persist_flush(p);
+    reap(p);
+    check_files(p);
     if (p->journal_on && p->fsync_mode == FSYNC_EVERYSEC)
         everysec_sync(p, now);
-    reap(p);
+    resync_tick(p, now);
     autosave(p, now);
 }
 
@@ -934,9 +1244,16 @@ int persist_shutdown(struct persist *p, bool save)
     char err[512];
 
     stop_child(p);
-    if (p->journal_on &&
+    if (p->journal_on && !p->untrusted &&
         (journal_write(&p->j) != 0 || journal_sync(&p->j) != 0))
         log_error("journal: final write failed: %s", strerror(p->j.err));
+    if (!save && p->untrusted) {
+        log_error("shutting down with the journal untrusted (%s) and no "
+                  "final snapshot: changes since may be missing at the next "
+                  "start",
+                  p->untrust_why);
+        return -1;
+    }
     if (!save)
         return 0;
     if (persist_save(p, err, sizeof(err)) != 0) {
@@ -957,8 +1274,13 @@ void persist_info(const struct persist *p, struct persist_info *o)
     o->last_save_bytes = p->last_save_bytes;
     o->journal_on = p->journal_on;
     o->journal_fsync = fsync_name(p->fsync_mode);
-    o->journal_ok = !p->broken;
-    o->journal_error = p->broken ? strerror(p->j.err) : "";
+    o->journal_ok = !p->broken && !p->untrusted;
+    o->journal_untrusted = p->untrusted;
+    o->journal_error = p->untrusted ? p->untrust_why
+                       : p->broken  ? strerror(p->j.err)
+                                    : "";
+    o->sync_failures = p->sync_failures;
+    o->resyncs = p->resyncs;
     o->journal_bytes = p->journal_on ? journal_bytes(&p->j) : 0;
     o->journal_segment = p->j.seg;
     o->journal_pending = p->j.buf.len;

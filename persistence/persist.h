@@ -127,9 +127,13 @@ void persist_batch_end(struct persist *p);
  * Ends a loop turn: writes the records of this loop turn to the journal (and
  * fdatasyncs with journal-fsync always: one sync for the whole turn). On a
  * write failure the journal is "broken": the records stay buffered, new writes
- * are refused, and each later call retries. A failed fdatasync with
- * journal-fsync always ends the process (exit 1): replies already sent
- * cannot be taken back.
+ * are refused, and each later call retries. A failed fdatasync (here or on
+ * the everysec thread), or the open segment found deleted, makes it
+ * "untrusted" instead: nothing is retried on those files; writes are refused
+ * and the journal not written until persist_cron has written a snapshot of
+ * the memory and a fresh segment (then the records the snapshot covers
+ * count as durable). The directory, the segment or the snapshot replaced
+ * under the server does the same (noticed by persist_cron).
  */
 void persist_flush(struct persist *p);
 
@@ -139,9 +143,11 @@ void persist_flush(struct persist *p);
 uint64_t persist_appended(const struct persist *p);
 uint64_t persist_durable(const struct persist *p);
 
-/* Every 100 ms: journal retry, the everysec fdatasync (asked of a thread:
- * persistence/bgsync.h) and its result, reaping a finished background
- * save, the save-seconds trigger. */
+/* Every 100 ms: journal retry, reaping a finished background save, the
+ * check that the data directory, the segment and the snapshot are still
+ * the server's, the everysec fdatasync (asked of a thread:
+ * persistence/bgsync.h) and its result, the resync of an untrusted
+ * journal, the save-seconds trigger. */
 void persist_cron(struct persist *p);
 
 /* SAVE and BGSAVE: 0, or -1 with a message for the client in err. */
@@ -165,8 +171,11 @@ struct persist_info {
     uint64_t last_save_bytes;
     bool journal_on;
     const char *journal_fsync; /* always, everysec, no */
-    bool journal_ok;
+    bool journal_ok;           /* neither broken nor untrusted */
+    bool journal_untrusted;    /* waiting for a resync (persist_refusal) */
     const char *journal_error; /* "" when ok */
+    uint64_t sync_failures;    /* fdatasyncs of the journal that failed */
+    uint64_t resyncs;          /* snapshot + fresh segment after distrust */
     uint64_t journal_bytes;
     uint64_t journal_segment;
     uint64_t journal_pending; /* bytes appended, not yet written */

@@ -173,21 +173,26 @@ static void info_persistence(struct info *in, const struct persist *p)
         pi.last_save_ok ? "ok" : "err",
         (unsigned long long)pi.last_save_duration_ms,
         (unsigned long long)pi.last_save_bytes, (unsigned long long)pi.fork_us);
-    info_add(in,
-             "journal_enabled:%d\r\njournal_fsync:%s\r\njournal_status:%s\r\n"
-             "journal_error:%s\r\njournal_bytes:%llu\r\n"
-             "journal_segment:%llu\r\njournal_pending_bytes:%llu\r\n"
-             "last_fsync_time_ms:%llu\r\njournal_last_fsync_us:%llu\r\n"
-             "journal_fsyncs:%llu\r\njournal_fsync_in_progress:%d\r\n"
-             "journal_fsync_delayed:%llu\r\n\r\n",
-             pi.journal_on, pi.journal_fsync, pi.journal_ok ? "ok" : "broken",
-             pi.journal_error, (unsigned long long)pi.journal_bytes,
-             (unsigned long long)pi.journal_segment,
-             (unsigned long long)pi.journal_pending,
-             (unsigned long long)pi.last_fsync_ms,
-             (unsigned long long)pi.last_fsync_us,
-             (unsigned long long)pi.fsyncs, pi.fsync_in_progress,
-             (unsigned long long)pi.fsync_delayed);
+    info_add(
+        in,
+        "journal_enabled:%d\r\njournal_fsync:%s\r\njournal_status:%s\r\n"
+        "journal_error:%s\r\njournal_bytes:%llu\r\n"
+        "journal_segment:%llu\r\njournal_pending_bytes:%llu\r\n"
+        "last_fsync_time_ms:%llu\r\njournal_last_fsync_us:%llu\r\n"
+        "journal_fsyncs:%llu\r\njournal_fsync_in_progress:%d\r\n"
+        "journal_fsync_delayed:%llu\r\njournal_fsync_failures:%llu\r\n"
+        "journal_resyncs:%llu\r\n\r\n",
+        pi.journal_on, pi.journal_fsync,
+        pi.journal_untrusted ? "untrusted"
+        : pi.journal_ok      ? "ok"
+                             : "broken",
+        pi.journal_error, (unsigned long long)pi.journal_bytes,
+        (unsigned long long)pi.journal_segment,
+        (unsigned long long)pi.journal_pending,
+        (unsigned long long)pi.last_fsync_ms,
+        (unsigned long long)pi.last_fsync_us, (unsigned long long)pi.fsyncs,
+        pi.fsync_in_progress, (unsigned long long)pi.fsync_delayed,
+        (unsigned long long)pi.sync_failures, (unsigned long long)pi.resyncs);
 }
 
 /* The rest of # Clients: the connection limits and what they refused

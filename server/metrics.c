@@ -167,8 +167,19 @@ static void persistence_metrics(struct evbuffer *b, const struct persist *p)
     one(b, "journal_enabled", "gauge", "1 when the journal is on.",
         pi.journal_on);
     one(b, "journal_ok", "gauge",
-        "0 while the journal cannot be written (writes answer -MISCONF).",
+        "0 while the journal cannot be written or is not trusted (writes "
+        "answer -MISCONF).",
         pi.journal_ok);
+    one(b, "journal_untrusted", "gauge",
+        "1 after an fdatasync failed or a data file vanished, until a new "
+        "snapshot and journal segment are written.",
+        pi.journal_untrusted);
+    one(b, "journal_fsync_failures_total", "counter",
+        "Journal fdatasyncs that failed (never retried and trusted).",
+        (double)pi.sync_failures);
+    one(b, "journal_resyncs_total", "counter",
+        "Snapshots and fresh segments written to trust the journal again.",
+        (double)pi.resyncs);
     one(b, "journal_bytes", "gauge", "Bytes in the journal segments.",
         (double)pi.journal_bytes);
     one(b, "last_fsync_timestamp_seconds", "gauge",

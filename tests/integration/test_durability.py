@@ -11,6 +11,7 @@ after a kill -9 would take it otherwise; tests/faults/kill9.py).
 """
 
 import os
+import shutil
 import sys
 import time
 
@@ -19,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
 
 from _rig import (Rig, SlowBin, SlowResp, connect, encode_batch,  # noqa: E402
                   is_misconf, power_loss)
-from harness import encode_frame, encode_multibulk  # noqa: E402
+from harness import Err, encode_frame, encode_multibulk  # noqa: E402
 
 # Replies queued ahead of the held one: more than the socket takes (the
 # shim makes the server's send buffer small), less than OUT_PAUSE.
@@ -186,4 +187,197 @@ def test_replayed_journal_is_synced_before_new_writes():
         srv = rig.start()
         with srv.resp() as c:
             assert c.cmd("CNT.GET", 30, 1) == 100
+        srv.kill9()
+
+
+# -- an fdatasync that fails is never retried and trusted ------------------
+
+def persistence(srv):
+    return srv.info("persistence")
+
+
+def metrics_text(port):
+    import urllib.request
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                timeout=10) as r:
+        return r.read().decode()
+
+
+def metric(text, name):
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError("no metric " + name)
+
+
+def test_fsync_failure_refuses_writes_until_a_snapshot_and_fresh_segment():
+    """One fdatasync of the journal fails with EIO and the pages it covered
+    are dropped (the shim zeroes them), while snapshots cannot be written
+    yet: writes are refused with -MISCONF naming the fdatasync, reads are
+    served, INFO and /metrics say so, the log says why; the journal is not
+    written again (a retried fdatasync would succeed and prove nothing).
+    Once a snapshot can be written the server writes it and a fresh
+    segment by itself and takes writes again; after kill -9 everything
+    acknowledged, before the failure and after, is there. Both fsync
+    modes: with always the replies of the turn whose fdatasync failed wait
+    for the snapshot."""
+    from harness import free_port
+    for fsync in ("everysec", "always"):
+        with Rig() as rig:
+            mport = free_port()
+            srv = rig.start(journal_fsync=fsync, metrics_port=mport)
+            with srv.resp() as c:
+                for r in c.pipeline([("CNT.INCR", 40, 1)] * 300):
+                    assert r[0] >= 1
+            rig.faults.set("fdatasync journal. EIO count=1 lose",
+                           "create snapshot.tmp ENOSPC")
+            held = srv.resp()
+            held.send(encode_multibulk("CNT.INCR", 41, 1))
+            srv.wait_for(lambda: persistence(srv)["journal_status"] ==
+                         "untrusted", 10, "the journal to be untrusted")
+            info = persistence(srv)
+            assert "fdatasync failed: Input/output error" in \
+                info["journal_error"], info
+            assert info["journal_fsync_failures"] == "1"
+            with srv.resp() as c:
+                r = c.cmd("CNT.INCR", 42, 1)
+                assert is_misconf(r) and "fdatasync failed" in r.text, r
+                assert c.cmd("CNT.GET", 40, 1) == 300  # reads go on
+            text = metrics_text(mport)
+            assert metric(text, "unreadd_journal_untrusted") == 1
+            assert metric(text, "unreadd_journal_ok") == 0
+            assert metric(text, "unreadd_journal_fsync_failures_total") == 1
+            assert "fdatasync failed" in srv.stderr_text()
+            if fsync == "always":
+                held.sock.settimeout(0.5)
+                try:
+                    r = held.read_reply()
+                except TimeoutError:
+                    r = None
+                # its record was written, its fdatasync failed: no reply
+                # (unless the write was refused, turn order permitting)
+                assert r is None or is_misconf(r), r
+                held.sock.settimeout(10)
+            size = os.path.getsize(os.path.join(rig.path, "journal.1"))
+            time.sleep(0.3)
+            assert os.path.getsize(os.path.join(rig.path, "journal.1")) == \
+                size, "the untrusted segment was written again"
+            rig.faults.clear()  # snapshots can be written again
+            srv.wait_for(lambda: persistence(srv)["journal_status"] == "ok",
+                         15, "the resync")
+            if fsync == "always" and r is None:
+                assert held.read_reply() == [1, 1]
+            held.close()
+            info = persistence(srv)
+            assert info["journal_resyncs"] == "1", info
+            assert "trusted again" in srv.stderr_text()
+            with srv.resp() as c:
+                assert c.cmd("CNT.INCR", 42, 1) == [1, 1]
+            srv.kill9()
+            srv = rig.start(journal_fsync=fsync)
+            with srv.resp() as c:
+                assert c.cmd("CNT.GET", 40, 1) == 300
+                assert c.cmd("CNT.GET", 42, 1) == 1
+            srv.kill9()
+
+
+test_fsync_failure_refuses_writes_until_a_snapshot_and_fresh_segment \
+    .timeout = 90
+
+
+# -- the data directory vanishing or being replaced -------------------------
+
+def acked_incrs(srv, uid, n):
+    with srv.resp() as c:
+        return sum(1 for r in c.pipeline([("CNT.INCR", uid, 1)] * n)
+                   if isinstance(r, list))
+
+
+def test_deleted_journal_segment_is_noticed_and_rewritten():
+    """rm of the journal segment under a running server: the next write
+    finds it deleted (its inode has no name) and acknowledges nothing into
+    it; the log says so; the server writes a snapshot (which holds the
+    deleted segment's changes too) and a fresh segment, then takes writes
+    again; after kill -9 every acknowledged write is there."""
+    with Rig() as rig:
+        srv = rig.start()
+        assert acked_incrs(srv, 50, 200) == 200
+        srv.wait_for(lambda: os.path.exists(
+            os.path.join(rig.path, "journal.1")))
+        os.unlink(os.path.join(rig.path, "journal.1"))
+        with srv.resp() as c:
+            r = c.cmd("CNT.INCR", 50, 1)
+            assert is_misconf(r) or r == [201, 201], r
+            extra = 1 if r == [201, 201] else 0
+        srv.wait_for(lambda: "was deleted while the server had it open" in
+                     srv.stderr_text(), 5, "the log line")
+        srv.wait_for(lambda: persistence(srv)["journal_status"] == "ok", 15,
+                     "the resync")
+        assert acked_incrs(srv, 50, 10) == 10
+        srv.kill9()
+        srv = rig.start()
+        with srv.resp() as c:
+            assert c.cmd("CNT.GET", 50, 1) == 210 + extra
+        srv.kill9()
+
+
+def test_removed_data_dir_is_noticed_and_written_again_once_it_exists():
+    """rm -rf of the data directory under a running server: writes are
+    refused (-MISCONF, the log names the directory), BGSAVE fails, reads
+    go on; once the directory exists again the server takes it (lock,
+    snapshot, fresh segment) and writes resume; after kill -9 nothing
+    acknowledged is missing (it used to restart empty)."""
+    with Rig() as rig:
+        srv = rig.start()
+        assert acked_incrs(srv, 60, 200) == 200
+        shutil.rmtree(rig.path)
+        srv.wait_for(lambda: persistence(srv)["journal_status"] ==
+                     "untrusted", 5, "the directory to be missed")
+        assert "data directory %s is gone" % rig.path in srv.stderr_text()
+        with srv.resp() as c:
+            assert is_misconf(c.cmd("CNT.INCR", 60, 1))
+            assert c.cmd("CNT.GET", 60, 1) == 200
+            r = c.cmd("BGSAVE")
+            assert isinstance(r, Err) or r == "Background saving started", r
+        time.sleep(1.2)
+        assert persistence(srv)["journal_status"] == "untrusted"
+        os.mkdir(rig.path)
+        srv.wait_for(lambda: persistence(srv)["journal_status"] == "ok", 15,
+                     "the resync into the new directory")
+        assert "is a new directory" in srv.stderr_text()
+        assert os.path.exists(os.path.join(rig.path, "snapshot.urs"))
+        assert acked_incrs(srv, 60, 5) == 5
+        srv.kill9()
+        srv = rig.start()
+        with srv.resp() as c:
+            assert c.cmd("CNT.GET", 60, 1) == 205
+        srv.kill9()
+
+
+def test_replaced_or_deleted_snapshot_is_noticed_and_written_again():
+    """After a SAVE, the snapshot is deleted, then (after the server wrote
+    it again) replaced by another file: each time the server notices,
+    refuses writes until it has written its own snapshot and a fresh
+    segment, and a restart loads everything acknowledged."""
+    with Rig() as rig:
+        srv = rig.start()
+        assert acked_incrs(srv, 70, 100) == 100
+        with srv.resp() as c:
+            assert c.cmd("SAVE") == "OK"
+        snap = os.path.join(rig.path, "snapshot.urs")
+        for n, (damage, words) in enumerate((
+                (lambda: os.unlink(snap), "was deleted"),
+                (lambda: (open(snap + ".x", "wb").write(b"x" * 100),
+                          os.rename(snap + ".x", snap)),
+                 "was replaced by a file the server did not write"))):
+            assert acked_incrs(srv, 70, 10) == 10
+            damage()
+            srv.wait_for(lambda: words in srv.stderr_text(), 5, words)
+            srv.wait_for(lambda: persistence(srv)["journal_status"] == "ok",
+                         15, "the resync")
+            assert persistence(srv)["journal_resyncs"] == str(n + 1)
+        srv.kill9()
+        srv = rig.start()
+        with srv.resp() as c:
+            assert c.cmd("CNT.GET", 70, 1) == 120
         srv.kill9()
