@@ -44,7 +44,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
     if (level < min_level)
         return;
 
-    char msg[1024];
+    char msg[4096];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);

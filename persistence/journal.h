@@ -23,33 +23,59 @@
 #include "proto.h"
 
 #define JOURNAL_MAGIC "URJRNL\0\0" /* 8 bytes */
-#define JOURNAL_VERSION 1
-#define JOURNAL_HDR 24     /* magic, u32 version, u32 flags, u64 segment */
-#define JOURNAL_REC_HDR 12 /* u32 payload length, u64 XXH3 of the payload */
+#define JOURNAL_VERSION 2          /* the format written */
+#define JOURNAL_VERSION_1 1        /* still read (docs/PERSISTENCE.md 3.1) */
+/* Version 2 header: magic, u32 version, u32 flags, u64 segment, u64 first
+ * sequence number, u64 salt, u64 XXH3 of the 40 bytes before it. */
+#define JOURNAL_HDR 48
+#define JOURNAL_HDR_V1 24 /* magic, u32 version, u32 flags, u64 segment */
+/* Version 2 record header: u64 sequence number, u32 payload length, u32
+ * header check, u64 payload checksum. */
+#define JOURNAL_REC_HDR 24
+#define JOURNAL_REC_HDR_V1 12 /* u32 payload length, u64 XXH3 */
 /* Payload: u64 clock ms, then one binary request frame. */
 #define JOURNAL_REC_MIN (8 + UR_FRAME_HDR)
 #define JOURNAL_REC_MAX (8 + UR_FRAME_HDR + UR_MAX_FRAME_CEILING)
 #define JOURNAL_MAX_ARGS 0xFFFF /* a frame's argc is a u16 */
+/* Header flag: records were removed from the end of this segment by an
+ * operator (`unreadd --check --drop-damaged` or `--truncate-at`), so the
+ * next segment may start at a later sequence number. */
+#define JOURNAL_F_ENDS_EARLY 1u
 
 /* ---- codec ------------------------------------------------------------ */
 
-/* The JOURNAL_HDR bytes opening segment seg. */
-void journal_hdr_encode(char *out, uint64_t seg);
+/* A segment header, decoded. len: its size in the file (JOURNAL_HDR, or
+ * JOURNAL_HDR_V1 for a version 1 segment, which has no first_seq and salt:
+ * both 0). */
+struct journal_hdr {
+    uint32_t version;
+    uint32_t flags;
+    uint64_t seg;
+    uint64_t first_seq; /* sequence number of the segment's first record */
+    uint64_t salt;      /* seeds every record check of the segment */
+    size_t len;
+};
 
-/* Checks the header at buf[0..len): 0 with *seg, or -1 with *why (bad
- * magic, unknown version, short header). */
-int journal_hdr_check(const char *buf, size_t len, uint64_t *seg,
+/* The JOURNAL_HDR bytes of a version 2 header (h->version and h->len are
+ * ignored). */
+void journal_hdr_encode(char *out, const struct journal_hdr *h);
+
+/* Decodes and checks the header at buf[0..len), version 2 or 1: 0 with *h,
+ * or -1 with *why (short, bad magic, unknown version or flags, checksum). */
+int journal_hdr_check(const char *buf, size_t len, struct journal_hdr *h,
                       const char **why);
 
 /*
- * Appends one record: clock_ms and the request (opcode, argv[0..argc),
+ * Appends one record with sequence number seq, its checks seeded by the
+ * segment's salt: clock_ms and the request (opcode, argv[0..argc),
  * command name excluded) as a binary request frame with id 0. String
  * arguments stay bytes, integers stay integers. 0, or -1 with the buffer
  * unchanged and errno ENOMEM, or E2BIG when the request cannot be framed
  * (more than JOURNAL_MAX_ARGS arguments, or a body over the frame ceiling).
  */
-int journal_rec_append(struct ur_buf *b, uint64_t clock_ms, uint16_t opcode,
-                       uint32_t argc, const struct ur_arg *argv);
+int journal_rec_append(struct ur_buf *b, uint64_t salt, uint64_t seq,
+                       uint64_t clock_ms, uint16_t opcode, uint32_t argc,
+                       const struct ur_arg *argv);
 
 /*
  * A batch record: one atomic batch (server/batch.h), built while it runs.
@@ -57,34 +83,91 @@ int journal_rec_append(struct ur_buf *b, uint64_t clock_ms, uint16_t opcode,
  * (opcode UR_FRAME_OP_BATCH, id 0) at b->len, the record's offset; put
  * appends one sub-request to the record at off (a command of the batch
  * that changed state); end fills in the lengths, the sub-request count
- * (1..65535) and the checksum. A batch with nothing to record is dropped
- * by cutting b back to off. begin and put return 0, or -1 with b
- * unchanged and errno ENOMEM, or for put E2BIG (more than
+ * (1..65535), the sequence number and the checks. A batch with nothing to
+ * record is dropped by cutting b back to off. begin and put return 0, or
+ * -1 with b unchanged and errno ENOMEM, or for put E2BIG (more than
  * JOURNAL_MAX_ARGS arguments, or a record over JOURNAL_REC_MAX).
  */
 int journal_batch_begin(struct ur_buf *b, uint64_t clock_ms);
 int journal_batch_put(struct ur_buf *b, size_t off, uint16_t opcode,
                       uint32_t argc, const struct ur_arg *argv);
-void journal_batch_end(struct ur_buf *b, size_t off, uint32_t nsub);
+void journal_batch_end(struct ur_buf *b, size_t off, uint32_t nsub,
+                       uint64_t salt, uint64_t seq);
 
-enum journal_next {
-    JOURNAL_REC,  /* a record; *off moved past it */
-    JOURNAL_END,  /* *off == len: clean end */
-    JOURNAL_TORN, /* the bytes left are a prefix of a record (short header
-                     or payload): what a write cut by a crash leaves */
-    JOURNAL_BAD   /* a bad length or checksum: corruption */
+/*
+ * What a segment's bytes say, decided by journal_scan over the whole file
+ * (the server's loader, `unreadd --check` and the fuzzer share it):
+ *   CLEAN    sound records to the end of the file;
+ *   TORN     sound records, then an incomplete last record and nothing
+ *            sound after it (or a header cut short, or a tail of zero
+ *            bytes): what a crash in the middle of a write leaves. Only
+ *            in the last segment; the bytes from `end` are cut;
+ *   CORRUPT  anything else: damage at bad_off.
+ */
+enum journal_state { JOURNAL_CLEAN, JOURNAL_TORN, JOURNAL_CORRUPT };
+
+/* Where the next segment must continue, carried from one segment's scan to
+ * the next one's. next_seq 0: unknown (no segment before it on disk). */
+struct journal_link {
+    uint64_t next_seq; /* the sequence number its first record must have */
+    bool gap_ok;       /* ... or later: the segment before ends early */
 };
 
+struct journal_scan {
+    enum journal_state state;
+    bool hdr_ok;            /* hdr is valid */
+    struct journal_hdr hdr; /* the segment header */
+    size_t end;             /* the sound records end here */
+    uint64_t records;       /* sound records in [hdr.len, end) */
+    uint64_t next_seq;      /* sequence number of the record after them */
+    /* TORN and CORRUPT: */
+    size_t bad_off;   /* where it is wrong: end, or a header field */
+    const char *why;  /* what is wrong there */
+    uint64_t bad_seq; /* the sequence number found there (next_seq is the
+                         one expected), when its header could be read */
+    uint64_t gap;     /* CLEAN/TORN: records missing before the first one,
+                         accepted because the segment before ends early */
+    /* CORRUPT: sound records found after the damage, if any. */
+    size_t found_off;         /* the first one's offset; 0: none */
+    uint64_t found_seq;       /* ... its sequence number */
+    uint64_t found_records;   /* how many in all, to the end of the file */
+    bool found_unsure;        /* a version 1 scan gave up looking at
+                                 found_off: sound records there and after it
+                                 are not ruled out */
+    struct journal_link link; /* for the segment after this one */
+};
+
+/*
+ * Classifies a whole segment file buf[0..len). prev: where the segment
+ * before it ended (NULL or next_seq 0: none on disk). last: no segment
+ * follows it, so an incomplete final record is a torn tail; otherwise the
+ * same bytes are damage (a segment is complete before the next begins).
+ * A record is sound when its header check, its sequence number (the one
+ * after the previous record's) and its payload checksum all hold. Before
+ * calling a bad record a torn tail, the scan looks at everything after
+ * it: a sound record there makes it corruption. Never reads outside buf.
+ */
+void journal_scan(const char *buf, size_t len, const struct journal_link *prev,
+                  bool last, struct journal_scan *s);
+
+/* "offset O, record R (seq S)" into out (cap bytes): a place in a scanned
+ * segment as every report names it ("(segment header)" before the first
+ * record; no seq in version 1). */
+void journal_place(const struct journal_scan *s, size_t off, uint64_t rec,
+                   uint64_t seq, char *out, size_t cap);
+
 struct journal_rec {
+    uint64_t seq;
     uint64_t clock_ms;
     const char *frame; /* the request frame, inside the input buffer */
     size_t frame_len;
 };
 
-/* Reads the record at *off of buf[0..len). On TORN and BAD, *off stays at
- * the record's start and *why says what is wrong. */
-enum journal_next journal_rec_next(const char *buf, size_t len, size_t *off,
-                                   struct journal_rec *rec, const char **why);
+/* The sound record at *off of a scanned segment (s->hdr.len <= *off <
+ * s->end, on a record boundary): true with *rec, *off moved past it;
+ * false at s->end. */
+bool journal_rec_next(const struct journal_scan *s, const char *buf,
+                      size_t *off, struct journal_rec *rec);
 
 /*
  * Parses a record's request frame: 0 with *req filled, its argv in *args
@@ -97,6 +180,18 @@ int journal_rec_request(const struct journal_rec *rec, struct ur_arg **args,
                         uint32_t *cap, struct ur_frame_req *req,
                         const char **why);
 
+/*
+ * Checks a parsed record (journal_rec_request, args of *cap entries) as
+ * the op table describes the commands the server journals: a known
+ * opcode with an argument count in its range, or a batch of such
+ * commands, none that cannot be batched. Counts each command in
+ * per_op[op->index] when per_op is not NULL (UR_OP_COUNT entries).
+ * 0, or -1 with *why. The server's replay finds the same faults by running
+ * the record; this is for the reader that cannot run it.
+ */
+int journal_req_check(const struct ur_frame_req *req, uint32_t cap,
+                      uint64_t *per_op, const char **why);
+
 /* ---- segment writer ---------------------------------------------------- */
 
 struct journal {
@@ -104,6 +199,9 @@ struct journal {
     int fd;             /* current segment; -1 when not (yet) created */
     uint64_t seg;       /* current segment number */
     uint64_t seg_len;   /* bytes of it known good */
+    uint64_t salt;      /* the current segment's (random) */
+    uint64_t base_seq;  /* sequence number of the first record appended
+                           since start: the record after those replayed */
     uint64_t first_seg; /* oldest segment on disk */
     bool tail_dirty;    /* a failed write may have left bytes past seg_len */
     struct ur_buf buf;  /* records appended, not yet written */
@@ -116,9 +214,18 @@ struct journal {
 };
 
 /* No file yet: the next write creates segment seg. Segments first_seg..
- * seg-1 are on disk already (first_seg == seg: none). */
+ * seg-1 are on disk already (first_seg == seg: none). Sequence numbers
+ * start at 1: the loader sets base_seq to continue those on disk. */
 void journal_init(struct journal *j, const char *dir, uint64_t first_seg,
                   uint64_t seg);
+
+/* The sequence number of the next record appended. Its encoders take it
+ * and j->salt; the record counts once committed (appended++). */
+static inline uint64_t journal_seq_next(const struct journal *j)
+{
+    return j->base_seq + j->appended;
+}
+
 /* Closes the segment; records still in the buffer are dropped. */
 void journal_deinit(struct journal *j);
 

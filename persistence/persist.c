@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "bgsync.h"
+#include "check.h"
 #include "fsutil.h"
 #include "journal.h"
 #include "log.h"
@@ -59,20 +60,25 @@ struct segs {
 };
 
 struct loader {
-    struct segs s;     /* journal.<N> on disk, ascending */
-    size_t i;          /* the next of them to open */
-    uint64_t snap_seg; /* the snapshot covers segments <= this */
-    uint64_t next;     /* the segment number expected next */
-    uint64_t first;    /* the first segment replayed, or 0 */
-    bool mapped;       /* a segment is open: */
-    struct fs_map m;   /* ... its bytes */
-    char path[4096];   /* ... its name */
-    bool last;         /* ... it is the last segment */
-    size_t off;        /* ... the next record's offset */
-    size_t rec_off;    /* ... the offset of the record returned last */
-    bool torn;         /* the last segment ends inside a record: */
-    size_t torn_off;   /* ... cut it here */
-    size_t torn_len;   /* ... from this length */
+    struct segs s;            /* journal.<N> on disk, ascending */
+    size_t i;                 /* the next of them to open */
+    uint64_t snap_seg;        /* the snapshot covers segments <= this */
+    uint64_t next;            /* the segment number expected next */
+    uint64_t first;           /* the first segment replayed, or 0 */
+    bool mapped;              /* a segment is open: */
+    struct fs_map m;          /* ... its bytes */
+    char path[4096];          /* ... its name */
+    bool last;                /* ... it is the last segment */
+    struct journal_scan scan; /* ... what its bytes are */
+    size_t off;               /* ... the next record's offset */
+    size_t rec_off;           /* ... the offset of the record returned last */
+    uint64_t rec_no;          /* ... that record's number in the segment */
+    uint64_t rec_seq;         /* ... and its sequence number */
+    struct journal_link link; /* where the next segment must go on */
+    bool torn;                /* the last segment ends in a torn tail: */
+    size_t torn_off;          /* ... cut it here */
+    size_t torn_len;          /* ... from this length */
+    const char *torn_why;
     char torn_path[4096];
 };
 
@@ -299,9 +305,8 @@ static void refuse(char *err, size_t errlen, const char *what, const char *path)
 {
     snprintf(err, errlen,
              "journal %s. Refusing to start: inspect it with "
-             "`unreadd --check %s`, and `unreadd --check %s --fix` cuts it "
-             "at that offset, losing what follows",
-             what, path, path);
+             "`unreadd --check %s`",
+             what, path);
 }
 
 static void ld_unmap(struct loader *L)
@@ -313,17 +318,22 @@ static void ld_unmap(struct loader *L)
 
 /*
  * Opens the next segment after the snapshot's, which must follow the last
- * one without a gap; removes those the snapshot covers. On return
- * L->mapped says whether one is open (false: none left). A last segment
- * too short to hold its header holds no record (the crash came while it
- * was created) and is removed. 0, or -1 with a message in err.
+ * one without a gap; removes those the snapshot covers. The segment is
+ * classified whole by journal_scan (its sequence numbers going on from the
+ * segment before): damage refuses the start, naming the place and what
+ * each remedy would do; a torn tail of the last segment is noted for
+ * persist_load_done to cut; a last segment whose header was cut short
+ * holds no record (the crash came while it was created) and is removed.
+ * On return L->mapped says whether one is open (false: none left). 0, or
+ * -1 with a message in err.
  */
 static int ld_open_next(struct persist *p, char *err, size_t errlen)
 {
     struct loader *L = &p->ld;
+    struct journal_scan *sc = &L->scan;
+    struct journal_hdr h;
     const char *why;
     char msg[5000];
-    uint64_t hseg;
 
     while (!L->mapped && L->i < L->s.n) {
         uint64_t seg = L->s.v[L->i];
@@ -353,11 +363,37 @@ static int ld_open_next(struct persist *p, char *err, size_t errlen)
             return -1;
         }
         L->mapped = true;
-        if (L->last && L->m.len < JOURNAL_HDR) {
-            log_warn("journal %s: %zu bytes, shorter than its header: the "
-                     "segment was being created at a crash and holds no "
-                     "record; removing it",
-                     L->path, L->m.len);
+        if (journal_hdr_check(L->m.data, L->m.len, &h, &why) == 0 &&
+            h.seg != seg) {
+            snprintf(msg, sizeof(msg),
+                     "%s: offset 16: the header names segment %llu", L->path,
+                     (unsigned long long)h.seg);
+            refuse(err, errlen, msg, L->path);
+            return -1;
+        }
+        /* The whole segment classified before a record of it is replayed
+         * (journal.h): only a torn tail of the last one goes on. */
+        journal_scan(L->m.data, L->m.len, &L->link, L->last, sc);
+        if (sc->state == JOURNAL_CORRUPT) {
+            char at[96], remedy[2048];
+
+            journal_place(sc, sc->bad_off, sc->records + 1,
+                          sc->bad_off < sc->end ? sc->bad_seq : sc->next_seq,
+                          at, sizeof(at));
+            check_remedies(L->path, L->m.len, sc, L->last, remedy,
+                           sizeof(remedy));
+            snprintf(err, errlen, "journal %s: %s: %s. Refusing to start. %s",
+                     L->path, at, sc->why, remedy);
+            return -1;
+        }
+        if (sc->gap > 0)
+            log_warn("journal %s: starts %llu records after the segment "
+                     "before it ends, which an operator's repair marked as "
+                     "ending early: those records are not replayed",
+                     L->path, (unsigned long long)sc->gap);
+        if (sc->state == JOURNAL_TORN && !sc->hdr_ok) {
+            log_warn("journal %s: %zu bytes, %s; removing it", L->path,
+                     L->m.len, sc->why);
             ld_unmap(L);
             if (unlink(L->path) != 0) {
                 snprintf(err, errlen, "cannot remove %s: %s", L->path,
@@ -366,19 +402,16 @@ static int ld_open_next(struct persist *p, char *err, size_t errlen)
             }
             return 0;
         }
-        if (journal_hdr_check(L->m.data, L->m.len, &hseg, &why) != 0) {
-            snprintf(msg, sizeof(msg), "%s: offset 0: %s", L->path, why);
-            refuse(err, errlen, msg, L->path);
-            return -1;
+        if (sc->state == JOURNAL_TORN) {
+            L->torn = true;
+            L->torn_off = sc->end;
+            L->torn_len = L->m.len;
+            L->torn_why = sc->why;
+            memcpy(L->torn_path, L->path, sizeof(L->path));
         }
-        if (hseg != seg) {
-            snprintf(msg, sizeof(msg),
-                     "%s: offset 16: the header names segment %llu", L->path,
-                     (unsigned long long)hseg);
-            refuse(err, errlen, msg, L->path);
-            return -1;
-        }
-        L->off = JOURNAL_HDR;
+        L->off = sc->hdr.len;
+        L->rec_no = 0;
+        L->link = sc->link;
         if (L->first == 0)
             L->first = seg;
         L->next++;
@@ -390,36 +423,20 @@ int persist_load_next(struct persist *p, struct journal_rec *rec, char *err,
                       size_t errlen)
 {
     struct loader *L = &p->ld;
-    char msg[5000];
 
     for (;;) {
-        enum journal_next st;
-        const char *why = "";
-        size_t off;
-
         if (!L->mapped && ld_open_next(p, err, errlen) != 0)
             return -1;
         if (!L->mapped)
             return 0;
-        off = L->off;
-        st = journal_rec_next(L->m.data, L->m.len, &off, rec, &why);
-        if (st == JOURNAL_REC) {
-            L->rec_off = L->off;
-            L->off = off;
+        L->rec_off = L->off;
+        if (journal_rec_next(&L->scan, L->m.data, &L->off, rec)) {
+            L->rec_no++;
+            L->rec_seq = rec->seq;
             p->loaded_records++;
             return 1;
         }
-        if (st == JOURNAL_TORN && L->last) {
-            L->torn = true;
-            L->torn_off = L->off;
-            L->torn_len = L->m.len;
-            memcpy(L->torn_path, L->path, sizeof(L->path));
-        } else if (st != JOURNAL_END) {
-            snprintf(msg, sizeof(msg), "%s: offset %zu: %s%s", L->path, L->off,
-                     why, st == JOURNAL_TORN ? " (not the last segment)" : "");
-            refuse(err, errlen, msg, L->path);
-            return -1;
-        } else if (fs_fsync_file(L->path) != 0) {
+        if (!(L->torn && L->last) && fs_fsync_file(L->path) != 0) {
             /* What is replayed is acknowledged history, but the process
              * that wrote it may have died before its fdatasync (kill -9
              * under everysec), leaving it in the page cache only. Synced
@@ -439,11 +456,14 @@ int persist_load_next(struct persist *p, struct journal_rec *rec, char *err,
 void persist_load_refuse(const struct persist *p, const char *why, char *err,
                          size_t errlen)
 {
-    char msg[5000];
+    const struct loader *L = &p->ld;
+    char at[96], remedy[2048];
 
-    snprintf(msg, sizeof(msg), "%s: offset %zu: %s", p->ld.path, p->ld.rec_off,
-             why);
-    refuse(err, errlen, msg, p->ld.path);
+    journal_place(&L->scan, L->rec_off, L->rec_no, L->rec_seq, at, sizeof(at));
+    check_remedies_replay(L->path, L->rec_off, L->rec_no, L->scan.records,
+                          L->last, remedy, sizeof(remedy));
+    snprintf(err, errlen, "journal %s: %s: %s. Refusing to start. %s", L->path,
+             at, why, remedy);
 }
 
 /* everysec syncs from a thread, so the loop never waits for the disk
@@ -495,8 +515,9 @@ int persist_load_done(struct persist *p, char *err, size_t errlen)
     ld_unmap(L);
     if (L->torn) {
         log_warn("journal %s: torn last record at offset %zu (%zu bytes "
-                 "cut): a write cut short by a crash, never acknowledged",
-                 L->torn_path, L->torn_off, L->torn_len - L->torn_off);
+                 "cut: %s): a write cut short by a crash, never acknowledged",
+                 L->torn_path, L->torn_off, L->torn_len - L->torn_off,
+                 L->torn_why);
         if (fs_truncate(L->torn_path, L->torn_off) != 0) {
             snprintf(err, errlen, "cannot cut %s at offset %zu: %s",
                      L->torn_path, L->torn_off, strerror(errno));
@@ -504,6 +525,9 @@ int persist_load_done(struct persist *p, char *err, size_t errlen)
         }
     }
     journal_init(&p->j, p->dir, L->first ? L->first : L->next, L->next);
+    /* Sequence numbers go on from the last record replayed. */
+    if (L->link.next_seq != 0)
+        p->j.base_seq = L->link.next_seq;
     free(L->s.v);
     L->s = (struct segs){NULL, 0, 0};
     p->load_ms = now_ms() - p->load_ms;
@@ -552,7 +576,8 @@ int persist_stage(struct persist *p, uint64_t clock_ms, const struct ur_op *op,
     if (p->in_batch)
         rc = journal_batch_put(&p->j.buf, p->batch_rec, op->code, argc, argv);
     else
-        rc = journal_rec_append(&p->j.buf, clock_ms, op->code, argc, argv);
+        rc = journal_rec_append(&p->j.buf, p->j.salt, journal_seq_next(&p->j),
+                                clock_ms, op->code, argc, argv);
     p->journaled = rc == 0;
     return rc;
 }
@@ -593,7 +618,8 @@ void persist_batch_end(struct persist *p)
         p->j.buf.len = p->batch_rec;
         return;
     }
-    journal_batch_end(&p->j.buf, p->batch_rec, p->batch_n);
+    journal_batch_end(&p->j.buf, p->batch_rec, p->batch_n, p->j.salt,
+                      journal_seq_next(&p->j));
     p->j.appended++;
 }
 

@@ -77,7 +77,8 @@ static void usage(void)
 
     config_init(&dflt);
     printf("Usage: unreadd [--config FILE] [--key value ...]\n"
-           "       unreadd --check FILE [--fix]\n"
+           "       unreadd --check FILE [--fix] [--drop-damaged | "
+           "--truncate-at OFFSET]\n"
            "       unreadd --help | --version\n\n"
            "Configuration keys (file: `key value` lines; command line: "
            "`--key value`,\nwhich wins over the file), with their "
@@ -103,7 +104,7 @@ static int ensure_dir(const char *dir)
 
 int main(int argc, char **argv)
 {
-    char err[512];
+    char err[2048];
     struct event_base *base = NULL;
     struct event *sigint = NULL, *sigterm = NULL, *cron = NULL;
     const struct timeval cron_tv = {0, CRON_MS * 1000};

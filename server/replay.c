@@ -72,48 +72,52 @@ static int replay_one(struct server *srv, const struct journal_rec *rec,
 }
 
 int replay_buf(struct server *srv, const char *buf, size_t len,
-               bool last_segment, struct replay_result *res, char *err,
-               size_t errlen)
+               const struct journal_link *prev, bool last_segment,
+               struct replay_result *res, char *err, size_t errlen)
 {
+    struct journal_scan *sc = &res->scan;
     struct ur_arg *args = NULL;
+    struct journal_rec rec;
     struct ur_buf out;
     uint32_t cap = 0;
-    size_t off = 0;
+    char at[96];
+    size_t off;
     int rc = -1;
 
     memset(res, 0, sizeof(*res));
+    journal_scan(buf, len, prev, last_segment, sc);
+    if (sc->state == JOURNAL_CORRUPT) {
+        res->bad_off = sc->bad_off;
+        res->bad_rec = sc->records + 1;
+        journal_place(sc, sc->bad_off, res->bad_rec, sc->next_seq, at,
+                      sizeof(at));
+        snprintf(err, errlen, "%s: %s", at, sc->why);
+        return -1;
+    }
     ur_buf_init(&out);
+    off = sc->hdr_ok ? sc->hdr.len : 0;
     for (;;) {
-        struct journal_rec rec;
         struct ur_frame_req req;
         const char *why = "";
         char msg[256];
-        enum journal_next st;
 
         res->bad_off = off;
-        st = journal_rec_next(buf, len, &off, &rec, &why);
-        if (st == JOURNAL_END)
+        res->bad_rec = res->records + 1;
+        if (!journal_rec_next(sc, buf, &off, &rec))
             break;
-        if (st == JOURNAL_TORN && last_segment) {
-            res->torn = true;
-            break;
-        }
-        if (st != JOURNAL_REC) {
-            snprintf(err, errlen, "%s%s", why,
-                     st == JOURNAL_TORN ? " (not the last segment)" : "");
-            goto out;
-        }
+        journal_place(sc, res->bad_off, res->bad_rec, rec.seq, at, sizeof(at));
         if (journal_rec_request(&rec, &args, &cap, &req, &why) != 0) {
-            snprintf(err, errlen, "%s", why);
+            snprintf(err, errlen, "%s: %s", at, why);
+            res->cmd_failed = true;
             goto out;
         }
         if (replay_one(srv, &rec, &req, &out, msg, sizeof(msg)) != 0) {
-            snprintf(err, errlen, "%s", msg);
+            snprintf(err, errlen, "%s: %s", at, msg);
+            res->cmd_failed = true;
             goto out;
         }
         res->records++;
     }
-    res->good_len = off;
     rc = 0;
 
 out:

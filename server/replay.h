@@ -20,26 +20,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "journal.h"
 #include "server.h"
 
 struct replay_result {
-    uint64_t records; /* replayed */
-    size_t good_len;  /* bytes of whole records (from the buffer's start) */
-    bool torn;        /* the buffer ended inside a record (last segment) */
-    size_t bad_off;   /* on failure: offset of the bad record */
+    uint64_t records;         /* replayed */
+    struct journal_scan scan; /* what the segment's bytes are */
+    size_t bad_off;   /* on failure: offset of the damage or of the record
+                         whose command failed */
+    uint64_t bad_rec; /* ... its record number in the segment, from 1 */
+    bool cmd_failed;  /* ... a sound record whose command failed */
 };
 
 /*
- * Replays the records in buf[0..len) (a segment's bytes after its header).
- * A torn final record is accepted only when last_segment: then res->torn
- * and res->good_len say where to cut. 0, or -1 with a message in err and
- * res->bad_off (bad length or checksum, a record that is not a request
- * frame, a command that fails, a torn record in a segment that is not the
- * last). Offsets are relative to buf.
+ * Replays the segment file image buf[0..len) (header included), classified
+ * by journal_scan (prev: where the segment before ended; last_segment: no
+ * segment follows): the sound records run, and a torn tail is left for the
+ * caller to cut (res->scan.state JOURNAL_TORN, res->scan.end). 0, or -1
+ * with a message in err and res->bad_off, res->bad_rec: damage (anything
+ * but a torn tail of the last segment, journal.h), a record that is not a
+ * request frame, a command that fails. Offsets are the file's.
  */
 int replay_buf(struct server *srv, const char *buf, size_t len,
-               bool last_segment, struct replay_result *res, char *err,
-               size_t errlen);
+               const struct journal_link *prev, bool last_segment,
+               struct replay_result *res, char *err, size_t errlen);
 
 /*
  * Start-up recovery: opens persistence on srv->cfg's data directory

@@ -511,6 +511,9 @@ def test_torn_journal_tail_is_cut_with_a_warning():
 
 
 def test_flipped_journal_byte_refuses_then_check_fix_repairs():
+    """A flipped byte in the middle is damage, not a torn tail: the server
+    refuses to start, --fix refuses to cut (it would remove sound records),
+    and only --drop-damaged cuts, keeping what it removes in a side file."""
     with Dir() as d:
         make_data(d)
         seg = d.last_segment()
@@ -520,16 +523,29 @@ def test_flipped_journal_byte_refuses_then_check_fix_repairs():
             byte = f.read(1)
             f.seek(size // 2)
             f.write(bytes([byte[0] ^ 0x5A]))
+        with open(seg, "rb") as f:
+            damaged = f.read()
         err = d.start_fails()
         assert seg in err and "offset" in err and "--check" in err, err
+        assert "--drop-damaged" in err and "sound records" in err, err
         p = check_tool(seg)
         assert p.returncode == 1, p.stdout
-        m = re.search(r"BAD at offset (\d+)", p.stdout)
+        m = re.search(r"DAMAGED at offset (\d+)", p.stdout)
         assert m and int(m.group(1)) <= size // 2, p.stdout
+        cut = int(m.group(1))
+        assert "offset %d" % cut in err, err  # the server names the same place
         p = check_tool(seg, "--fix")
+        assert p.returncode == 1 and "REFUSED" in p.stdout, p.stdout
+        with open(seg, "rb") as f:
+            assert f.read() == damaged  # --fix changed nothing
+        p = check_tool(seg, "--drop-damaged")
         assert p.returncode == 0 and "FIXED" in p.stdout, p.stdout
-        assert "loses" in p.stdout
-        assert os.path.getsize(seg) == int(m.group(1))
+        assert os.path.getsize(seg) == cut
+        side = [n for n in os.listdir(d.path)
+                if n.startswith(os.path.basename(seg) + ".removed-")]
+        assert len(side) == 1, os.listdir(d.path)
+        with open(d.file(side[0]), "rb") as f:
+            assert f.read() == damaged[cut:]
         srv = d.start()  # what is left before the cut loads
         srv.kill9()
 

@@ -531,6 +531,7 @@ static void start(void)
  * nsub[0..); returns the number of records. */
 static unsigned seg1_records(uint32_t *nsub, unsigned max)
 {
+    struct journal_scan s;
     struct journal_rec rec;
     struct ur_frame_req req;
     struct ur_arg *args = NULL;
@@ -545,8 +546,9 @@ static unsigned seg1_records(uint32_t *nsub, unsigned max)
     buf = malloc(len + 1);
     CHECK(f != NULL && fread(buf, 1, len, f) == len);
     fclose(f);
-    while (n < max &&
-           journal_rec_next(buf, len, &off, &rec, &why) == JOURNAL_REC) {
+    journal_scan(buf, len, NULL, true, &s);
+    CHECK(s.state == JOURNAL_CLEAN);
+    while (n < max && journal_rec_next(&s, buf, &off, &rec)) {
         CHECK(journal_rec_request(&rec, &args, &cap, &req, &why) == 0);
         nsub[n++] = req.op == UR_FRAME_OP_BATCH ? req.nsub : 0;
     }

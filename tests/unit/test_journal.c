@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "cnt.h"
 #include "exec.h"
@@ -66,33 +67,83 @@ static size_t file_size(const char *name)
 
 /* ---- codec -------------------------------------------------------------- */
 
-/* Three records: (opcode, args) as a client would send them. */
-static void three_records(struct ur_buf *b)
+#define SALT 0x5eed5eed12345678ULL
+
+/* Three records (opcode, args) as a client would send them, seqs from
+ * seq. */
+static void three_records_at(struct ur_buf *b, uint64_t salt, uint64_t seq)
 {
     struct ur_arg a1[3] = {{UR_ARG_INT, 0, NULL, 42},
                            {UR_ARG_STR, 7, "mention", 0},
                            {UR_ARG_INT, 0, NULL, UINT64_MAX}};
     struct ur_arg a2[1] = {{UR_ARG_STR, 0, "", 0}};
 
-    CHECK(journal_rec_append(b, 1000, 0x0101, 3, a1) == 0);
-    CHECK(journal_rec_append(b, 2000, 0x0107, 1, a2) == 0);
-    CHECK(journal_rec_append(b, 3000, 0x0103, 0, NULL) == 0);
+    CHECK(journal_rec_append(b, salt, seq, 1000, 0x0101, 3, a1) == 0);
+    CHECK(journal_rec_append(b, salt, seq + 1, 2000, 0x0107, 1, a2) == 0);
+    CHECK(journal_rec_append(b, salt, seq + 2, 3000, 0x0103, 0, NULL) == 0);
+}
+
+/* The header of segment seg whose first record has sequence number first. */
+static void seg_header(struct ur_buf *b, uint64_t seg, uint64_t first,
+                       uint64_t salt)
+{
+    struct journal_hdr h = {JOURNAL_VERSION, 0, seg, first, salt, 0};
+    char raw[JOURNAL_HDR];
+
+    journal_hdr_encode(raw, &h);
+    CHECK(ur_buf_append(b, raw, sizeof(raw)) == 0);
+}
+
+/* A whole segment 1: header and three records, seqs 1..3. */
+static void three_segment(struct ur_buf *b)
+{
+    seg_header(b, 1, 1, SALT);
+    three_records_at(b, SALT, 1);
+}
+
+/* Record boundaries of a scanned, clean segment image: bounds[0] is the
+ * header's end, bounds[n] the file's; returns n. */
+static unsigned bounds_of(const struct ur_buf *b, size_t *bounds, unsigned max)
+{
+    struct journal_scan s;
+    struct journal_rec rec;
+    unsigned n = 0;
+    size_t off;
+
+    journal_scan(b->data, b->len, NULL, true, &s);
+    CHECK(s.state == JOURNAL_CLEAN);
+    off = bounds[0] = s.hdr.len;
+    while (n < max && journal_rec_next(&s, b->data, &off, &rec))
+        bounds[++n] = off;
+    return n;
 }
 
 static void test_codec_round_trip(void)
 {
     struct ur_buf b;
+    struct journal_scan s;
     struct journal_rec rec;
     struct ur_frame_req req;
     struct ur_arg *args = NULL;
     uint32_t cap = 0;
     const char *why;
-    size_t off = 0;
+    size_t off;
 
     ur_buf_init(&b);
-    three_records(&b);
-    CHECK(journal_rec_next(b.data, b.len, &off, &rec, &why) == JOURNAL_REC);
+    seg_header(&b, 7, 100, SALT);
+    three_records_at(&b, SALT, 100);
+    journal_scan(b.data, b.len, NULL, true, &s);
+    CHECK(s.state == JOURNAL_CLEAN && s.hdr_ok);
+    CHECK_EQ_U64(s.hdr.seg, 7);
+    CHECK_EQ_U64(s.hdr.version, JOURNAL_VERSION);
+    CHECK_EQ_U64(s.records, 3);
+    CHECK_EQ_U64(s.end, b.len);
+    CHECK_EQ_U64(s.next_seq, 103);
+    CHECK(s.link.next_seq == 103 && !s.link.gap_ok);
+    off = s.hdr.len;
+    CHECK(journal_rec_next(&s, b.data, &off, &rec));
     CHECK_EQ_U64(rec.clock_ms, 1000);
+    CHECK_EQ_U64(rec.seq, 100);
     CHECK(journal_rec_request(&rec, &args, &cap, &req, &why) == 0);
     CHECK_EQ_U64(req.op, 0x0101);
     CHECK_EQ_U64(req.argc, 3);
@@ -100,15 +151,22 @@ static void test_codec_round_trip(void)
     CHECK(args[1].kind == UR_ARG_STR && args[1].len == 7 &&
           memcmp(args[1].str, "mention", 7) == 0);
     CHECK(args[2].num == UINT64_MAX);
-    CHECK(journal_rec_next(b.data, b.len, &off, &rec, &why) == JOURNAL_REC);
+    CHECK(journal_rec_next(&s, b.data, &off, &rec));
     CHECK(journal_rec_request(&rec, &args, &cap, &req, &why) == 0);
     CHECK(req.argc == 1 && args[0].kind == UR_ARG_STR && args[0].len == 0);
-    CHECK(journal_rec_next(b.data, b.len, &off, &rec, &why) == JOURNAL_REC);
+    CHECK(journal_rec_next(&s, b.data, &off, &rec));
     CHECK(journal_rec_request(&rec, &args, &cap, &req, &why) == 0);
-    CHECK(req.argc == 0 && rec.clock_ms == 3000);
-    CHECK(journal_rec_next(b.data, b.len, &off, &rec, &why) == JOURNAL_END);
+    CHECK(req.argc == 0 && rec.clock_ms == 3000 && rec.seq == 102);
+    CHECK(!journal_rec_next(&s, b.data, &off, &rec));
     CHECK_EQ_U64(off, b.len);
     free(args);
+
+    /* The same records under another salt are not sound here. */
+    b.len = 0;
+    seg_header(&b, 7, 100, SALT);
+    three_records_at(&b, SALT + 1, 100);
+    journal_scan(b.data, b.len, NULL, true, &s);
+    CHECK(s.state == JOURNAL_CORRUPT && s.records == 0);
 
     /* The frame ceiling: more arguments than a frame can count. */
     struct ur_arg *many = calloc(JOURNAL_MAX_ARGS + 1, sizeof(*many));
@@ -116,7 +174,8 @@ static void test_codec_round_trip(void)
         many[i] = (struct ur_arg){UR_ARG_INT, 0, NULL, i};
     size_t before = b.len;
     errno = 0;
-    CHECK(journal_rec_append(&b, 1, 0x0107, JOURNAL_MAX_ARGS + 1, many) != 0);
+    CHECK(journal_rec_append(&b, SALT, 1, 1, 0x0107, JOURNAL_MAX_ARGS + 1,
+                             many) != 0);
     CHECK(errno == E2BIG && b.len == before);
     free(many);
     ur_buf_deinit(&b);
@@ -130,7 +189,9 @@ static void test_codec_batch(void)
     struct ur_arg a2[3] = {{UR_ARG_INT, 0, NULL, 42},
                            {UR_ARG_STR, 2, "dm", 0},
                            {UR_ARG_INT, 0, NULL, 1}};
+    uint64_t per_op[UR_OP_COUNT] = {0};
     struct ur_buf b;
+    struct journal_scan s;
     struct journal_rec rec;
     struct ur_frame_req req;
     struct ur_batch_reader rd;
@@ -138,22 +199,31 @@ static void test_codec_batch(void)
     struct ur_arg *args = NULL;
     uint32_t cap = 0;
     const char *why;
-    size_t off = 0, start;
+    size_t off, start;
 
     ur_buf_init(&b);
-    CHECK(journal_rec_append(&b, 500, 0x0101, 3, a2) == 0);
+    seg_header(&b, 1, 1, SALT);
+    CHECK(journal_rec_append(&b, SALT, 1, 500, 0x0101, 3, a2) == 0);
     start = b.len;
     CHECK(journal_batch_begin(&b, 900) == 0);
     CHECK(journal_batch_put(&b, start, 0x0106, 1, a1) == 0);
     CHECK(journal_batch_put(&b, start, 0x0101, 3, a2) == 0);
-    journal_batch_end(&b, start, 2);
+    journal_batch_end(&b, start, 2, SALT, 2);
 
-    CHECK(journal_rec_next(b.data, b.len, &off, &rec, &why) == JOURNAL_REC);
-    CHECK(journal_rec_next(b.data, b.len, &off, &rec, &why) == JOURNAL_REC);
+    journal_scan(b.data, b.len, NULL, true, &s);
+    CHECK(s.state == JOURNAL_CLEAN && s.records == 2);
+    off = s.hdr.len;
+    CHECK(journal_rec_next(&s, b.data, &off, &rec));
+    CHECK(journal_rec_next(&s, b.data, &off, &rec));
     CHECK_EQ_U64(rec.clock_ms, 900);
+    CHECK_EQ_U64(rec.seq, 2);
     CHECK(journal_rec_request(&rec, &args, &cap, &req, &why) == 0);
     CHECK(req.op == UR_FRAME_OP_BATCH && req.nsub == 2 && req.argc == 0);
     CHECK(cap >= 3 && req.argv == args);
+    /* the op table knows it: two commands counted, none refused */
+    CHECK(journal_req_check(&req, cap, per_op, &why) == 0);
+    CHECK_EQ_U64(per_op[ur_op_by_code(0x0106)->index], 1);
+    CHECK_EQ_U64(per_op[ur_op_by_code(0x0101)->index], 1);
     ur_batch_reader_init(&rd, req.body, req.body_len, req.nsub);
     CHECK(ur_batch_next(&rd, req.argv, cap, &sub));
     CHECK(sub.op == 0x0106 && sub.argc == 1 && args[0].num == 7);
@@ -161,12 +231,12 @@ static void test_codec_batch(void)
     CHECK(sub.op == 0x0101 && sub.argc == 3 && args[1].len == 2 &&
           memcmp(args[1].str, "dm", 2) == 0 && args[2].num == 1);
     CHECK(!ur_batch_next(&rd, req.argv, cap, &sub));
-    CHECK(journal_rec_next(b.data, b.len, &off, &rec, &why) == JOURNAL_END);
+    CHECK(!journal_rec_next(&s, b.data, &off, &rec));
 
-    /* any cut inside the batch record is a torn tail, never a record */
+    /* any cut inside the batch record is a torn tail after record 1 */
     for (size_t n = start + 1; n < b.len; n++) {
-        size_t o = start;
-        CHECK(journal_rec_next(b.data, n, &o, &rec, &why) == JOURNAL_TORN);
+        journal_scan(b.data, n, NULL, true, &s);
+        CHECK(s.state == JOURNAL_TORN && s.records == 1 && s.end == start);
     }
 
     /* a sub-request with more arguments than a frame counts */
@@ -183,71 +253,131 @@ static void test_codec_batch(void)
     ur_buf_deinit(&b);
 }
 
-/* Reads every record of buf[0..len): how many, and the final status. */
-static enum journal_next read_all(const char *buf, size_t len, unsigned *n,
-                                  size_t *end)
+/* journal_req_check knows what the server journals, from the op table. */
+static void test_codec_req_check(void)
 {
+    struct ur_arg a[2] = {{UR_ARG_INT, 0, NULL, 1}, {UR_ARG_INT, 0, NULL, 2}};
+    struct ur_buf b;
+    struct journal_scan s;
     struct journal_rec rec;
-    const char *why;
-    enum journal_next st;
-    size_t off = 0;
+    struct ur_frame_req req;
+    struct ur_arg *args = NULL;
+    uint32_t cap = 0;
+    const char *why = "";
+    size_t off, start;
+    int results[5];
 
-    *n = 0;
-    while ((st = journal_rec_next(buf, len, &off, &rec, &why)) == JOURNAL_REC)
-        (*n)++;
-    *end = off;
-    return st;
+    ur_buf_init(&b);
+    seg_header(&b, 1, 1, SALT);
+    /* every op of the table with its minimum arguments is accepted */
+    for (unsigned i = 0; i < UR_OP_COUNT; i++) {
+        struct ur_arg *mina = calloc(ur_ops[i].min_args + 1, sizeof(*mina));
+        for (unsigned k = 0; k < ur_ops[i].min_args; k++)
+            mina[k] = (struct ur_arg){UR_ARG_INT, 0, NULL, k};
+        b.len = JOURNAL_HDR;
+        CHECK(journal_rec_append(&b, SALT, 1, 1, ur_ops[i].code,
+                                 ur_ops[i].min_args, mina) == 0);
+        free(mina);
+        journal_scan(b.data, b.len, NULL, true, &s);
+        off = s.hdr.len;
+        CHECK(journal_rec_next(&s, b.data, &off, &rec));
+        CHECK(journal_rec_request(&rec, &args, &cap, &req, &why) == 0);
+        CHECK(journal_req_check(&req, cap, NULL, &why) == 0);
+    }
+    /* refused: an unknown opcode, too many arguments, a batch holding a
+     * command that cannot be batched or another batch, an empty batch */
+    b.len = JOURNAL_HDR;
+    CHECK(journal_rec_append(&b, SALT, 1, 1, 0x7777, 0, NULL) == 0);
+    start = b.len;
+    CHECK(journal_rec_append(&b, SALT, 2, 1, 0x0106, 2, a) == 0);
+    off = b.len;
+    CHECK(journal_batch_begin(&b, 1) == 0);
+    CHECK(journal_batch_put(&b, off, 0x0008, 0, NULL) == 0); /* SAVE */
+    journal_batch_end(&b, off, 1, SALT, 3);
+    off = b.len;
+    CHECK(journal_batch_begin(&b, 1) == 0);
+    CHECK(journal_batch_put(&b, off, UR_FRAME_OP_BATCH, 0, NULL) == 0);
+    journal_batch_end(&b, off, 1, SALT, 4);
+    off = b.len;
+    CHECK(journal_batch_begin(&b, 1) == 0);
+    journal_batch_end(&b, off, 0, SALT, 5);
+    (void)start;
+    journal_scan(b.data, b.len, NULL, true, &s);
+    CHECK(s.state == JOURNAL_CLEAN && s.records == 5);
+    off = s.hdr.len;
+    for (unsigned i = 0; i < 5 && journal_rec_next(&s, b.data, &off, &rec);
+         i++) {
+        results[i] = journal_rec_request(&rec, &args, &cap, &req, &why);
+        if (results[i] == 0)
+            results[i] = journal_req_check(&req, cap, NULL, &why);
+        CHECK(results[i] != 0);
+    }
+    free(args);
+    ur_buf_deinit(&b);
 }
 
 static void test_codec_truncated(void)
 {
     struct ur_buf b;
-    size_t bounds[4], end;
-    unsigned n, bad = 0;
+    struct journal_scan s;
+    size_t bounds[4];
+    unsigned bad = 0;
 
     ur_buf_init(&b);
-    three_records(&b);
-    /* record boundaries */
-    bounds[0] = 0;
-    for (unsigned i = 0; i < 3; i++)
-        bounds[i + 1] =
-            bounds[i] + JOURNAL_REC_HDR + le_rd32(b.data + bounds[i]);
+    three_segment(&b);
+    CHECK_EQ_U64(bounds_of(&b, bounds, 3), 3);
     CHECK_EQ_U64(bounds[3], b.len);
     for (size_t cut = 0; cut <= b.len; cut++) {
         unsigned whole = 0;
         while (whole < 3 && bounds[whole + 1] <= cut)
             whole++;
-        enum journal_next st = read_all(b.data, cut, &n, &end);
-        if (n != whole || end != bounds[whole] ||
-            st != (cut == bounds[whole] ? JOURNAL_END : JOURNAL_TORN))
+        /* The last segment: the whole records load, the rest is torn. */
+        journal_scan(b.data, cut, NULL, true, &s);
+        if (cut < JOURNAL_HDR) {
+            if (s.state != JOURNAL_TORN || s.hdr_ok)
+                bad++;
+        } else if (s.records != whole || s.end != bounds[whole] ||
+                   s.state !=
+                       (cut == bounds[whole] ? JOURNAL_CLEAN : JOURNAL_TORN)) {
+            bad++;
+        }
+        /* Not the last: a cut inside a record is damage. */
+        journal_scan(b.data, cut, NULL, false, &s);
+        if (s.state != (cut >= JOURNAL_HDR && cut == bounds[whole]
+                            ? JOURNAL_CLEAN
+                            : JOURNAL_CORRUPT))
             bad++;
     }
     CHECK_EQ_U64(bad, 0);
     ur_buf_deinit(&b);
 }
 
+/* Every bit of every byte flipped: never sound, never a torn tail. */
 static void test_codec_flipped(void)
 {
     struct ur_buf b;
-    size_t bounds[4], end;
-    unsigned n, wrong = 0;
+    struct journal_scan s;
+    size_t bounds[4];
+    unsigned wrong = 0;
 
     ur_buf_init(&b);
-    three_records(&b);
-    bounds[0] = 0;
-    for (unsigned i = 0; i < 3; i++)
-        bounds[i + 1] =
-            bounds[i] + JOURNAL_REC_HDR + le_rd32(b.data + bounds[i]);
+    three_segment(&b);
+    bounds_of(&b, bounds, 3);
     for (size_t i = 0; i < b.len; i++) {
         unsigned k = 0; /* the damaged record */
-        while (bounds[k + 1] <= i)
+        while (k < 3 && bounds[k + 1] <= i)
             k++;
         for (unsigned bit = 0; bit < 8; bit++) {
             b.data[i] ^= (char)(1 << bit);
-            /* Records before it read; it does not (BAD, or TORN when
-             * its length now overruns the buffer). */
-            if (read_all(b.data, b.len, &n, &end) == JOURNAL_END || n != k ||
-                end != bounds[k])
+            journal_scan(b.data, b.len, NULL, true, &s);
+            if (s.state != JOURNAL_CORRUPT)
+                wrong++;
+            else if (i >= JOURNAL_HDR &&
+                     (s.records != k || s.end != bounds[k] ||
+                      s.bad_off != bounds[k] ||
+                      (k < 2 && s.found_records != 2 - k)))
+                wrong++;
+            else if (i < JOURNAL_HDR && (s.hdr_ok || s.bad_off != 0))
                 wrong++;
             b.data[i] ^= (char)(1 << bit);
         }
@@ -258,22 +388,245 @@ static void test_codec_flipped(void)
 
 static void test_header(void)
 {
-    char h[JOURNAL_HDR];
-    uint64_t seg;
+    struct journal_hdr h = {JOURNAL_VERSION, 0, 77, 5, SALT, 0}, got;
+    char raw[JOURNAL_HDR];
     const char *why;
 
-    journal_hdr_encode(h, 77);
-    CHECK(journal_hdr_check(h, sizeof(h), &seg, &why) == 0 && seg == 77);
-    CHECK(journal_hdr_check(h, sizeof(h) - 1, &seg, &why) != 0);
-    h[8] = 2;
-    CHECK(journal_hdr_check(h, sizeof(h), &seg, &why) != 0);
+    journal_hdr_encode(raw, &h);
+    CHECK(journal_hdr_check(raw, sizeof(raw), &got, &why) == 0);
+    CHECK(got.seg == 77 && got.first_seq == 5 && got.salt == SALT &&
+          got.version == 2 && got.len == JOURNAL_HDR && got.flags == 0);
+    CHECK(journal_hdr_check(raw, sizeof(raw) - 1, &got, &why) != 0);
+    raw[20] ^= 1;
+    CHECK(journal_hdr_check(raw, sizeof(raw), &got, &why) != 0);
+    CHECK(strstr(why, "checksum") != NULL);
+    raw[20] ^= 1;
+    h.flags = 2;
+    journal_hdr_encode(raw, &h);
+    CHECK(journal_hdr_check(raw, sizeof(raw), &got, &why) != 0);
+    CHECK(strstr(why, "flags") != NULL);
+    h.flags = JOURNAL_F_ENDS_EARLY;
+    journal_hdr_encode(raw, &h);
+    CHECK(journal_hdr_check(raw, sizeof(raw), &got, &why) == 0);
+    h.first_seq = 0;
+    journal_hdr_encode(raw, &h);
+    CHECK(journal_hdr_check(raw, sizeof(raw), &got, &why) != 0);
+    raw[8] = 3;
+    CHECK(journal_hdr_check(raw, sizeof(raw), &got, &why) != 0);
     CHECK(strstr(why, "version") != NULL);
-    h[0] = 'X';
-    CHECK(journal_hdr_check(h, sizeof(h), &seg, &why) != 0);
+    raw[0] = 'X';
+    CHECK(journal_hdr_check(raw, sizeof(raw), &got, &why) != 0);
     CHECK(strstr(why, "magic") != NULL);
 }
 
+/* Records in the wrong order, repeated or missing: each is damage at its
+ * place, with the records before it sound and those after it found. */
+static void test_scan_order(void)
+{
+    struct ur_buf b, m;
+    struct journal_scan s;
+    size_t bounds[7], len[6];
+    const char *rec[6];
+
+    ur_buf_init(&b);
+    ur_buf_init(&m);
+    seg_header(&b, 1, 1, SALT);
+    three_records_at(&b, SALT, 1);
+    three_records_at(&b, SALT, 4);
+    CHECK_EQ_U64(bounds_of(&b, bounds, 6), 6);
+    for (unsigned i = 0; i < 6; i++) {
+        rec[i] = b.data + bounds[i];
+        len[i] = bounds[i + 1] - bounds[i];
+    }
+    /* swap 2 and 3 (0-based 1, 2) */
+    m.len = 0;
+    ur_buf_append(&m, b.data, JOURNAL_HDR);
+    unsigned order[6] = {0, 2, 1, 3, 4, 5};
+    for (unsigned i = 0; i < 6; i++)
+        ur_buf_append(&m, rec[order[i]], len[order[i]]);
+    journal_scan(m.data, m.len, NULL, true, &s);
+    CHECK(s.state == JOURNAL_CORRUPT && s.records == 1 &&
+          s.bad_off == bounds[1] && s.next_seq == 2 && s.bad_seq == 3);
+    CHECK(strstr(s.why, "sequence") != NULL);
+    /* duplicate record 4 */
+    m.len = 0;
+    ur_buf_append(&m, b.data, bounds[4]);
+    ur_buf_append(&m, rec[3], len[3]);
+    ur_buf_append(&m, b.data + bounds[4], b.len - bounds[4]);
+    journal_scan(m.data, m.len, NULL, true, &s);
+    CHECK(s.state == JOURNAL_CORRUPT && s.records == 4 &&
+          s.bad_off == bounds[4] && s.found_records == 3);
+    /* the last record repeated at the end */
+    m.len = 0;
+    ur_buf_append(&m, b.data, b.len);
+    ur_buf_append(&m, rec[5], len[5]);
+    journal_scan(m.data, m.len, NULL, true, &s);
+    CHECK(s.state == JOURNAL_CORRUPT && s.records == 6);
+    /* delete record 3 (0-based 2) */
+    m.len = 0;
+    ur_buf_append(&m, b.data, bounds[2]);
+    ur_buf_append(&m, b.data + bounds[3], b.len - bounds[3]);
+    journal_scan(m.data, m.len, NULL, true, &s);
+    CHECK(s.state == JOURNAL_CORRUPT && s.records == 2 &&
+          s.found_records == 3 && s.found_seq == 4 && s.found_off == s.bad_off);
+    /* the last two swapped */
+    m.len = 0;
+    ur_buf_append(&m, b.data, bounds[4]);
+    ur_buf_append(&m, rec[5], len[5]);
+    ur_buf_append(&m, rec[4], len[4]);
+    journal_scan(m.data, m.len, NULL, true, &s);
+    CHECK(s.state == JOURNAL_CORRUPT && s.records == 4);
+    /* the last record's length, any bit: damage, not a torn tail */
+    unsigned torn = 0;
+    for (unsigned bit = 0; bit < 32; bit++) {
+        b.data[bounds[5] + 8 + bit / 8] ^= (char)(1 << (bit % 8));
+        journal_scan(b.data, b.len, NULL, true, &s);
+        torn += s.state != JOURNAL_CORRUPT || s.records != 5;
+        b.data[bounds[5] + 8 + bit / 8] ^= (char)(1 << (bit % 8));
+    }
+    CHECK_EQ_U64(torn, 0);
+    /* a tail of zeros the file system added: torn */
+    m.len = 0;
+    ur_buf_append(&m, b.data, b.len);
+    for (unsigned i = 0; i < 700; i++)
+        ur_buf_append(&m, "", 1);
+    journal_scan(m.data, m.len, NULL, true, &s);
+    CHECK(s.state == JOURNAL_TORN && s.records == 6 && s.end == b.len);
+    ur_buf_deinit(&m);
+    ur_buf_deinit(&b);
+}
+
+/* Sequence numbers go on across segments: records cut off the end of a
+ * segment that is not the last are found missing at the next one's
+ * header, unless an operator's repair marked it as ending early. */
+static void test_scan_across_segments(void)
+{
+    struct journal_link prev;
+    struct journal_scan s;
+    struct ur_buf b;
+
+    ur_buf_init(&b);
+    seg_header(&b, 1, 1, SALT);
+    three_records_at(&b, SALT, 1);
+    journal_scan(b.data, b.len, NULL, false, &s);
+    prev = s.link;
+    CHECK(prev.next_seq == 4 && !prev.gap_ok);
+    b.len = 0;
+    seg_header(&b, 2, 4, SALT + 1);
+    three_records_at(&b, SALT + 1, 4);
+    journal_scan(b.data, b.len, &prev, true, &s);
+    CHECK(s.state == JOURNAL_CLEAN && s.records == 3 && s.gap == 0);
+    /* segment 1 lost its last record: 2 starts after a gap */
+    prev.next_seq = 3;
+    journal_scan(b.data, b.len, &prev, true, &s);
+    CHECK(s.state == JOURNAL_CORRUPT && s.bad_off == 24 && s.bad_seq == 4 &&
+          s.next_seq == 3 && s.records == 0);
+    CHECK(strstr(s.why, "missing") != NULL);
+    /* ... accepted when segment 1 is marked as ending early */
+    prev.gap_ok = true;
+    journal_scan(b.data, b.len, &prev, true, &s);
+    CHECK(s.state == JOURNAL_CLEAN && s.gap == 1);
+    /* overlap is never accepted */
+    prev.next_seq = 5;
+    journal_scan(b.data, b.len, &prev, true, &s);
+    CHECK(s.state == JOURNAL_CORRUPT && strstr(s.why, "overlap") != NULL);
+    ur_buf_deinit(&b);
+}
+
+/* A version 1 segment (written before sequence numbers): still loads, and
+ * its torn tail is still told from a damaged length. */
+static void v1_record(struct ur_buf *b, uint64_t clock, uint64_t uid)
+{
+    struct ur_arg a[3] = {{UR_ARG_INT, 0, NULL, uid},
+                          {UR_ARG_INT, 0, NULL, 1},
+                          {UR_ARG_INT, 0, NULL, 5}};
+    size_t start = b->len;
+
+    /* the v2 encoder's frame, under a v1 record header */
+    CHECK(journal_rec_append(b, 0, 1, clock, 0x0103, 3, a) == 0);
+    size_t n = b->len - start - JOURNAL_REC_HDR;
+    char hdr[JOURNAL_REC_HDR_V1];
+    le_wr32(hdr, (uint32_t)n);
+    le_wr64(hdr + 4, XXH3_64bits(b->data + start + JOURNAL_REC_HDR, n));
+    memmove(b->data + start + JOURNAL_REC_HDR_V1,
+            b->data + start + JOURNAL_REC_HDR, n);
+    memcpy(b->data + start, hdr, sizeof(hdr));
+    b->len = start + JOURNAL_REC_HDR_V1 + n;
+}
+
+static void v1_segment(struct ur_buf *b, unsigned n)
+{
+    char h[JOURNAL_HDR_V1];
+
+    memcpy(h, JOURNAL_MAGIC, 8);
+    le_wr32(h + 8, 1);
+    le_wr32(h + 12, 0);
+    le_wr64(h + 16, 1);
+    CHECK(ur_buf_append(b, h, sizeof(h)) == 0);
+    for (unsigned i = 0; i < n; i++)
+        v1_record(b, 1000 + i, i);
+}
+
+static void test_scan_v1(void)
+{
+    struct journal_link prev = {10, false};
+    struct journal_scan s;
+    struct journal_rec rec;
+    struct ur_buf b;
+    size_t off, rec_len;
+
+    ur_buf_init(&b);
+    v1_segment(&b, 5);
+    rec_len = (b.len - JOURNAL_HDR_V1) / 5;
+    journal_scan(b.data, b.len, &prev, true, &s);
+    CHECK(s.state == JOURNAL_CLEAN && s.hdr.version == 1 && s.records == 5);
+    CHECK_EQ_U64(s.link.next_seq, 15); /* counted on from the one before */
+    off = s.hdr.len;
+    CHECK(journal_rec_next(&s, b.data, &off, &rec) && rec.clock_ms == 1000);
+    /* every cut: the whole records load */
+    unsigned bad = 0;
+    for (size_t cut = JOURNAL_HDR_V1; cut < b.len; cut++) {
+        journal_scan(b.data, cut, NULL, true, &s);
+        size_t whole = (cut - JOURNAL_HDR_V1) / rec_len;
+        bad +=
+            s.records != whole ||
+            s.state != (cut == JOURNAL_HDR_V1 + whole * rec_len ? JOURNAL_CLEAN
+                                                                : JOURNAL_TORN);
+    }
+    CHECK_EQ_U64(bad, 0);
+    /* a flipped length bit: damage, whether records follow or not */
+    for (unsigned k = 0; k < 5; k++) {
+        size_t at = JOURNAL_HDR_V1 + k * rec_len;
+        for (unsigned bit = 0; bit < 32; bit++) {
+            b.data[at + bit / 8] ^= (char)(1 << (bit % 8));
+            journal_scan(b.data, b.len, NULL, true, &s);
+            bad += s.state != JOURNAL_CORRUPT || s.records != k;
+            b.data[at + bit / 8] ^= (char)(1 << (bit % 8));
+        }
+    }
+    CHECK_EQ_U64(bad, 0);
+    ur_buf_deinit(&b);
+}
+
 /* ---- segment writer ------------------------------------------------------ */
+
+/* Three records committed to the writer, as persist.c appends them. */
+static void append3(struct journal *j)
+{
+    three_records_at(&j->buf, j->salt, journal_seq_next(j));
+    j->appended += 3;
+}
+
+/* The segment file name, scanned: its state and record count. */
+static void scan_file(const char *name, bool last, struct journal_scan *s,
+                      const struct journal_link *prev)
+{
+    struct fs_map m;
+
+    CHECK(fs_map_open(&m, file(name)) == 0);
+    journal_scan(m.data, m.len, prev, last, s);
+    fs_map_close(&m);
+}
 
 static void test_writer_rotate_drop(void)
 {
@@ -285,20 +638,27 @@ static void test_writer_rotate_drop(void)
     /* Nothing written yet: rotating ends no file. */
     CHECK(journal_rotate(&j, &ended) == 0 && ended == 0 && j.seg == 1);
     CHECK_EQ_U64(file_size("journal.1"), 0);
-    three_records(&j.buf);
-    j.appended += 3;
+    append3(&j);
     CHECK(journal_write(&j) == 0);
     CHECK_EQ_U64(j.written, 3);
     CHECK(j.buf.len == 0);
     size_t one = file_size("journal.1");
     CHECK(one > JOURNAL_HDR);
     CHECK(journal_sync(&j) == 0 && j.synced == 3);
+    uint64_t salt1 = j.salt;
     CHECK(journal_rotate(&j, &ended) == 0 && ended == 1 && j.seg == 2);
-    three_records(&j.buf);
-    j.appended += 3;
+    CHECK(j.salt != salt1); /* each segment its own */
+    append3(&j);
     CHECK(journal_write(&j) == 0);
     CHECK_EQ_U64(file_size("journal.2"), one);
     CHECK_EQ_U64(journal_bytes(&j), 2 * one);
+    /* sequence numbers go on across the segments */
+    struct journal_scan s1, s2;
+    scan_file("journal.1", false, &s1, NULL);
+    scan_file("journal.2", true, &s2, &s1.link);
+    CHECK(s1.state == JOURNAL_CLEAN && s1.records == 3);
+    CHECK(s2.state == JOURNAL_CLEAN && s2.records == 3);
+    CHECK(s2.hdr.first_seq == 4 && s2.next_seq == 7);
     journal_drop_through(&j, 1);
     CHECK_EQ_U64(file_size("journal.1"), 0);
     CHECK_EQ_U64(file_size("journal.2"), one);
@@ -318,8 +678,7 @@ static void test_writer_sync_elsewhere(void)
     make_dir();
     journal_init(&j, dir, 1, 1);
     CHECK(journal_sync_begin(&j, &upto) == -1 && errno == ENOENT);
-    three_records(&j.buf);
-    j.appended += 3;
+    append3(&j);
     CHECK(journal_write(&j) == 0);
     fd = journal_sync_begin(&j, &upto);
     CHECK(fd >= 0 && fd != j.fd);
@@ -333,8 +692,7 @@ static void test_writer_sync_elsewhere(void)
     CHECK_EQ_U64(j.synced, 3);
     CHECK_EQ_U64(j.syncs, 2);
     CHECK_EQ_U64(j.sync_us, 123);
-    three_records(&j.buf);
-    j.appended += 3;
+    append3(&j);
     CHECK(journal_write(&j) == 0);
     fd = journal_sync_begin(&j, &upto);
     CHECK(fd >= 0 && upto == 6);
@@ -359,17 +717,15 @@ static void test_writer_write_fails(void)
     make_dir();
     signal(SIGXFSZ, SIG_IGN);
     journal_init(&j, dir, 1, 1);
-    three_records(&j.buf);
-    j.appended = 3;
+    append3(&j);
     CHECK(journal_write(&j) == 0);
     size_t good = file_size("journal.1");
 
     ur_buf_init(&expect);
     for (int i = 0; i < 50; i++) {
-        three_records(&j.buf);
-        three_records(&expect);
+        three_records_at(&expect, j.salt, journal_seq_next(&j));
+        append3(&j);
     }
-    j.appended += 150;
     getrlimit(RLIMIT_FSIZE, &old);
     lim = old;
     lim.rlim_cur = good + 100;
@@ -477,7 +833,7 @@ static uint64_t sig(void)
 
 static void test_recover_journal_only(void)
 {
-    char err[1024];
+    char err[4096];
     uint64_t want;
 
     make_dir();
@@ -511,7 +867,7 @@ static void test_recover_journal_only(void)
 
 static void test_recover_snapshot_and_journal(void)
 {
-    char err[1024];
+    char err[4096];
     uint64_t want;
 
     make_dir();
@@ -546,7 +902,7 @@ static void test_recover_snapshot_and_journal(void)
  * that fails on replay stops the start naming the file. */
 static void test_replay_failure(void)
 {
-    char err[1024];
+    char err[4096];
     struct ur_buf b;
     struct replay_result res;
     struct ur_arg a[2] = {{UR_ARG_INT, 0, NULL, 5},
@@ -555,15 +911,22 @@ static void test_replay_failure(void)
     make_dir();
     server_up();
     ur_buf_init(&b);
-    CHECK(journal_rec_append(&b, 1, 0x0101, 2, a) == 0);
-    CHECK(replay_buf(&srv, b.data, b.len, true, &res, err, sizeof(err)) != 0);
+    seg_header(&b, 1, 1, SALT);
+    CHECK(journal_rec_append(&b, SALT, 1, 1, 0x0101, 2, a) == 0);
+    CHECK(replay_buf(&srv, b.data, b.len, NULL, true, &res, err, sizeof(err)) !=
+          0);
     CHECK(strstr(err, "CNT.INCR failed on replay") != NULL);
     CHECK(strstr(err, "unknown counter type") != NULL);
-    CHECK_EQ_U64(res.bad_off, 0);
+    CHECK(strstr(err, "record 1 (seq 1)") != NULL);
+    CHECK(res.cmd_failed);
+    CHECK_EQ_U64(res.bad_off, JOURNAL_HDR);
     /* an unknown opcode fails the same way */
     b.len = 0;
-    CHECK(journal_rec_append(&b, 1, 0x7777, 0, NULL) == 0);
-    CHECK(replay_buf(&srv, b.data, b.len, true, &res, err, sizeof(err)) != 0);
+    seg_header(&b, 1, 1, SALT);
+    CHECK(journal_rec_append(&b, SALT, 1, 1, 0x7777, 0, NULL) == 0);
+    CHECK(replay_buf(&srv, b.data, b.len, NULL, true, &res, err, sizeof(err)) !=
+          0);
+    CHECK(res.cmd_failed);
     ur_buf_deinit(&b);
     server_down();
     remove_dir();
@@ -579,7 +942,7 @@ static void append_file(const char *name, const void *p, size_t n)
 
 static void test_recover_torn_tail(void)
 {
-    char err[1024];
+    char err[4096];
     struct ur_buf b;
     uint64_t want;
 
@@ -591,7 +954,7 @@ static void test_recover_torn_tail(void)
     server_down();
     size_t good = file_size("journal.1");
     ur_buf_init(&b);
-    three_records(&b);
+    three_records_at(&b, SALT, 1);
     append_file("journal.1", b.data, 20); /* a record cut short */
     CHECK(start(err, sizeof(err)) == 0);
     CHECK_EQ_U64(sig(), want);
@@ -603,7 +966,7 @@ static void test_recover_torn_tail(void)
 
 static void test_recover_refuses_corruption(void)
 {
-    char err[1024];
+    char err[4096];
     struct ur_buf b;
 
     make_dir();
@@ -630,15 +993,17 @@ static void test_recover_refuses_corruption(void)
 
     /* a torn record that is not in the last segment: refused */
     ur_buf_init(&b);
-    three_records(&b);
+    three_records_at(&b, SALT, 1);
     append_file("journal.1", b.data, 20);
     fd = open(file("journal.2"), O_WRONLY | O_CREAT, 0644);
     char h[JOURNAL_HDR];
-    journal_hdr_encode(h, 2);
+    struct journal_hdr hh = {JOURNAL_VERSION, 0, 2, 301, SALT, 0};
+    journal_hdr_encode(h, &hh);
     CHECK(write(fd, h, sizeof(h)) == (ssize_t)sizeof(h));
     close(fd);
     CHECK(start(err, sizeof(err)) != 0);
-    CHECK(strstr(err, "not the last segment") != NULL);
+    CHECK(strstr(err, "yet a later segment follows") != NULL);
+    CHECK(strstr(err, "--drop-damaged") != NULL);
     server_down();
 
     /* a missing segment: refused */
@@ -670,7 +1035,7 @@ static void test_recover_refuses_corruption(void)
  * segments a previous run left. */
 static void test_journal_off(void)
 {
-    char err[1024];
+    char err[4096];
     uint64_t want;
 
     make_dir();
@@ -700,7 +1065,7 @@ static void test_journal_off(void)
  * -MISCONF, reads go on, and the next flush that succeeds heals it. */
 static void test_misconf(void)
 {
-    char err[1024];
+    char err[4096];
     struct rlimit old, lim;
     uint64_t want;
 
@@ -735,9 +1100,13 @@ int main(void)
 {
     T_RUN(test_codec_round_trip);
     T_RUN(test_codec_batch);
+    T_RUN(test_codec_req_check);
     T_RUN(test_codec_truncated);
     T_RUN(test_codec_flipped);
     T_RUN(test_header);
+    T_RUN(test_scan_order);
+    T_RUN(test_scan_across_segments);
+    T_RUN(test_scan_v1);
     T_RUN(test_writer_rotate_drop);
     T_RUN(test_writer_sync_elsewhere);
     T_RUN(test_writer_write_fails);
