@@ -330,6 +330,8 @@ static bool header_cut_short(const char *buf, size_t len)
     static const char v2[12] = "URJRNL\0\0\2\0\0";
     static const char v1[12] = "URJRNL\0\0\1\0\0";
 
+    if (len == 0)
+        return true;
     if (len >= 12) {
         uint32_t ver = le_rd32(buf + 8);
         return memcmp(buf, v2, 8) == 0 &&
