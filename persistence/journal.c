@@ -102,14 +102,7 @@ static int rec_begin(struct ur_buf *b, uint64_t clock_ms, uint16_t opcode)
     return ur_frame_req_begin(b, opcode, 0, &hdr_off);
 }
 
-/*
- * The record header at rec, whose n payload bytes follow it: the sequence
- * number, the length, the header check (the low half of an XXH3 of the
- * first 12 bytes seeded with the segment's salt) and the payload checksum
- * (an XXH3 of the payload seeded with that whole hash, so it binds the
- * payload to this header).
- */
-static void rec_seal(char *rec, uint32_t n, uint64_t salt, uint64_t seq)
+void journal_rec_seal(char *rec, uint32_t n, uint64_t salt, uint64_t seq)
 {
     uint64_t h;
 
@@ -127,7 +120,7 @@ static void rec_end(struct ur_buf *b, size_t start, uint16_t argc,
     size_t payload = b->len - start - JOURNAL_REC_HDR;
 
     ur_frame_req_end(b, start + JOURNAL_REC_HDR + 8, argc);
-    rec_seal(b->data + start, (uint32_t)payload, salt, seq);
+    journal_rec_seal(b->data + start, (uint32_t)payload, salt, seq);
 }
 
 int journal_rec_append(struct ur_buf *b, uint64_t salt, uint64_t seq,

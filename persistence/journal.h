@@ -78,6 +78,16 @@ int journal_rec_append(struct ur_buf *b, uint64_t salt, uint64_t seq,
                        const struct ur_arg *argv);
 
 /*
+ * Writes the JOURNAL_REC_HDR bytes at rec for the n payload bytes that
+ * follow them: the sequence number, the length, the header check (the low
+ * half of an XXH3 of those 12 bytes seeded with the segment's salt) and
+ * the payload checksum (an XXH3 of the payload seeded with that whole
+ * hash, which binds the payload to its header). The encoders above call
+ * it; tests and the fuzzer seal bytes of their own with it.
+ */
+void journal_rec_seal(char *rec, uint32_t n, uint64_t salt, uint64_t seq);
+
+/*
  * A batch record: one atomic batch (server/batch.h), built while it runs.
  * begin appends a record header, clock_ms and a batch frame header
  * (opcode UR_FRAME_OP_BATCH, id 0) at b->len, the record's offset; put
