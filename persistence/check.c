@@ -649,8 +649,9 @@ static int check_journal(const struct fs_map *m, const char *path,
     }
     if (o->fix)
         printf("REFUSED: --fix cuts only a torn tail, and this is damage: "
-               "%s at offset %zu, record %" PRIu64 "; nothing changed\n",
-               path, bad_off, c.bad ? c.sound + 1 : s.records + 1);
+               "%s at offset %zu, record %" PRIu64 ": %s; nothing changed\n",
+               path, bad_off, c.bad ? c.sound + 1 : s.records + 1,
+               c.bad ? c.why : s.why);
     goto done_damaged;
 
 truncate:
