@@ -22,10 +22,11 @@ written (docs/PERSISTENCE.md 3.1): those cases are counted apart.
 
 The full run (make test-faults) flips every byte and cuts at every byte of
 the last segment, samples the first, and tries every swap, repeat and
-deletion; --quick N runs N cases drawn from all kinds (make test runs a
-few dozen through tests/integration/test_fault_corpus.py). The C unit test
+deletion; --quick N runs N cases drawn from all kinds (make test runs 40
+of them: FAULTS_QUICK=1, set by tests/run.py). The C unit test
 tests/unit/test_journal_corpus.c runs a larger corpus in-process (and
-under ASan). Ends with a summary line; exit status 1 on any failure.
+under ASan). Ends with "N passed, N failed" (one per case); exit status
+1 on any failure.
 """
 
 import argparse
