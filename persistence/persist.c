@@ -845,9 +845,19 @@ error:
  */
 static void resync_done(struct persist *p)
 {
+    uint64_t written = p->j.written;
+
     p->resync_saved = true;
+    /* The snapshot holds the records up to resync_upto: the fresh
+     * segment's header names the first one after them as its first
+     * sequence number (journal v2), so the count of written records moves
+     * there first, and back if the segment cannot be created. */
+    if (p->j.written < p->resync_upto)
+        p->j.written = p->resync_upto;
     if (journal_create(&p->j) != 0) {
         uint64_t quiet;
+
+        p->j.written = written;
         if (log_rate_ok(&p->resync_log, now_ms(), &quiet))
             log_warn("resync: the snapshot is written but the fresh journal "
                      "segment %s/journal.%llu cannot be created: %s; "
@@ -855,8 +865,6 @@ static void resync_done(struct persist *p)
                      p->dir, (unsigned long long)p->j.seg, strerror(p->j.err));
         return;
     }
-    if (p->j.written < p->resync_upto)
-        p->j.written = p->resync_upto;
     if (p->j.synced < p->resync_upto)
         p->j.synced = p->resync_upto;
     p->untrusted = false;
