@@ -11,22 +11,47 @@
 #define UR_VARARGS 0xFFFFu
 
 enum ur_op_flags {
-    OPF_READ = 1u << 0,   /* reads state only */
-    OPF_WRITE = 1u << 1,  /* changes state: journaled, refused by -MISCONF */
-    OPF_ADMIN = 1u << 2,  /* server/connection administration */
-    OPF_USER = 1u << 3,   /* first argument is the reading user's uid */
-    OPF_NOAUTH = 1u << 4, /* allowed before AUTH */
-    OPF_FAST = 1u << 5,   /* O(1) or O(small bounded) */
-    OPF_GLOBAL = 1u << 6, /* a write every shard must see (GRP.POST, ...):
-                             a sharding client sends it to all servers */
-    OPF_GID = 1u << 7,    /* keyed by the group id in the first argument
-                             (RCPT): a sharding client routes by it */
-    OPF_FREES = 1u << 8,  /* a write that only removes state and never
-                             allocates: still accepted past maxmemory */
-    OPF_NOBATCH = 1u << 9 /* controls the connection, a transaction or the
-                             files: refused inside a batch frame and inside
-                             MULTI (server/batch.h) */
+    OPF_READ = 1u << 0,    /* reads state only */
+    OPF_WRITE = 1u << 1,   /* changes state: journaled, refused by -MISCONF */
+    OPF_ADMIN = 1u << 2,   /* server/connection administration */
+    OPF_USER = 1u << 3,    /* first argument is the reading user's uid */
+    OPF_NOAUTH = 1u << 4,  /* allowed before AUTH */
+    OPF_FAST = 1u << 5,    /* O(1) or O(small bounded) */
+    OPF_GLOBAL = 1u << 6,  /* a write every shard must see (GRP.POST, ...):
+                              a sharding client sends it to all servers */
+    OPF_GID = 1u << 7,     /* keyed by the group id in the first argument
+                              (RCPT): a sharding client routes by it */
+    OPF_FREES = 1u << 8,   /* a write that only removes state and never
+                              allocates: still accepted past maxmemory */
+    OPF_NOBATCH = 1u << 9, /* controls the connection, a transaction or the
+                              files: refused inside a batch frame and inside
+                              MULTI (server/batch.h) */
+    OPF_UIDS = 1u << 10    /* many users per call (USER.MBADGE, ...): every
+                              argument from ur_op_uids_from() on is a uid,
+                              and the reply is an array with one element per
+                              uid, in order. A sharding client splits the
+                              uids by server, sends each its share (with the
+                              arguments before them), and merges the
+                              replies back in order (docs/CLIENT.md) */
 };
+
+/*
+ * Where an OPF_UIDS op's uids start: the arguments before (at most 3)
+ * are common to all of them. Bits 12-13 of the flags; OPF_UIDS_FROM(i)
+ * sets them in ops.def (plain OPF_UIDS: from the first argument).
+ */
+#define OPF_UIDS_SHIFT 12
+#define OPF_UIDS_FROM(i) (OPF_UIDS | ((uint32_t)(i) << OPF_UIDS_SHIFT))
+#define OPF_UIDS_MASK (3u << OPF_UIDS_SHIFT)
+
+/* Uids one OPF_UIDS request may carry: a larger count is an ARITY error.
+ * libunread's typed calls cut longer lists into requests of this many. */
+#define UR_UIDS_MAX 1000
+
+static inline unsigned ur_op_uids_from(uint32_t flags)
+{
+    return (flags & OPF_UIDS_MASK) >> OPF_UIDS_SHIFT;
+}
 
 enum ur_opcode {
 #define OP(id, name, code, min, max, flags, syn, rep, cost, sum)               \

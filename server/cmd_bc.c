@@ -31,32 +31,42 @@ void cmd_BC_PUBLISH(struct exec_ctx *x)
 void cmd_BC_UNREAD(struct exec_ctx *x)
 {
     uint64_t uid, ch, unread;
-    bool registered;
+    bool registered, with = false;
 
-    if (!user_args(x, &uid, &ch))
+    if (!user_args(x, &uid, &ch) || !arg_withexpiry(x, 2, &with))
         return;
     if (bc_unread(x->srv->db.bc, uid, ch, &unread, &registered) != 0) {
         reply_oom(x);
         return;
     }
     x->dirty = registered;
-    reply_int(x->r, unread);
+    reply_count(x, FAM_BC, uid, unread, with);
 }
 
+/* Without upto, everything: the head is the highest message number. */
 void cmd_BC_READ(struct exec_ctx *x)
 {
-    uint64_t uid, ch;
+    uint64_t uid, ch, upto = UINT64_MAX, unread;
 
-    if (!user_args(x, &uid, &ch))
+    if (!user_args(x, &uid, &ch) ||
+        (x->argc > 2 && !arg_u64(x, 2, "upto", &upto)))
         return;
-    if (bc_read(x->srv->db.bc, uid, ch) != 0) {
+    if (bc_read_upto(x->srv->db.bc, uid, ch, upto, &unread) != 0) {
         reply_oom(x);
         return;
     }
-    reply_int(x->r, 0);
+    reply_int(x->r, unread);
 }
 
-/* ---- USER.INFO --------------------------------------------------------- */
+/* ---- USER.INFO, USER.BADGE --------------------------------------------- */
+
+/* Over the channels the user is registered in: a read registers no one. */
+bool cmd_bc_badge(const struct server *srv, uint64_t uid, uint64_t limit,
+                  uint64_t *part)
+{
+    *part = bc_user_unread(srv->db.bc, uid, limit);
+    return true;
+}
 
 static void bc_line(uint64_t ch, uint64_t head, uint64_t unread, void *ctx)
 {

@@ -6,6 +6,7 @@
 
 #include "cmds.h"
 #include "cnt.h"
+#include "notice.h"
 
 /* CNT.INCR/DECR uid type [delta]: the shared argument shape. */
 static bool incr_args(struct exec_ctx *x, uint64_t *uid, unsigned *type,
@@ -16,14 +17,71 @@ static bool incr_args(struct exec_ctx *x, uint64_t *uid, unsigned *type,
            (x->argc < 3 || arg_u64(x, 2, "delta", delta));
 }
 
+/* CNT.INCR uid type [delta] [ID nid]: *nid_at = where nid is, 0 without
+ * ID. */
+static bool incr_id_args(struct exec_ctx *x, uint64_t *uid, unsigned *type,
+                         uint64_t *delta, uint64_t *nid, uint32_t *nid_at)
+{
+    uint32_t kw = x->argc == 4 ? 2 : 3;
+
+    *delta = 1;
+    *nid_at = 0;
+    if (!arg_u64(x, 0, "uid", uid) || !arg_ctype(x, 1, type))
+        return false;
+    if (x->argc >= 4 && !arg_is(x, kw, "ID")) {
+        char text[65];
+
+        reply_err(x->r, UR_E_BADARG,
+                  "expected ID before the notice id, got '%s'",
+                  arg_text(x, kw, text, sizeof(text)));
+        return false;
+    }
+    if ((x->argc == 3 || x->argc == 5) && !arg_u64(x, 2, "delta", delta))
+        return false;
+    if (x->argc >= 4) {
+        *nid_at = kw + 1;
+        if (!arg_u64(x, kw + 1, "nid", nid))
+            return false;
+        if (*delta > CNT_VALUE_MAX) {
+            reply_err(x->r, UR_E_BADARG,
+                      "a notice's delta must be at most 4294967295");
+            return false;
+        }
+    }
+    return true;
+}
+
 void cmd_CNT_INCR(struct exec_ctx *x)
 {
-    uint64_t uid, delta, total;
+    uint64_t uid, delta, total, nid = 0;
+    unsigned type;
+    uint32_t value, nid_at;
+    int rc;
+
+    if (!incr_id_args(x, &uid, &type, &delta, &nid, &nid_at))
+        return;
+    if (nid_at != 0)
+        rc = cnt_incr_notice(x->srv->db.cnt, uid, type, delta, nid, &value,
+                             &total);
+    else
+        rc = cnt_incr(x->srv->db.cnt, uid, type, delta, &value, &total);
+    if (rc != 0) {
+        reply_oom(x);
+        return;
+    }
+    reply_pair(x->r, value, total);
+}
+
+void cmd_CNT_ACK(struct exec_ctx *x)
+{
+    uint64_t uid, nid, total;
     unsigned type;
     uint32_t value;
-    if (!incr_args(x, &uid, &type, &delta))
+
+    if (!arg_u64(x, 0, "uid", &uid) || !arg_ctype(x, 1, &type) ||
+        !arg_u64(x, 2, "nid", &nid))
         return;
-    if (cnt_incr(x->srv->db.cnt, uid, type, delta, &value, &total) != 0) {
+    if (cnt_ack(x->srv->db.cnt, uid, type, nid, &value, &total) != 0) {
         reply_oom(x);
         return;
     }
@@ -86,9 +144,26 @@ void cmd_CNT_GETALL(struct exec_ctx *x)
 void cmd_CNT_TOTAL(struct exec_ctx *x)
 {
     uint64_t uid;
-    if (!arg_u64(x, 0, "uid", &uid))
+    bool with = false;
+
+    if (!arg_u64(x, 0, "uid", &uid) || !arg_withexpiry(x, 1, &with))
         return;
-    reply_int(x->r, cnt_total(x->srv->db.cnt, uid));
+    reply_count(x, FAM_CNT, uid, cnt_total(x->srv->db.cnt, uid), with);
+}
+
+/* Every uid is checked before the reply's first value goes out. */
+void cmd_CNT_MTOTAL(struct exec_ctx *x)
+{
+    uint64_t uid;
+
+    for (uint32_t i = 0; i < x->argc; i++)
+        if (!arg_u64(x, i, "uid", &uid))
+            return;
+    reply_arr(x->r, x->argc);
+    for (uint32_t i = 0; i < x->argc; i++) {
+        (void)arg_u64(x, i, "uid", &uid);
+        reply_int(x->r, cnt_total(x->srv->db.cnt, uid));
+    }
 }
 
 void cmd_CNT_CLEAR(struct exec_ctx *x)
@@ -108,11 +183,45 @@ void cmd_CNT_CLEAR(struct exec_ctx *x)
     reply_int(x->r, cnt_clear(x->srv->db.cnt, uid, mask));
 }
 
-/* ---- USER.INFO --------------------------------------------------------- */
+/* ---- USER.INFO, USER.BADGE --------------------------------------------- */
+
+bool cmd_cnt_badge(const struct server *srv, uint64_t uid, uint64_t limit,
+                   uint64_t *part)
+{
+    (void)limit;
+    *part = cnt_total(srv->db.cnt, uid);
+    return true;
+}
+
+struct notice_lines {
+    struct user_lines *L;
+    const struct server *srv;
+    uint32_t unread;
+};
+
+static void notice_line(const struct notice *n, void *ctx)
+{
+    struct notice_lines *nl = ctx;
+    const struct config *cfg = &nl->srv->cfg;
+    char type[32];
+
+    nl->unread += !n->read;
+    if (!user_line_room(nl->L))
+        return;
+    if (n->type < cfg->ntypes)
+        snprintf(type, sizeof(type), "%s", cfg->type_names[n->type]);
+    else
+        snprintf(type, sizeof(type), "%u", n->type);
+    user_line(nl->L, "cnt notice %llu: type=%s delta=%u %s",
+              (unsigned long long)n->nid, type, n->delta,
+              n->read ? "read" : "unread");
+}
 
 void cmd_cnt_user_info(struct user_lines *L, const struct server *srv,
                        uint64_t uid)
 {
+    struct notice_lines nl = {L, srv, 0};
+    uint32_t notices;
     uint8_t types[CNT_TYPES];
     uint32_t vals[CNT_TYPES];
     unsigned n = cnt_getall(srv->db.cnt, uid, types, vals);
@@ -127,6 +236,13 @@ void cmd_cnt_user_info(struct user_lines *L, const struct server *srv,
             len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%u=%u ",
                                     types[i], vals[i]);
     }
-    user_line(L, "cnt: %stotal=%llu", buf,
-              (unsigned long long)cnt_total(srv->db.cnt, uid));
+    notices = notice_user(cnt_notices(srv->db.cnt), uid, notice_line, &nl);
+    user_lines_more(L, "cnt", notices);
+    if (notices > 0)
+        user_line(L, "cnt: %stotal=%llu notices=%u (unread %u)", buf,
+                  (unsigned long long)cnt_total(srv->db.cnt, uid), notices,
+                  nl.unread);
+    else
+        user_line(L, "cnt: %stotal=%llu", buf,
+                  (unsigned long long)cnt_total(srv->db.cnt, uid));
 }

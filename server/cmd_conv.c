@@ -128,9 +128,25 @@ void cmd_CONV_GET(struct exec_ctx *x)
 void cmd_CONV_TOTAL(struct exec_ctx *x)
 {
     uint64_t uid;
+    bool with = false;
 
-    if (arg_u64(x, 0, "uid", &uid))
+    if (arg_u64(x, 0, "uid", &uid) && arg_withexpiry(x, 1, &with))
+        reply_count(x, FAM_CONV, uid, conv_total(x->srv->db.conv, uid), with);
+}
+
+/* Every uid is checked before the reply's first value goes out. */
+void cmd_CONV_MTOTAL(struct exec_ctx *x)
+{
+    uint64_t uid;
+
+    for (uint32_t i = 0; i < x->argc; i++)
+        if (!arg_u64(x, i, "uid", &uid))
+            return;
+    reply_arr(x->r, x->argc);
+    for (uint32_t i = 0; i < x->argc; i++) {
+        (void)arg_u64(x, i, "uid", &uid);
         reply_int(x->r, conv_total(x->srv->db.conv, uid));
+    }
 }
 
 /* The LIST reply's array starts at the first element, so that a store
@@ -174,7 +190,16 @@ void cmd_CONV_LIST(struct exec_ctx *x)
         reply_arr_finish(x->r, o.mark, (uint32_t)(2 * n));
 }
 
-/* ---- USER.INFO --------------------------------------------------------- */
+/* ---- USER.INFO, USER.BADGE --------------------------------------------- */
+
+/* The total CONV.TOTAL answers: muted conversations are out of it. */
+bool cmd_conv_badge(const struct server *srv, uint64_t uid, uint64_t limit,
+                    uint64_t *part)
+{
+    (void)limit;
+    *part = conv_total(srv->db.conv, uid);
+    return true;
+}
 
 /* Recalled seqs shown on a conversation's line. */
 #define INFO_RECALLS 8

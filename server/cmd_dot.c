@@ -56,9 +56,16 @@ void cmd_DOT_CLICK(struct exec_ctx *x)
     reply_int(x->r, 0);
 }
 
+/* The time up to which every dot reads as clicked for uid: its expiry,
+ * when that forgot its clicks (docs/OPERATIONS.md, "Users and expiry"). */
+static uint64_t dot_floor(const struct server *srv, uint64_t uid)
+{
+    return db_expiry_floor(&srv->db, uid, FAM_DOT);
+}
+
 void cmd_DOT_CHECK(struct exec_ctx *x)
 {
-    uint64_t uid, dot;
+    uint64_t uid, dot, floor;
 
     if (!arg_u64(x, 0, "uid", &uid))
         return;
@@ -66,14 +73,25 @@ void cmd_DOT_CHECK(struct exec_ctx *x)
     for (uint32_t i = 1; i < x->argc; i++)
         if (!arg_u64(x, i, "dot", &dot))
             return;
+    floor = dot_floor(x->srv, uid);
     reply_arr(x->r, x->argc - 1);
     for (uint32_t i = 1; i < x->argc; i++) {
         (void)arg_u64(x, i, "dot", &dot);
-        reply_int(x->r, dot_shown(x->srv->db.dot, uid, dot));
+        reply_int(x->r, dot_shown_after(x->srv->db.dot, uid, dot, floor));
     }
 }
 
-/* ---- USER.INFO --------------------------------------------------------- */
+/* ---- USER.INFO, USER.BADGE --------------------------------------------- */
+
+/* Among the dots the user clicked: a dot it never touched is everyone's,
+ * and counting all of them would cost O(dots) per badge. */
+bool cmd_dot_badge(const struct server *srv, uint64_t uid, uint64_t limit,
+                   uint64_t *part)
+{
+    (void)limit;
+    *part = dot_user_shown(srv->db.dot, uid, dot_floor(srv, uid));
+    return true;
+}
 
 static void dot_line(uint64_t dot, uint64_t click, uint64_t push, bool shown,
                      void *ctx)
@@ -93,7 +111,14 @@ void cmd_dot_user_info(struct user_lines *L, const struct server *srv,
                        uint64_t uid)
 {
     uint32_t n = dot_user_info(srv->db.dot, uid, dot_line, L);
+    uint64_t floor = dot_floor(srv, uid);
 
     user_lines_more(L, "dot", n);
-    user_line(L, "dot: clicked=%u (a pushed dot not listed shows)", n);
+    if (floor != 0)
+        user_line(L,
+                  "dot: clicked=%u, every dot pushed up to %llu (its expiry) "
+                  "reads as clicked; a dot pushed later and not listed shows",
+                  n, (unsigned long long)floor);
+    else
+        user_line(L, "dot: clicked=%u (a pushed dot not listed shows)", n);
 }

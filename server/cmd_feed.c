@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include <inttypes.h>
+#include <stdlib.h>
 
 #include "cmds.h"
 #include "feed.h"
@@ -63,15 +64,31 @@ void cmd_FEED_UNPOST(struct exec_ctx *x)
     reply_int(x->r, feed_unpost(x->srv->db.feed, author, n));
 }
 
+/* Every author is checked before any is followed: all or nothing. */
 void cmd_FEED_FOLLOW(struct exec_ctx *x)
 {
-    uint64_t uid, author;
+    uint64_t uid, *authors;
+    uint32_t n = x->argc - 1;
     int rc;
 
-    if (!arg_u64(x, 0, "uid", &uid) || !arg_u64(x, 1, "author", &author))
+    if (!arg_u64(x, 0, "uid", &uid))
         return;
-    rc =
-        feed_follow(x->srv->db.feed, uid, author, x->srv->cfg.feed_max_follows);
+    authors = malloc(n * sizeof(*authors));
+    if (authors == NULL) {
+        reply_oom(x);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (!arg_u64(x, i + 1, "author", &authors[i])) {
+            free(authors);
+            return;
+        }
+    }
+    rc = n == 1 ? feed_follow(x->srv->db.feed, uid, authors[0],
+                              x->srv->cfg.feed_max_follows)
+                : feed_follow_many(x->srv->db.feed, uid, authors, n,
+                                   x->srv->cfg.feed_max_follows);
+    free(authors);
     if (rc < 0) {
         feed_fail(x, rc, uid);
         return;
@@ -91,10 +108,13 @@ void cmd_FEED_UNFOLLOW(struct exec_ctx *x)
 void cmd_FEED_UNREAD(struct exec_ctx *x)
 {
     uint64_t uid;
+    bool with = false;
 
-    if (!arg_u64(x, 0, "uid", &uid))
+    if (!arg_u64(x, 0, "uid", &uid) || !arg_withexpiry(x, 1, &with))
         return;
-    reply_int(x->r, feed_unread(x->srv->db.feed, uid, x->srv->cfg.unread_cap));
+    reply_count(x, FAM_FEED, uid,
+                feed_unread(x->srv->db.feed, uid, x->srv->cfg.unread_cap),
+                with);
 }
 
 void cmd_FEED_RESET(struct exec_ctx *x)
@@ -107,7 +127,14 @@ void cmd_FEED_RESET(struct exec_ctx *x)
     reply_int(x->r, 0);
 }
 
-/* ---- USER.INFO --------------------------------------------------------- */
+/* ---- USER.INFO, USER.BADGE --------------------------------------------- */
+
+bool cmd_feed_badge(const struct server *srv, uint64_t uid, uint64_t limit,
+                    uint64_t *part)
+{
+    *part = feed_unread(srv->db.feed, uid, limit);
+    return true;
+}
 
 static void feed_line(uint64_t author, uint32_t count, uint32_t snapshot,
                       void *ctx)

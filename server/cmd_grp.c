@@ -55,15 +55,35 @@ void cmd_GRP_POST(struct exec_ctx *x)
     reply_int(x->r, seq);
 }
 
+/* Every gid is checked before any is joined: all or nothing. */
 void cmd_GRP_JOIN(struct exec_ctx *x)
 {
-    uint64_t uid, gid, unread = 0;
+    uint64_t uid, gid, unread = 0, *gids;
+    uint32_t n = x->argc - 1;
     int rc;
 
     if (!memb_args(x, &uid, &gid))
         return;
-    rc =
-        grp_join(x->srv->db.grp, uid, gid, x->srv->cfg.grp_max_groups, &unread);
+    if (n == 1) {
+        rc = grp_join(x->srv->db.grp, uid, gid, x->srv->cfg.grp_max_groups,
+                      &unread);
+        reply_placed(x, rc, uid, unread);
+        return;
+    }
+    gids = malloc(n * sizeof(*gids));
+    if (gids == NULL) {
+        reply_oom(x);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (!arg_u64(x, i + 1, "gid", &gids[i])) {
+            free(gids);
+            return;
+        }
+    }
+    rc = grp_join_many(x->srv->db.grp, uid, gids, n, x->srv->cfg.grp_max_groups,
+                       x->srv->cfg.unread_cap, &unread);
+    free(gids);
     reply_placed(x, rc, uid, unread);
 }
 
@@ -93,20 +113,25 @@ void cmd_GRP_SEEN(struct exec_ctx *x)
 void cmd_GRP_UNREAD(struct exec_ctx *x)
 {
     uint64_t uid, gid;
+    bool with = false;
 
-    if (!memb_args(x, &uid, &gid))
+    if (!memb_args(x, &uid, &gid) || !arg_withexpiry(x, 2, &with))
         return;
-    reply_int(x->r, capped(x, grp_unread(x->srv->db.grp, uid, gid)));
+    reply_count(x, FAM_GRP, uid,
+                capped(x, grp_unread(x->srv->db.grp, uid, gid)), with);
 }
 
 void cmd_GRP_TOTAL(struct exec_ctx *x)
 {
     uint64_t uid;
+    bool with = false;
 
-    if (!arg_u64(x, 0, "uid", &uid))
+    if (!arg_u64(x, 0, "uid", &uid) || !arg_withexpiry(x, 1, &with))
         return;
-    reply_int(x->r, capped(x, grp_total(x->srv->db.grp, uid,
-                                        x->srv->cfg.unread_cap)));
+    reply_count(
+        x, FAM_GRP, uid,
+        capped(x, grp_total(x->srv->db.grp, uid, x->srv->cfg.unread_cap)),
+        with);
 }
 
 void cmd_GRP_LIST(struct exec_ctx *x)
@@ -133,7 +158,16 @@ void cmd_GRP_LIST(struct exec_ctx *x)
     free(items);
 }
 
-/* ---- USER.INFO --------------------------------------------------------- */
+/* ---- USER.INFO, USER.BADGE --------------------------------------------- */
+
+/* Through grp_total, GRP.TOTAL's own sum: what it leaves out (muted
+ * groups) the badge leaves out too. */
+bool cmd_grp_badge(const struct server *srv, uint64_t uid, uint64_t limit,
+                   uint64_t *part)
+{
+    *part = grp_total(srv->db.grp, uid, limit);
+    return true;
+}
 
 static void grp_line(uint64_t gid, uint64_t head, uint64_t unread, void *ctx)
 {

@@ -215,7 +215,19 @@ void cmd_RCPT_LIST(struct exec_ctx *x)
     reply_arr_finish(x->r, mark, n);
 }
 
-/* ---- USER.INFO --------------------------------------------------------- */
+/* ---- USER.INFO, USER.BADGE --------------------------------------------- */
+
+/* No part: receipts say who read the messages a user sent to a group,
+ * not what the user has to read. */
+bool cmd_rcpt_badge(const struct server *srv, uint64_t uid, uint64_t limit,
+                    uint64_t *part)
+{
+    (void)srv;
+    (void)uid;
+    (void)limit;
+    *part = 0;
+    return false;
+}
 
 static void rcpt_line(uint64_t gid, uint32_t mapid, bool quit, void *ctx)
 {

@@ -95,6 +95,7 @@ void cmd_USER_INFO(struct exec_ctx *x)
     reply_arr_finish(x->r, mark, L.n);
 }
 
+/* The user reads as new afterwards: its expiry record goes too. */
 void cmd_USER_DEL(struct exec_ctx *x)
 {
     uint64_t removed[FAM_COUNT] = {0};
@@ -102,6 +103,7 @@ void cmd_USER_DEL(struct exec_ctx *x)
 
     if (!arg_u64(x, 0, "uid", &uid))
         return;
+    db_expiry_forget(&x->srv->db, uid);
     reply_int(x->r,
               db_forget_user(&x->srv->db, uid, (1u << FAM_COUNT) - 1, removed));
 }
@@ -144,8 +146,205 @@ void cmd_USER_EXPIRE(struct exec_ctx *x)
             return;
         mask |= bit;
     }
+    /* The record first: it is the one allocation, and expiry never fails
+     * silently. Its time is the command's, which replay pins again. */
+    if (db_expiry_note(&x->srv->db, uid, server_clock_ms(x->srv), mask) != 0) {
+        reply_oom(x);
+        return;
+    }
     reply_int(x->r, db_forget_user(&x->srv->db, uid, mask, e->entries));
     e->users++;
+}
+
+/* ---- Expiry seen by reads ------------------------------------------------ */
+
+bool arg_withexpiry(struct exec_ctx *x, uint32_t i, bool *with)
+{
+    char text[65];
+
+    *with = false;
+    if (i >= x->argc)
+        return true;
+    if (arg_is(x, i, "WITHEXPIRY")) {
+        *with = true;
+        return true;
+    }
+    reply_err(x->r, UR_E_BADARG, "unexpected argument '%s' (only WITHEXPIRY)",
+              arg_text(x, i, text, sizeof(text)));
+    return false;
+}
+
+void reply_count(struct exec_ctx *x, unsigned fam, uint64_t uid, uint64_t v,
+                 bool with)
+{
+    if (!with) {
+        reply_int(x->r, v);
+        return;
+    }
+    reply_pair(x->r, v, db_expiry_pending(&x->srv->db, uid, fam));
+}
+
+/* USER.STATUS uid: active, expired or unknown, with the families expiry
+ * forgot that no write has rebuilt since. */
+void cmd_USER_STATUS(struct exec_ctx *x)
+{
+    const struct db *db = &x->srv->db;
+    struct db_expiry e = {0, 0, 0};
+    bool active, expired;
+    uint32_t day = 0, n = 0;
+    uint64_t uid;
+
+    if (!arg_u64(x, 0, "uid", &uid))
+        return;
+    active = u32map_get(db->active, uid, &day);
+    expired = db_expiry_get(db, uid, &e);
+    for (unsigned f = 0; f < FAM_COUNT; f++)
+        n += e.pending >> f & 1;
+    reply_arr(x->r, 3 + n);
+    reply_cstr(x->r, active ? "active" : expired ? "expired" : "unknown");
+    reply_int(x->r, active ? (uint64_t)day * USERS_DAY_MS : 0);
+    reply_int(x->r, e.ms);
+    for (unsigned f = 0; f < FAM_COUNT; f++)
+        if (e.pending >> f & 1)
+            reply_cstr(x->r, db_families[f].name);
+}
+
+/* ---- Badges ---------------------------------------------------------------
+ * One rule for the badge and every part: exact up to unread-cap, cap + 1
+ * above it. Each family counts up to the cap (cmd_<f>_badge's limit), so
+ * a part is its own total read under that rule; the badge is the sum of
+ * the parts under the same rule, which is exact whenever every part is (a
+ * part above the cap makes the sum so too). Parts are at most cap + 1,
+ * six of them at most 6 000 006: no sum can overflow. */
+
+typedef bool (*badge_fn)(const struct server *srv, uint64_t uid, uint64_t limit,
+                         uint64_t *part);
+
+static const badge_fn badge_fns[FAM_COUNT] = {
+#define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
+    [FAM_##ID] = cmd_##f##_badge,
+#include "families.def"
+#undef FAMILY
+};
+
+static uint64_t cap_of(const struct server *srv, uint64_t v)
+{
+    uint64_t cap = srv->cfg.unread_cap;
+
+    return v > cap ? cap + 1 : v;
+}
+
+/* The badge over the families in fams[0..n) (each with a part), their
+ * parts in part[]. */
+static uint64_t badge_of(const struct server *srv, uint64_t uid,
+                         const unsigned *fams, unsigned n, uint64_t *part)
+{
+    uint64_t sum = 0, p;
+
+    for (unsigned i = 0; i < n; i++) {
+        badge_fns[fams[i]](srv, uid, srv->cfg.unread_cap, &p);
+        part[i] = cap_of(srv, p);
+        sum += part[i];
+    }
+    return cap_of(srv, sum);
+}
+
+/* The families with a part, in families.def order. */
+static unsigned badge_families(const struct server *srv, unsigned *fams)
+{
+    unsigned n = 0;
+    uint64_t p;
+
+    for (unsigned f = 0; f < FAM_COUNT; f++)
+        if (badge_fns[f](srv, 0, 0, &p))
+            fams[n++] = f;
+    return n;
+}
+
+void cmd_USER_BADGE(struct exec_ctx *x)
+{
+    unsigned fams[FAM_COUNT], n = 0;
+    uint64_t uid, part[FAM_COUNT], badge, expired = 0;
+    uint32_t seen = 0;
+    bool with = false;
+    char text[65];
+
+    if (!arg_u64(x, 0, "uid", &uid))
+        return;
+    for (uint32_t i = 1; i < x->argc; i++) {
+        int f;
+        uint64_t p;
+
+        if (arg_is(x, i, "WITHEXPIRY") && !with) {
+            with = true;
+            continue;
+        }
+        f = x->argv[i].kind == UR_ARG_STR
+                ? db_family_by_name(x->argv[i].str, x->argv[i].len)
+                : -1;
+        if (f < 0) {
+            reply_err(x->r, UR_E_BADARG,
+                      "'%s' is not a family (cnt conv grp bc dot feed) or "
+                      "WITHEXPIRY",
+                      arg_text(x, i, text, sizeof(text)));
+            return;
+        }
+        if (!badge_fns[f](x->srv, uid, 0, &p)) {
+            reply_err(x->r, UR_E_BADARG, "%s has no part in a badge",
+                      db_families[f].name);
+            return;
+        }
+        if (seen >> f & 1) {
+            reply_err(x->r, UR_E_BADARG, "%s named twice", db_families[f].name);
+            return;
+        }
+        seen |= 1u << f;
+        fams[n++] = (unsigned)f;
+    }
+    if (n == 0)
+        n = badge_families(x->srv, fams);
+    badge = badge_of(x->srv, uid, fams, n, part);
+    for (unsigned i = 0; i < n && with; i++)
+        if (expired == 0)
+            expired = db_expiry_pending(&x->srv->db, uid, fams[i]);
+    reply_arr(x->r, 1 + 2 * n + (with ? 2 : 0));
+    reply_int(x->r, badge);
+    for (unsigned i = 0; i < n; i++) {
+        reply_cstr(x->r, db_families[fams[i]].name);
+        reply_int(x->r, part[i]);
+    }
+    if (with) {
+        reply_cstr(x->r, "expired");
+        reply_int(x->r, expired);
+    }
+}
+
+/* Every uid is checked before the reply's first value goes out. The
+ * users' records are asked for a few users ahead (db_prefetch_user), so
+ * that their cache misses overlap: the badge of one user is a handful of
+ * lookups in different tables. */
+#define MBADGE_AHEAD 4
+
+void cmd_USER_MBADGE(struct exec_ctx *x)
+{
+    const struct server *srv = x->srv;
+    unsigned fams[FAM_COUNT], n;
+    uint64_t uid, part[FAM_COUNT];
+
+    for (uint32_t i = 0; i < x->argc; i++)
+        if (!arg_u64(x, i, "uid", &uid))
+            return;
+    n = badge_families(srv, fams);
+    reply_arr(x->r, x->argc);
+    for (uint32_t i = 0; i < x->argc; i++) {
+        if (i + MBADGE_AHEAD < x->argc) {
+            (void)arg_u64(x, i + MBADGE_AHEAD, "uid", &uid);
+            for (unsigned k = 0; k < n; k++)
+                db_prefetch_user(&srv->db, fams[k], uid, 0);
+        }
+        (void)arg_u64(x, i, "uid", &uid);
+        reply_int(x->r, badge_of(srv, uid, fams, n, part));
+    }
 }
 
 /* The new stores come first, so that running out of memory changes

@@ -28,10 +28,34 @@ bool user_line_room(struct user_lines *L);
  * family's entry lines. */
 void user_lines_more(struct user_lines *L, const char *fam, size_t total);
 
+/*
+ * USER.BADGE and USER.MBADGE (cmd_user.c) ask each family of families.def
+ * for its part of a user's badge with cmd_<f>_badge, defined beside the
+ * family's handlers: false when the family has no part (RCPT: receipts
+ * are about messages a user sent, not its unread), else true with *part
+ * the user's unread in the family as its own total read counts it (muted
+ * conversations and groups excluded), exact when it is at most limit and
+ * any value above limit otherwise (the family may stop counting there).
+ * A read: changes nothing (BC registers no one). A family added to the
+ * table without it fails the link.
+ */
 #define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
     void cmd_##f##_user_info(struct user_lines *L, const struct server *srv,   \
-                             uint64_t uid);
+                             uint64_t uid);                                    \
+    bool cmd_##f##_badge(const struct server *srv, uint64_t uid,               \
+                         uint64_t limit, uint64_t *part);
 #include "families.def"
 #undef FAMILY
+
+/*
+ * Family reads that take [WITHEXPIRY] (docs/OPERATIONS.md, "Users and
+ * expiry"). arg_withexpiry: argument i, when present, must be the keyword
+ * (*with = true); false after replying the error. reply_count: v, or with
+ * the option the array [v, expired]: when uid expired from family fam
+ * (ms) if no write of it has rebuilt the family since, else 0.
+ */
+bool arg_withexpiry(struct exec_ctx *x, uint32_t i, bool *with);
+void reply_count(struct exec_ctx *x, unsigned fam, uint64_t uid, uint64_t v,
+                 bool with);
 
 #endif

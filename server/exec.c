@@ -32,17 +32,25 @@ static const cmd_fn handlers[UR_OP_COUNT] = {
 #undef OP
 };
 
+/* An OPF_UIDS op carries at most UR_UIDS_MAX uids (ops.h). */
 bool exec_arity_ok(const struct ur_op *op, uint32_t argc)
 {
     return argc >= op->min_args &&
-           (op->max_args == UR_VARARGS || argc <= op->max_args);
+           (op->max_args == UR_VARARGS || argc <= op->max_args) &&
+           (!(op->flags & OPF_UIDS) ||
+            argc - ur_op_uids_from(op->flags) <= UR_UIDS_MAX);
 }
 
 void exec_arity_err(struct reply *r, const struct ur_op *op, const char *where)
 {
+    char uids[40] = "";
+
+    if (op->flags & OPF_UIDS)
+        snprintf(uids, sizeof(uids), ", at most %u uids", UR_UIDS_MAX);
     reply_err(r, UR_E_ARITY,
-              "%swrong number of arguments for '%s' (expected: %s%s%s)", where,
-              op->name, op->name, op->syntax[0] ? " " : "", op->syntax);
+              "%swrong number of arguments for '%s' (expected: %s%s%s%s)",
+              where, op->name, op->name, op->syntax[0] ? " " : "", op->syntax,
+              uids);
 }
 
 /*
@@ -135,7 +143,8 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
                stage(srv, op, argc, argv, r)) {
         handlers[op->index](&x);
         if (r->status == UR_E_OK)
-            x.dirty |= users_mark_active(srv, op, argc, argv);
+            x.dirty |= users_mark_active(srv, op, argc, argv,
+                                         x.dirty || (op->flags & OPF_WRITE));
         if (journaled(srv, op))
             persist_feed(srv->persist, x.dirty || ((op->flags & OPF_WRITE) &&
                                                    r->status == UR_E_OK));

@@ -22,10 +22,11 @@ static bool op_expires(const struct server *srv, const struct ur_op *op)
 }
 
 bool users_mark_active(struct server *srv, const struct ur_op *op,
-                       uint32_t argc, const struct ur_arg *argv)
+                       uint32_t argc, const struct ur_arg *argv, bool changed)
 {
     uint32_t day, *ref;
     uint64_t uid;
+    unsigned fam;
 
     if ((op->flags & (OPF_USER | OPF_ADMIN)) != OPF_USER || argc == 0)
         return false;
@@ -33,6 +34,9 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
         uid = argv[0].num;
     else if (!ur_parse_u64(argv[0].str, argv[0].len, &uid))
         return false;
+    fam = db_family_of_opcode(op->code);
+    if (changed && fam < FAM_COUNT && srv->db.expired_pending[fam] != 0)
+        db_expiry_rebuilt(&srv->db, uid, fam);
     day = users_day(server_clock_ms(srv));
     ref = u32map_ref(srv->db.active, uid);
     if (ref != NULL) {

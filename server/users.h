@@ -48,9 +48,15 @@ static inline uint32_t users_day(uint64_t ms)
  * the user as it was: activity is best effort, and a user absent from the
  * table is never expired. A user not in the table is added only by a
  * command of a family in expire-families.
+ *
+ * changed: the command changed state (a write, or a read that did, as
+ * BC.UNREAD registering the user). Then the command rebuilt its family
+ * for the user: the family is no longer pending in the user's expiry
+ * record (db_expiry_rebuilt). That needs no journal record of its own:
+ * the command's own record replays it.
  */
 bool users_mark_active(struct server *srv, const struct ur_op *op,
-                       uint32_t argc, const struct ur_arg *argv);
+                       uint32_t argc, const struct ur_arg *argv, bool changed);
 
 /*
  * One slice of the expiry sweep, from a timer while the server serves:

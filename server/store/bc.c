@@ -171,6 +171,33 @@ int bc_read(struct bc_store *s, uint64_t uid, uint64_t ch)
     return chan_put_new(s, ch, c, created, uid, (uint32_t)c->head);
 }
 
+int bc_read_upto(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t upto,
+                 uint64_t *unread)
+{
+    bool created;
+    struct bc_chan *c = chan_get(s, ch, &created);
+    uint32_t *off;
+    uint64_t at;
+
+    if (c == NULL)
+        return -1;
+    off = u32map_ref(c->offs, uid);
+    if (off == NULL) {
+        *unread = 0;
+        return chan_put_new(s, ch, c, created, uid, (uint32_t)c->head);
+    }
+    /* The user's position as a full seq: head - unread (mod 2^32 kept). */
+    at = c->head - (uint32_t)((uint32_t)c->head - *off);
+    if (upto > c->head)
+        upto = c->head;
+    if (upto > at) {
+        *off = (uint32_t)upto;
+        at = upto;
+    }
+    *unread = c->head - at;
+    return 0;
+}
+
 struct chan_walk {
     bc_chan_fn fn;
     void *ctx;
@@ -360,4 +387,26 @@ size_t bc_user_info(const struct bc_store *s, uint64_t uid, bc_user_info_fn fn,
         u64map_scan(s->chans, &cursor, SIZE_MAX, info_visit, &ic);
     while (cursor != 0);
     return ic.n;
+}
+
+struct sum_ctx {
+    uint64_t limit, sum;
+};
+
+static void sum_visit(uint64_t ch, uint64_t head, uint64_t unread, void *ctx)
+{
+    struct sum_ctx *sc = ctx;
+
+    (void)ch;
+    (void)head;
+    if (sc->sum <= sc->limit)
+        sc->sum += unread;
+}
+
+uint64_t bc_user_unread(const struct bc_store *s, uint64_t uid, uint64_t limit)
+{
+    struct sum_ctx sc = {limit, 0};
+
+    bc_user_info(s, uid, sum_visit, &sc);
+    return sc.sum;
 }

@@ -51,6 +51,22 @@ int bc_unread(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t *unread,
 int bc_read(struct bc_store *s, uint64_t uid, uint64_t ch);
 
 /*
+ * Marks ch's messages 1..upto read by uid (messages are numbered by the
+ * head their publish made): offset = min(upto, head) when that is ahead
+ * of the user's offset, else nothing changes (never back). A user with no
+ * offset is registered at the head first, so it reads 0 whatever upto.
+ * *unread = uid's unread in ch after. 0, or -1 on allocation failure (no
+ * offset changed).
+ */
+int bc_read_upto(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t upto,
+                 uint64_t *unread);
+
+/* The sum of uid's unread over the channels it has an offset in, without
+ * registering it anywhere; once the sum passes limit, some value above
+ * limit. O(channels). */
+uint64_t bc_user_unread(const struct bc_store *s, uint64_t uid, uint64_t limit);
+
+/*
  * Snapshots: walks over the channels and over one channel's users (as
  * u64map_scan: start with *cursor = 0, done when it is 0 again). A user's
  * offset travels as its unread count, which hides the width kept inside.

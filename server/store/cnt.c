@@ -26,6 +26,7 @@
 
 #include "db.h"
 #include "mem.h"
+#include "notice.h"
 #include "u64map.h"
 
 #include <stdbool.h>
@@ -61,7 +62,8 @@ struct cnt_rec {
 
 struct cnt_store {
     struct u64map *map;
-    struct mem_acct mem; /* the map and the records */
+    struct mem_acct mem;      /* the map, the records, the notices */
+    struct notice_set *notes; /* notices read once (notice.h) */
 };
 
 /* A user's counters decoded from either form, sparse: n pairs ascending. */
@@ -266,7 +268,10 @@ struct cnt_store *cnt_create(void)
         return NULL;
     mem_acct_init(&s->mem, NULL);
     s->map = u64map_create(&s->mem);
-    if (s->map == NULL) {
+    s->notes = notice_create(&s->mem);
+    if (s->map == NULL || s->notes == NULL) {
+        u64map_destroy(s->map);
+        notice_destroy(s->notes);
         mem_free(NULL, s, sizeof(*s));
         return NULL;
     }
@@ -290,6 +295,7 @@ void cnt_destroy(struct cnt_store *s)
         u64map_scan(s->map, &cursor, SIZE_MAX, free_rec_visit, s);
     while (cursor != 0);
     u64map_destroy(s->map);
+    notice_destroy(s->notes);
     mem_free(NULL, s, sizeof(*s));
 }
 
@@ -360,7 +366,76 @@ int cnt_set(struct cnt_store *s, uint64_t uid, unsigned type, uint32_t v,
     if (type >= CNT_TYPES)
         return -1;
     user_load(s, uid, type, &ref, &u);
-    return cnt_assign(s, uid, type, v, ref, &u, value, total);
+    if (cnt_assign(s, uid, type, v, ref, &u, value, total) != 0)
+        return -1;
+    notice_settle(s->notes, uid, UINT64_C(1) << type);
+    return 0;
+}
+
+/*
+ * The counter first (its failure changes nothing), then the notice; when
+ * remembering the notice fails, the counter goes back to what it was,
+ * which never allocates: the user's old encoding was either absent (a
+ * map delete), inline (no record), or a record no larger than the new
+ * one (a shrink, which never fails: mem.h).
+ */
+int cnt_incr_notice(struct cnt_store *s, uint64_t uid, unsigned type,
+                    uint64_t delta, uint64_t nid, uint32_t *value,
+                    uint64_t *total)
+{
+    struct cnt_user u, before;
+    uint64_t *ref;
+    uint32_t cur, d;
+
+    if (type >= CNT_TYPES)
+        return -1;
+    if (notice_get(s->notes, uid, type, nid, &d) != NOTICE_UNKNOWN) {
+        *value = cnt_get(s, uid, type);
+        *total = cnt_total(s, uid);
+        return 0;
+    }
+    cur = user_load(s, uid, type, &ref, &u);
+    before = u;
+    d = delta > (uint64_t)(CNT_VALUE_MAX - cur) ? CNT_VALUE_MAX - cur
+                                                : (uint32_t)delta;
+    if (cnt_assign(s, uid, type, cur + d, ref, &u, value, total) != 0)
+        return -1;
+    if (notice_add(s->notes, uid, type, nid, d, false) != 0) {
+        user_store(s, uid, u64map_ref(s->map, uid), &before);
+        return -1;
+    }
+    return 0;
+}
+
+/* Taking a delta off never allocates (cnt_clear's argument), so only
+ * remembering an unknown nid as read can fail. */
+int cnt_ack(struct cnt_store *s, uint64_t uid, unsigned type, uint64_t nid,
+            uint32_t *value, uint64_t *total)
+{
+    struct cnt_user u;
+    uint64_t *ref;
+    uint32_t cur, d = 0;
+
+    if (type >= CNT_TYPES)
+        return -1;
+    switch (notice_get(s->notes, uid, type, nid, &d)) {
+    case NOTICE_UNKNOWN:
+        if (notice_add(s->notes, uid, type, nid, 0, true) != 0)
+            return -1;
+        break;
+    case NOTICE_UNREAD:
+        cur = user_load(s, uid, type, &ref, &u);
+        if (cnt_assign(s, uid, type, d >= cur ? 0 : cur - d, ref, &u, value,
+                       total) != 0)
+            return -1;
+        notice_mark_read(s->notes, uid, type, nid);
+        break;
+    case NOTICE_READ:
+        break;
+    }
+    *value = cnt_get(s, uid, type);
+    *total = cnt_total(s, uid);
+    return 0;
 }
 
 /*
@@ -374,6 +449,7 @@ uint64_t cnt_clear(struct cnt_store *s, uint64_t uid, uint64_t mask)
     struct cnt_user u;
     unsigned j = 0;
 
+    notice_settle(s->notes, uid, mask);
     if (ref == NULL)
         return 0;
     user_decode(*ref, &u);
@@ -558,16 +634,28 @@ size_t cnt_audit(const struct cnt_store *s)
     do
         u64map_scan(s->map, &cursor, SIZE_MAX, audit_visit, &ac);
     while (cursor != 0);
-    return ac.bad + u64map_audit(s->map) +
-           (ac.rec_bytes + u64map_bytes(s->map) != s->mem.bytes);
+    return ac.bad + u64map_audit(s->map) + notice_audit(s->notes) +
+           (ac.rec_bytes + u64map_bytes(s->map) + notice_bytes(s->notes) !=
+            s->mem.bytes);
 }
 
 size_t cnt_forget_user(struct cnt_store *s, uint64_t uid)
 {
-    if (u64map_get(s->map, uid) == 0)
-        return 0;
+    bool had = u64map_get(s->map, uid) != 0;
+
+    had |= notice_forget_user(s->notes, uid) > 0;
     cnt_clear(s, uid, UINT64_MAX);
-    return 1;
+    return had;
+}
+
+const struct notice_set *cnt_notices(const struct cnt_store *s)
+{
+    return s->notes;
+}
+
+struct notice_set *cnt_notices_mut(struct cnt_store *s)
+{
+    return s->notes;
 }
 
 void cnt_prefetch_user(const struct cnt_store *s, uint64_t uid, int stage)

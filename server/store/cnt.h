@@ -36,6 +36,28 @@ int cnt_decr(struct cnt_store *s, uint64_t uid, unsigned type, uint64_t delta,
 int cnt_set(struct cnt_store *s, uint64_t uid, unsigned type, uint32_t v,
             uint32_t *value, uint64_t *total);
 
+/*
+ * Notices read once (notice.h). incr_notice: cnt_incr counting notice nid
+ * of (uid, type) once: when the type remembers nid (unread or read)
+ * nothing changes; else the counter grows by delta (saturating) and nid
+ * is remembered unread with the delta applied. ack: when (uid, type)
+ * holds nid unread, its delta comes off the counter (flooring at 0) and it
+ * is read; read already, nothing changes; unknown, it is remembered read
+ * (a late incr_notice of it adds nothing). Both set *value and *total
+ * after and return 0, or -1 on allocation failure with nothing changed.
+ * cnt_set and cnt_clear mark the notices of the types they set read.
+ */
+int cnt_incr_notice(struct cnt_store *s, uint64_t uid, unsigned type,
+                    uint64_t delta, uint64_t nid, uint32_t *value,
+                    uint64_t *total);
+int cnt_ack(struct cnt_store *s, uint64_t uid, unsigned type, uint64_t nid,
+            uint32_t *value, uint64_t *total);
+
+/* The store's notices, for USER.INFO and snapshots (notice.h). */
+struct notice_set;
+const struct notice_set *cnt_notices(const struct cnt_store *s);
+struct notice_set *cnt_notices_mut(struct cnt_store *s);
+
 /* Zeroes every type whose bit is set in mask; returns the total after.
  * Never allocates. */
 uint64_t cnt_clear(struct cnt_store *s, uint64_t uid, uint64_t mask);
@@ -91,8 +113,8 @@ size_t cnt_audit(const struct cnt_store *s);
  * record byte count that disagrees with the records.
  */
 
-/* Forgets every counter of uid (expiry, USER.DEL): 1 if it had any (its
- * one entry), else 0.
+/* Forgets every counter and notice of uid (expiry, USER.DEL): 1 if it had
+ * any (its one entry), else 0.
  * Never fails. (cnt_getall describes a user for USER.INFO.) */
 size_t cnt_forget_user(struct cnt_store *s, uint64_t uid);
 

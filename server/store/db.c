@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "u32map.h"
+#include "u64map.h"
 
 #define FLAG_EXPIRABLE FAMF_EXPIRABLE
 #define FLAG_KEPT 0u
@@ -21,6 +22,8 @@ const struct family_desc db_families[FAM_COUNT] = {
 #include "families.def"
 #undef FAMILY
 };
+
+static size_t expiry_audit(const struct db *db);
 
 int db_family_by_name(const char *name, size_t len)
 {
@@ -40,7 +43,8 @@ int db_init(struct db *db)
 #include "families.def"
 #undef FAMILY
     db->active = u32map_create(NULL);
-    if (db->active == NULL)
+    db->expired = u64map_create(NULL);
+    if (db->active == NULL || db->expired == NULL)
         goto error;
     return 0;
 
@@ -55,6 +59,7 @@ void db_deinit(struct db *db)
 #include "families.def"
 #undef FAMILY
     u32map_destroy(db->active);
+    u64map_destroy(db->expired);
     *db = (struct db){0};
 }
 
@@ -69,6 +74,8 @@ unsigned db_usage(const struct db *db, struct db_usage *out)
 #undef FAMILY
     out[n++] = (struct db_usage){"activity", "user", u32map_count(db->active),
                                  u32map_bytes(db->active)};
+    out[n++] = (struct db_usage){"expired", "user", u64map_count(db->expired),
+                                 u64map_bytes(db->expired)};
     return n;
 }
 
@@ -92,6 +99,7 @@ size_t db_audit(const struct db *db)
 #include "families.def"
 #undef FAMILY
     bad += u32map_audit(db->active);
+    bad += expiry_audit(db);
     return bad;
 }
 
@@ -129,4 +137,168 @@ void db_prefetch_user(const struct db *db, unsigned fam, uint64_t uid,
     default:
         break;
     }
+}
+
+/* ---- Expiry records ------------------------------------------------------
+ * One u64map word per user: [ms: 48 | pending: 8 | families: 8]. families
+ * is never empty, so the word is never 0 (u64map's "absent"). */
+
+static uint64_t expiry_word(const struct db_expiry *e)
+{
+    return e->ms << 16 | (uint64_t)(e->pending & 0xFF) << 8 |
+           (e->families & 0xFF);
+}
+
+static void expiry_of(uint64_t w, struct db_expiry *e)
+{
+    e->ms = w >> 16;
+    e->pending = (uint32_t)(w >> 8) & 0xFF;
+    e->families = (uint32_t)w & 0xFF;
+}
+
+/* Moves the per-family pending counts from old's bits to new's. */
+static void pending_count(struct db *db, uint32_t old, uint32_t now)
+{
+    for (unsigned f = 0; f < FAM_COUNT; f++) {
+        db->expired_pending[f] -= (old >> f) & 1;
+        db->expired_pending[f] += (now >> f) & 1;
+    }
+}
+
+bool db_expiry_get(const struct db *db, uint64_t uid, struct db_expiry *e)
+{
+    uint64_t w = u64map_get(db->expired, uid);
+
+    if (w == 0)
+        return false;
+    expiry_of(w, e);
+    return true;
+}
+
+uint64_t db_expiry_pending(const struct db *db, uint64_t uid, unsigned fam)
+{
+    struct db_expiry e;
+
+    if (fam >= FAM_COUNT || db->expired_pending[fam] == 0 ||
+        !db_expiry_get(db, uid, &e) || !(e.pending >> fam & 1))
+        return 0;
+    return e.ms;
+}
+
+uint64_t db_expiry_floor(const struct db *db, uint64_t uid, unsigned fam)
+{
+    struct db_expiry e;
+
+    if (fam >= FAM_COUNT || u64map_count(db->expired) == 0 ||
+        !db_expiry_get(db, uid, &e) || !(e.families >> fam & 1))
+        return 0;
+    return e.ms;
+}
+
+int db_expiry_note(struct db *db, uint64_t uid, uint64_t ms, uint32_t mask)
+{
+    struct db_expiry e = {0, 0, 0};
+    uint32_t old = 0;
+
+    mask &= (1u << FAM_COUNT) - 1;
+    if (mask == 0)
+        return 0;
+    if (db_expiry_get(db, uid, &e))
+        old = e.pending;
+    e.ms = ms > DB_EXPIRY_MS_MAX ? DB_EXPIRY_MS_MAX : ms;
+    e.families |= mask;
+    e.pending |= mask;
+    if (u64map_put(db->expired, uid, expiry_word(&e)) != 0)
+        return -1;
+    pending_count(db, old, e.pending);
+    return 0;
+}
+
+void db_expiry_rebuilt(struct db *db, uint64_t uid, unsigned fam)
+{
+    uint64_t *w = u64map_ref(db->expired, uid);
+    struct db_expiry e;
+
+    if (w == NULL)
+        return;
+    expiry_of(*w, &e);
+    if (!(e.pending >> fam & 1))
+        return;
+    e.pending &= ~(1u << fam);
+    *w = expiry_word(&e);
+    db->expired_pending[fam]--;
+}
+
+bool db_expiry_forget(struct db *db, uint64_t uid)
+{
+    struct db_expiry e;
+
+    if (!db_expiry_get(db, uid, &e))
+        return false;
+    pending_count(db, e.pending, 0);
+    u64map_del(db->expired, uid);
+    return true;
+}
+
+int db_expiry_put(struct db *db, uint64_t uid, const struct db_expiry *e)
+{
+    if (u64map_get(db->expired, uid) != 0)
+        return 1;
+    if (u64map_put(db->expired, uid, expiry_word(e)) != 0)
+        return -1;
+    pending_count(db, 0, e->pending);
+    return 0;
+}
+
+struct expiry_scan {
+    db_expiry_fn fn;
+    void *ctx;
+};
+
+static void expiry_visit(uint64_t uid, uint64_t w, void *ctx)
+{
+    struct expiry_scan *es = ctx;
+    struct db_expiry e;
+
+    expiry_of(w, &e);
+    es->fn(uid, &e, es->ctx);
+}
+
+size_t db_expiry_scan(const struct db *db, uint64_t *cursor, size_t max,
+                      db_expiry_fn fn, void *ctx)
+{
+    struct expiry_scan es = {fn, ctx};
+
+    return u64map_scan(db->expired, cursor, max, expiry_visit, &es);
+}
+
+/* Every record well formed, and the pending counts a recount. */
+struct expiry_audit {
+    size_t bad;
+    uint64_t pending[FAM_COUNT];
+};
+
+static void expiry_audit_visit(uint64_t uid, const struct db_expiry *e,
+                               void *ctx)
+{
+    struct expiry_audit *a = ctx;
+
+    (void)uid;
+    a->bad += e->families == 0 || (e->families >> FAM_COUNT) != 0 ||
+              (e->pending & ~e->families) != 0;
+    for (unsigned f = 0; f < FAM_COUNT; f++)
+        a->pending[f] += e->pending >> f & 1;
+}
+
+static size_t expiry_audit(const struct db *db)
+{
+    struct expiry_audit a = {0, {0}};
+    uint64_t cursor = 0;
+
+    do
+        db_expiry_scan(db, &cursor, SIZE_MAX, expiry_audit_visit, &a);
+    while (cursor != 0);
+    for (unsigned f = 0; f < FAM_COUNT; f++)
+        a.bad += a.pending[f] != db->expired_pending[f];
+    return a.bad + u64map_audit(db->expired);
 }

@@ -48,7 +48,16 @@ struct db {
 #undef FAMILY
     /* uid -> the UTC day it was last active (server/users.h) */
     struct u32map *active;
+    /* uid -> its last expiry: when, and the families it forgot (the
+     * db_expiry_* calls below) */
+    struct u64map *expired;
+    /* Users whose expiry record still has family f pending (not rebuilt
+     * by a write since): a write of f looks the user up only when
+     * expired_pending[f] is not 0 (server/users.c). */
+    uint64_t expired_pending[FAM_COUNT];
 };
+
+_Static_assert(FAM_COUNT <= 8, "an expiry record holds 8 family bits");
 
 /* A family as families.def describes it. */
 #define FAMF_EXPIRABLE 1u /* expire-families may name it */
@@ -91,8 +100,9 @@ struct db_usage {
     size_t entries;
     size_t bytes;
 };
-/* Rows db_usage fills: one per family, then the activity table. */
-#define DB_USAGE_ROWS (FAM_COUNT + 1)
+/* Rows db_usage fills: one per family, then the activity table and the
+ * expiry records. */
+#define DB_USAGE_ROWS (FAM_COUNT + 2)
 /* Fills out[DB_USAGE_ROWS] in families.def order; returns the count. */
 unsigned db_usage(const struct db *db, struct db_usage *out);
 /* Bytes held by every store. */
@@ -106,10 +116,63 @@ size_t db_audit(const struct db *db);
  * Erases uid from the families whose bit (1 << FAM_x) is set in mask, and
  * from the activity table. RCPT only anonymizes (rcpt_forget_user). Adds
  * the entries removed in family f to removed[f] (the units of db_usage)
- * and returns their sum. Never fails.
+ * and returns their sum. Never fails. The expiry record stays: an expiry
+ * adds to it (db_expiry_note), USER.DEL drops it (db_expiry_forget).
  */
 uint64_t db_forget_user(struct db *db, uint64_t uid, uint32_t mask,
                         uint64_t removed[FAM_COUNT]);
+
+/*
+ * Expiry records (docs/OPERATIONS.md, "Users and expiry"): what the server
+ * remembers of a user it expired, one u64map entry (~20 bytes) a user, so
+ * that expiry never fails silently. families: the families its expiries
+ * forgot (DOT reads every dot pushed up to ms as clicked when it is one);
+ * pending: those of them no write of the user has rebuilt since (reads
+ * with WITHEXPIRY and USER.STATUS say so). ms is the latest expiry.
+ */
+struct db_expiry {
+    uint64_t ms;       /* when it last expired (< 2^48) */
+    uint32_t families; /* 1 << FAM_x */
+    uint32_t pending;  /* a subset of families */
+};
+
+/* Whether uid has a record; *e = it. */
+bool db_expiry_get(const struct db *db, uint64_t uid, struct db_expiry *e);
+
+/* When uid expired from family fam if fam is still pending for it, else
+ * 0. One lookup, skipped when no user has fam pending. */
+uint64_t db_expiry_pending(const struct db *db, uint64_t uid, unsigned fam);
+
+/* ms when uid's expiries forgot family fam, else 0: the time up to which
+ * its reads of fam treat everything as seen (DOT). No lookup while there
+ * is no record. */
+uint64_t db_expiry_floor(const struct db *db, uint64_t uid, unsigned fam);
+
+/* uid expires at ms from the families in mask: they join its record's
+ * families and pending ones, ms becomes the record's time. 0, or -1 on
+ * allocation failure (nothing changed). */
+int db_expiry_note(struct db *db, uint64_t uid, uint64_t ms, uint32_t mask);
+
+/* A write of uid in family fam rebuilt it: fam is no longer pending. The
+ * record itself stays (DOT's reads depend on its time) until USER.DEL. */
+void db_expiry_rebuilt(struct db *db, uint64_t uid, unsigned fam);
+
+/* Drops uid's record (USER.DEL: the user reads as new). true if it had
+ * one. */
+bool db_expiry_forget(struct db *db, uint64_t uid);
+
+/* Loading: gives uid, which has no record, e (pending within families,
+ * families non-empty, ms < 2^48: the caller checks). 0; 1 when uid has
+ * one (nothing changed); -1 on allocation failure. */
+int db_expiry_put(struct db *db, uint64_t uid, const struct db_expiry *e);
+
+/* Walk over the records, as u64map_scan. */
+typedef void (*db_expiry_fn)(uint64_t uid, const struct db_expiry *e,
+                             void *ctx);
+size_t db_expiry_scan(const struct db *db, uint64_t *cursor, size_t max,
+                      db_expiry_fn fn, void *ctx);
+
+#define DB_EXPIRY_MS_MAX ((UINT64_C(1) << 48) - 1)
 
 /* Starts loading uid's record of family fam into the cache, in two stages
  * (0 a few requests before 1). Nothing for a family without PREFETCH. */

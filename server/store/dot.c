@@ -106,6 +106,18 @@ int dot_click(struct dot_store *s, uint64_t uid, uint64_t dot, uint64_t ts)
 
 bool dot_shown(const struct dot_store *s, uint64_t uid, uint64_t dot)
 {
+    return dot_shown_after(s, uid, dot, 0);
+}
+
+/* push (stored + 1, 0: never) shows over a click at ts and the floor. */
+static inline bool shows(uint64_t push, uint64_t ts, uint64_t floor)
+{
+    return push != 0 && ts < push - 1 && (floor == 0 || floor < push - 1);
+}
+
+bool dot_shown_after(const struct dot_store *s, uint64_t uid, uint64_t dot,
+                     uint64_t floor)
+{
     uint64_t push, click;
     uint32_t idx;
 
@@ -115,8 +127,20 @@ bool dot_shown(const struct dot_store *s, uint64_t uid, uint64_t dot)
     if (push == 0)
         return false;
     if (!listmap_lookup(s->clicks, uid, idx, &click))
-        return true; /* never clicked */
-    return dot_click_ts(click) < push - 1;
+        return floor == 0 || floor < push - 1; /* never clicked */
+    return shows(push, dot_click_ts(click), floor);
+}
+
+uint32_t dot_user_shown(const struct dot_store *s, uint64_t uid, uint64_t floor)
+{
+    const uint64_t *e;
+    uint64_t one;
+    uint32_t n = listmap_get(s->clicks, uid, &e, &one), k = 0;
+
+    for (uint32_t i = 0; i < n; i++)
+        k +=
+            shows(*push_ref(s, dot_click_dot(e[i])), dot_click_ts(e[i]), floor);
+    return k;
 }
 
 void dot_dot_at(const struct dot_store *s, uint32_t i, uint64_t *dot,

@@ -57,6 +57,20 @@ int dot_click(struct dot_store *s, uint64_t uid, uint64_t dot, uint64_t ts);
  * before the push time. */
 bool dot_shown(const struct dot_store *s, uint64_t uid, uint64_t dot);
 
+/*
+ * dot_shown for a user that also counts as having clicked every dot at
+ * floor (ms; 0: no floor): the time of its expiry, so that a dot it
+ * dismissed before its clicks were forgotten stays dismissed - every dot
+ * pushed at or before floor reads as clicked.
+ */
+bool dot_shown_after(const struct dot_store *s, uint64_t uid, uint64_t dot,
+                     uint64_t floor);
+
+/* How many of the dots uid clicked show again (pushed after its click and
+ * after floor, as dot_shown_after). O(dots of the user). */
+uint32_t dot_user_shown(const struct dot_store *s, uint64_t uid,
+                        uint64_t floor);
+
 /* (user, dot) click entries held, users holding one, distinct dots. */
 size_t dot_entries(const struct dot_store *s);
 size_t dot_users(const struct dot_store *s);

@@ -26,6 +26,9 @@
 #include "listmap.h"
 #include "mem.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 /* denseid_intern's errors pass through as FEED_* errors. */
 _Static_assert((int)FEED_ENOMEM == (int)DENSEID_ENOMEM &&
                    (int)FEED_EFULL == (int)DENSEID_EFULL,
@@ -120,6 +123,80 @@ int feed_follow(struct feed_store *s, uint64_t uid, uint64_t author,
         return FEED_ENOMEM;
     }
     return 1;
+}
+
+bool feed_follows(const struct feed_store *s, uint64_t uid, uint64_t author)
+{
+    uint32_t idx;
+    uint64_t one;
+
+    return denseid_find(s->authors, author, &idx) &&
+           listmap_lookup(s->follows, uid, idx, &one);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* What a bulk follow did for authors[i], to take it back. */
+#define DID_FOLLOW 1u /* uid follows it since this call */
+#define DID_INTERN 2u /* the author is new to the store since this call */
+
+/*
+ * As grp_join_many: the limit on a sorted copy first, then the follows;
+ * a failure takes back what this call did, in reverse order (an author
+ * this call created is the last interned when its turn comes).
+ */
+int feed_follow_many(struct feed_store *s, uint64_t uid,
+                     const uint64_t *authors, uint32_t n, uint32_t max_follows)
+{
+    size_t bytes = (n ? n : 1) * sizeof(uint64_t);
+    uint64_t *sorted = mem_alloc(NULL, bytes), one;
+    uint8_t *did = mem_zalloc(NULL, n ? n : 1);
+    const uint64_t *e;
+    uint32_t fresh = 0, i, idx;
+    int rc = 0;
+
+    if (sorted == NULL || did == NULL) {
+        rc = FEED_ENOMEM;
+        goto done;
+    }
+    memcpy(sorted, authors, n * sizeof(*sorted));
+    qsort(sorted, n, sizeof(*sorted), u64_cmp);
+    for (i = 0; i < n; i++)
+        fresh += (i == 0 || sorted[i] != sorted[i - 1]) &&
+                 !feed_follows(s, uid, sorted[i]);
+    if (fresh > 0 && (uint64_t)listmap_get(s->follows, uid, &e, &one) + fresh >
+                         max_follows) {
+        rc = FEED_ELIMIT;
+        goto done;
+    }
+    for (i = 0; i < n; i++) {
+        bool known = denseid_find(s->authors, authors[i], &idx);
+        int r = feed_follow(s, uid, authors[i], UINT32_MAX);
+
+        if (r < 0) {
+            while (i-- > 0) {
+                if (did[i] & DID_FOLLOW)
+                    feed_unfollow(s, uid, authors[i]);
+                if (did[i] & DID_INTERN)
+                    denseid_unintern(s->authors, authors[i]);
+            }
+            rc = r;
+            goto done;
+        }
+        did[i] =
+            (uint8_t)((r == 1 ? DID_FOLLOW : 0) | (known ? 0 : DID_INTERN));
+        rc += r;
+    }
+
+done:
+    mem_free(NULL, sorted, sorted ? bytes : 0);
+    mem_free(NULL, did, did ? (n ? n : 1) : 0);
+    return rc;
 }
 
 bool feed_unfollow(struct feed_store *s, uint64_t uid, uint64_t author)

@@ -54,6 +54,19 @@ uint32_t feed_unpost(struct feed_store *s, uint64_t author, uint64_t n);
 int feed_follow(struct feed_store *s, uint64_t uid, uint64_t author,
                 uint32_t max_follows);
 
+/*
+ * feed_follow over authors[0..n) (repeats allowed), all or nothing: the
+ * number newly followed (>= 0); FEED_ELIMIT when that would make uid
+ * follow more than max_follows, FEED_ENOMEM or FEED_EFULL; on an error
+ * nothing changed (the authors this call created are taken back).
+ * O(n * follows).
+ */
+int feed_follow_many(struct feed_store *s, uint64_t uid,
+                     const uint64_t *authors, uint32_t n, uint32_t max_follows);
+
+/* Whether uid follows author. */
+bool feed_follows(const struct feed_store *s, uint64_t uid, uint64_t author);
+
 /* true if uid followed author (and no longer does). O(follows). */
 bool feed_unfollow(struct feed_store *s, uint64_t uid, uint64_t author);
 

@@ -28,6 +28,7 @@
 #include "mem.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Group indexes fill the top 31 bits of a membership entry. */
 #define GIDX_BITS 31
@@ -288,6 +289,87 @@ int grp_seen(struct grp_store *s, uint64_t uid, uint64_t gid, uint64_t ts,
              uint32_t max_groups, uint64_t *unread)
 {
     return memb_place(s, uid, gid, ts, true, max_groups, unread);
+}
+
+bool grp_member(const struct grp_store *s, uint64_t uid, uint64_t gid)
+{
+    uint32_t gidx;
+    uint64_t e;
+
+    return denseid_find(s->groups, gid, &gidx) &&
+           listmap_lookup(s->members, uid, gidx, &e);
+}
+
+/* What a bulk join did for gids[i], to take it back. */
+#define DID_JOIN 1u   /* uid is a member since this call */
+#define DID_INTERN 2u /* the group is new to the store since this call */
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/*
+ * Counts the new memberships first (on a sorted copy, so repeats count
+ * once) to refuse a join past the limit before anything changes; a join
+ * that fails for memory undoes those made before it.
+ */
+int grp_join_many(struct grp_store *s, uint64_t uid, const uint64_t *gids,
+                  uint32_t n, uint32_t max_groups, uint64_t limit,
+                  uint64_t *unread)
+{
+    size_t bytes = (n ? n : 1) * sizeof(uint64_t);
+    uint64_t *sorted = mem_alloc(NULL, bytes), one, sum = 0;
+    uint8_t *did = mem_zalloc(NULL, n ? n : 1);
+    const uint64_t *list;
+    uint32_t fresh = 0, i, gidx;
+    int rc = GRP_OK;
+
+    if (sorted == NULL || did == NULL) {
+        rc = GRP_ENOMEM;
+        goto done;
+    }
+    memcpy(sorted, gids, n * sizeof(*sorted));
+    qsort(sorted, n, sizeof(*sorted), u64_cmp);
+    for (i = 0; i < n; i++)
+        fresh += (i == 0 || sorted[i] != sorted[i - 1]) &&
+                 !grp_member(s, uid, sorted[i]);
+    if (fresh > 0 &&
+        (uint64_t)listmap_get(s->members, uid, &list, &one) + fresh >
+            max_groups) {
+        rc = GRP_ELIMIT;
+        goto done;
+    }
+    for (i = 0; i < n; i++) {
+        bool known = denseid_find(s->groups, gids[i], &gidx);
+        bool member = known && grp_member(s, uid, gids[i]);
+        uint64_t u;
+
+        rc = grp_join(s, uid, gids[i], UINT32_MAX, &u);
+        if (rc != GRP_OK) {
+            /* back in reverse order: a group this call created is the
+             * last interned when its turn comes */
+            while (i-- > 0) {
+                if (did[i] & DID_JOIN)
+                    grp_leave(s, uid, gids[i]);
+                if (did[i] & DID_INTERN)
+                    denseid_unintern(s->groups, gids[i]);
+            }
+            goto done;
+        }
+        did[i] = (uint8_t)((member ? 0 : DID_JOIN) | (known ? 0 : DID_INTERN));
+    }
+    for (i = 0; i < n && sum <= limit; i++)
+        if (i == 0 || sorted[i] != sorted[i - 1])
+            sum += grp_unread(s, uid, sorted[i]);
+    *unread = sum;
+
+done:
+    mem_free(NULL, sorted, sorted ? bytes : 0);
+    mem_free(NULL, did, did ? (n ? n : 1) : 0);
+    return rc;
 }
 
 bool grp_leave(struct grp_store *s, uint64_t uid, uint64_t gid)

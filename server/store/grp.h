@@ -68,6 +68,20 @@ int grp_post(struct grp_store *s, uint64_t gid, uint64_t ts, uint32_t window,
 int grp_join(struct grp_store *s, uint64_t uid, uint64_t gid,
              uint32_t max_groups, uint64_t *unread);
 
+/*
+ * grp_join over gids[0..n) (repeats allowed), all or nothing: GRP_ELIMIT
+ * when the new memberships would put uid in more than max_groups groups,
+ * GRP_ENOMEM; either way nothing changed (the groups this call created are
+ * taken back). *unread = uid's unread summed over the
+ * distinct groups given, after, stopping once past limit as grp_total.
+ */
+int grp_join_many(struct grp_store *s, uint64_t uid, const uint64_t *gids,
+                  uint32_t n, uint32_t max_groups, uint64_t limit,
+                  uint64_t *unread);
+
+/* Whether uid is a member of gid. */
+bool grp_member(const struct grp_store *s, uint64_t uid, uint64_t gid);
+
 /* Removes uid from gid; true if it was a member. Never fails. */
 bool grp_leave(struct grp_store *s, uint64_t uid, uint64_t gid);
 

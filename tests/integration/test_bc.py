@@ -81,8 +81,9 @@ def test_bad_numbers_are_refused(bc):
 @each_way
 def test_wrong_arity(bc):
     for name, args in (("BC.PUBLISH", []), ("BC.PUBLISH", [1, 2]),
-                       ("BC.UNREAD", [1]), ("BC.UNREAD", [1, 2, 3]),
-                       ("BC.READ", [1]), ("BC.READ", [1, 2, 3])):
+                       ("BC.UNREAD", [1]),
+                       ("BC.UNREAD", [1, 2, "WITHEXPIRY", 4]),
+                       ("BC.READ", [1]), ("BC.READ", [1, 2, 3, 4])):
         bc.bad(bc(name, *args),
                "ERR wrong number of arguments for '%s'" % name, E["ARITY"])
     assert bc("BC.PUBLISH", 1) == 1
@@ -203,7 +204,8 @@ def test_errors_do_not_change_state():
         c.cmd("BC.UNREAD", 1, 50)
         c.cmd("BC.PUBLISH", 50)
         for args in (("BC.PUBLISH", "x"), ("BC.UNREAD", 1), ("BC.READ", 1, "y"),
-                     ("BC.READ", 1, 50, 2)):
+                     ("BC.READ", 1, 50, 2, 3), ("BC.READ", 1, 50, "z"),
+                     ("BC.UNREAD", 1, 50, "WITHOUT")):
             assert is_err(c.cmd(*args)), args
         assert c.cmd("BC.UNREAD", 1, 50) == 1
         assert c.cmd("BC.PUBLISH", 50) == 2

@@ -104,7 +104,7 @@ def test_unknown_opcode_is_error_3_and_connection_stays_open():
 def test_wrong_arity_is_error_2_and_connection_stays_open():
     with Server() as srv, srv.bin() as b:
         assert_err(b.call("CNT.INCR", 1), None, E["ARITY"])
-        assert_err(b.call("CNT.INCR", 1, 0, 1, 1), None, E["ARITY"])
+        assert_err(b.call("CNT.INCR", 1, 0, 1, "ID", 1, 1), None, E["ARITY"])
         assert_err(b.call("CNT.GETALL"), None, E["ARITY"])
         assert_err(b.call("QUIT", 1), None, E["ARITY"])
         assert b.call("CNT.TOTAL", 1) == 0

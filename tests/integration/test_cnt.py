@@ -206,9 +206,9 @@ def test_wrong_arity_is_an_error_for_every_cnt_command(cnt):
     too_few = {"CNT.INCR": [1], "CNT.DECR": [1], "CNT.SET": [1, 0],
                "CNT.GET": [1], "CNT.GETALL": [], "CNT.TOTAL": [],
                "CNT.CLEAR": []}
-    too_many = {"CNT.INCR": [1, 0, 1, 1], "CNT.DECR": [1, 0, 1, 1],
+    too_many = {"CNT.INCR": [1, 0, 1, "ID", 1, 1], "CNT.DECR": [1, 0, 1, 1],
                 "CNT.SET": [1, 0, 1, 1], "CNT.GET": [1, 0, 1],
-                "CNT.GETALL": [1, 0], "CNT.TOTAL": [1, 0]}
+                "CNT.GETALL": [1, 0], "CNT.TOTAL": [1, "WITHEXPIRY", 0]}
     for table in (too_few, too_many):
         for name, args in table.items():
             r = cnt(name, *args)

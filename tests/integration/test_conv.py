@@ -163,7 +163,7 @@ def test_wrong_arity_is_an_error_for_every_conv_command(conv):
                 "CONV.READ": [1, 2, 3, 4], "CONV.MARKUNREAD": [1, 2, 3, 4],
                 "CONV.RECALL": [1, 2, 3, 4], "CONV.MUTE": [1, 2, 1, 4],
                 "CONV.DEL": [1, 2, 3], "CONV.GET": [1, 2, 3],
-                "CONV.TOTAL": [1, 2], "CONV.LIST": [1, 2, 3]}
+                "CONV.TOTAL": [1, "WITHEXPIRY", 3], "CONV.LIST": [1, 2, 3]}
     for table in (too_few, too_many):
         for name, args in table.items():
             r = conv(name, *args)

@@ -85,8 +85,10 @@ def test_expiry_forgets_expire_families_and_keeps_the_rest():
         assert e["expired_cnt_entries"] == "0"
         assert e["expired_conv_entries"] == "0"
         assert e["expire_families"] == SPEC_DEFAULT
-        # Expired families read as new; CNT and CONV (and RCPT) are kept.
-        assert state(c, 1) == {"bc": 0, "grp": 0, "dot": 1, "feed": 0,
+        # Expired families read as new, except that a dot pushed before
+        # the expiry reads as clicked (as BC reads as seen); CNT and CONV
+        # (and RCPT) are kept.
+        assert state(c, 1) == {"bc": 0, "grp": 0, "dot": 0, "feed": 0,
                                "cnt": 3, "conv": 4}
         assert c.cmd("GRP.LIST", 1) == []
         assert c.cmd("RCPT.SEND", 500, 1000, 99) == 2

@@ -136,9 +136,10 @@ def test_bad_numbers_are_refused(feed):
 def test_wrong_arity(feed):
     for name, args in (("FEED.POST", []), ("FEED.POST", [1, 2, 3]),
                        ("FEED.UNPOST", []), ("FEED.UNPOST", [1, 2, 3]),
-                       ("FEED.FOLLOW", [1]), ("FEED.FOLLOW", [1, 2, 3]),
+                       ("FEED.FOLLOW", [1]),
                        ("FEED.UNFOLLOW", [1]), ("FEED.UNFOLLOW", [1, 2, 3]),
-                       ("FEED.UNREAD", []), ("FEED.UNREAD", [1, 2]),
+                       ("FEED.UNREAD", []),
+                       ("FEED.UNREAD", [1, "WITHEXPIRY", 3]),
                        ("FEED.RESET", []), ("FEED.RESET", [1, 2])):
         feed.bad(feed(name, *args),
                  "ERR wrong number of arguments for '%s'" % name, E["ARITY"])

@@ -192,11 +192,12 @@ def test_bad_numbers_are_refused(grp):
 @each_way(unread_cap=CAP)
 def test_wrong_arity(grp):
     for name, args in (("GRP.POST", []), ("GRP.POST", [1, 2, 3]),
-                       ("GRP.JOIN", [1]), ("GRP.JOIN", [1, 2, 3]),
+                       ("GRP.JOIN", [1]),
                        ("GRP.LEAVE", [1]), ("GRP.LEAVE", [1, 2, 3]),
                        ("GRP.SEEN", [1]), ("GRP.SEEN", [1, 2, 3, 4]),
-                       ("GRP.UNREAD", [1]), ("GRP.UNREAD", [1, 2, 3]),
-                       ("GRP.TOTAL", []), ("GRP.TOTAL", [1, 2]),
+                       ("GRP.UNREAD", [1]),
+                       ("GRP.UNREAD", [1, 2, "WITHEXPIRY", 4]),
+                       ("GRP.TOTAL", []), ("GRP.TOTAL", [1, "WITHEXPIRY", 3]),
                        ("GRP.LIST", []), ("GRP.LIST", [1, 2])):
         grp.bad(grp(name, *args),
                 "ERR wrong number of arguments for '%s'" % name, E["ARITY"])

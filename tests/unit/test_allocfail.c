@@ -337,6 +337,19 @@ static void test_cnt(void)
             (unsigned long long)(u % 64));
     for (uint64_t u = 100; u < 4600; u += 2)
         add("CNT.CLEAR %llu", (unsigned long long)u);
+    /* notices read once: records growing, types filling past 64, early
+     * acks, settling */
+    for (unsigned n = 1; n < 90; n++)
+        add("CNT.INCR 40 %u 1 ID %u", n % 3, n);
+    for (unsigned n = 1; n < 90; n += 5)
+        add("CNT.ACK 40 %u %u", n % 3, n);
+    for (unsigned n = 500; n < 520; n++)
+        add("CNT.ACK 41 1 %u", n); /* unknown: remembered read */
+    add("CNT.INCR 41 1 2 ID 505");
+    add("CNT.SET 40 0 9");
+    add("CNT.CLEAR 40");
+    add("CNT.INCR 42 7 4294967295 ID 1"); /* a record */
+    add("CNT.INCR 42 7 1 ID 2");
     check_script("cnt");
 }
 
@@ -387,6 +400,9 @@ static void test_grp(void)
     }
     for (unsigned g = 60; g < 90; g++)
         add("GRP.JOIN 2 %u", g); /* groups created by a join */
+    /* bulk joins: new groups and members, repeats */
+    for (unsigned u = 700; u < 720; u++)
+        add("GRP.JOIN %u 1 2 %u %u %u 2", u, 5000 + u, 6000 + u, 61);
     for (unsigned g = 90; g < 100; g++)
         add("GRP.SEEN 3 %u %llu", g, (unsigned long long)t0);
     add("GRP.SEEN 1 1 %llu", (unsigned long long)(t0 + 50));
@@ -413,6 +429,10 @@ static void test_bc(void)
         add(u % 2 ? "BC.READ %u 1" : "BC.UNREAD %u 1", u);
     for (unsigned c = 40; c < 80; c++)
         add(c % 2 ? "BC.UNREAD 7 %u" : "BC.READ 7 %u", c);
+    for (unsigned c = 80; c < 90; c++)
+        add("BC.READ 8 %u 3", c); /* upto, channels created by it */
+    for (unsigned u = 1; u < 40; u++)
+        add("BC.READ %u 1 %u", u, u % 30);
     check_script("bc");
 }
 
@@ -446,6 +466,9 @@ static void test_feed(void)
         add("FEED.UNFOLLOW 1 %u", a);
     for (unsigned u = 10; u < 700; u++)
         add("FEED.FOLLOW %u %u", u, u % 11 + 1);
+    /* bulk follows: new authors, followees, repeats */
+    for (unsigned u = 700; u < 720; u++)
+        add("FEED.FOLLOW %u 1 %u %u 2 %u", u, 20000 + u, 30000 + u, 20000 + u);
     check_script("feed");
 }
 

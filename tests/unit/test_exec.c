@@ -98,7 +98,7 @@ static void test_admin(void)
     CHECK(starts(text("CONFIG GET max-*"), "*6\r\n"));
     CHECK(strcmp(text("CONFIG GET nothing"), "*0\r\n") == 0);
     CHECK(starts(text("HELP CNT.INCR"),
-                 "*5\r\n$25\r\nCNT.INCR uid type [delta]"));
+                 "*5\r\n$34\r\nCNT.INCR uid type [delta] [ID nid]"));
     CHECK(strstr(text("HELP"), "CNT.CLEAR uid [type ...]") != NULL);
     const char *info = text("INFO");
     CHECK(strstr(info, "# Server") && strstr(info, "# Memory") &&

@@ -47,7 +47,7 @@ static void test_table_shape(void)
 {
     const uint32_t known = OPF_READ | OPF_WRITE | OPF_ADMIN | OPF_USER |
                            OPF_NOAUTH | OPF_FAST | OPF_GLOBAL | OPF_GID |
-                           OPF_FREES | OPF_NOBATCH;
+                           OPF_FREES | OPF_NOBATCH | OPF_UIDS | OPF_UIDS_MASK;
     size_t i, j;
 
     CHECK(UR_OP_COUNT > 0);
@@ -70,6 +70,15 @@ static void test_table_shape(void)
         if (op->flags & (OPF_USER | OPF_GID))
             CHECK(op->min_args >= 1); /* the uid or gid routed on */
         CHECK((op->flags & (OPF_USER | OPF_GID)) != (OPF_USER | OPF_GID));
+        /* many uids: routed by each of them, never by one key, never to
+         * every server; the uids' start is only meaningful with it */
+        if (op->flags & OPF_UIDS) {
+            CHECK((op->flags & (OPF_USER | OPF_GID | OPF_GLOBAL)) == 0);
+            CHECK(op->min_args >= ur_op_uids_from(op->flags) + 1);
+            CHECK(op->max_args == UR_VARARGS);
+        } else {
+            CHECK((op->flags & OPF_UIDS_MASK) == 0);
+        }
         if (op->flags & (OPF_GLOBAL | OPF_FREES))
             CHECK(op->flags & OPF_WRITE);
         /* what cannot be batched controls, it changes no data */
@@ -114,7 +123,10 @@ static void test_enums(void)
     CHECK(strcmp(ur_ops[UR_OPI_CNT_INCR].name, "CNT.INCR") == 0);
     CHECK_EQ_U64(ur_ops[UR_OPI_CNT_INCR].code, UR_OP_CNT_INCR);
     CHECK_EQ_U64(ur_ops[UR_OPI_CNT_INCR].min_args, 2);
-    CHECK_EQ_U64(ur_ops[UR_OPI_CNT_INCR].max_args, 3);
+    CHECK_EQ_U64(ur_ops[UR_OPI_CNT_INCR].max_args, 5);
+    CHECK(ur_ops[UR_OPI_USER_MBADGE].flags & OPF_UIDS);
+    CHECK_EQ_U64(ur_op_uids_from(ur_ops[UR_OPI_USER_MBADGE].flags), 0);
+    CHECK_EQ_U64(ur_op_uids_from(OPF_UIDS_FROM(2)), 2);
     CHECK_EQ_U64(ur_ops[UR_OPI_CNT_CLEAR].max_args, UR_VARARGS);
     CHECK(ur_ops[UR_OPI_CNT_GET].flags & OPF_READ);
     CHECK(ur_ops[UR_OPI_CNT_INCR].flags & OPF_WRITE);
