@@ -14,8 +14,13 @@
  *   read   take the next request's slots in queue order, read each reply
  *          from its server (each server answers in its own request order,
  *          so reading in the caller's order needs no reordering), combine
- *          a global write's replies, and turn unreachable reads into the
- *          default when degraded mode is on.
+ *          a global write's replies, merge a split request's replies, and
+ *          turn unreachable reads into the default when degraded mode is
+ *          on.
+ * A request for many users (OPF_UIDS) whose uids live on several servers
+ * is split: each server gets the arguments before the uids and its own
+ * uids in their order, one slot each, and the replies (arrays with one
+ * element per uid) are merged back into one array in the caller's order.
  * A request whose server could not be used is decided at queue time: its
  * slot carries the outcome and no frame, so every queued request has
  * exactly one reply to read, in order.
@@ -73,11 +78,12 @@ UNREAD_SAME(UNREAD_CIRCUIT_HALF_OPEN, UC_HALF_OPEN);
 _Static_assert(UNREAD_DEGRADED > UINT16_MAX, "a wire code could collide");
 
 #define UNREAD_ERRLEN 512
-#define UC_PENDING INT_MIN  /* slot outcome: the reply is still to be read */
-#define UC_ALL UINT32_MAX   /* route: every server (a global write) */
-#define UC_FIRST_SERVER 0   /* route of admin and unkeyed commands */
-#define UC_SLOTS_KEEP 4096  /* slots an idle handle keeps */
-#define UC_BATCH_KEEP 65536 /* batch body bytes an idle handle keeps */
+#define UC_PENDING INT_MIN /* slot outcome: the reply is still to be read */
+#define UC_ALL UINT32_MAX  /* route: every server (a global write) */
+#define UC_SPLIT (UINT32_MAX - 1) /* route: split by uid (OPF_UIDS) */
+#define UC_FIRST_SERVER 0         /* route of admin and unkeyed commands */
+#define UC_SLOTS_KEEP 4096        /* slots an idle handle keeps */
+#define UC_BATCH_KEEP 65536       /* batch body bytes an idle handle keeps */
 
 struct uc_server {
     struct uc_conn conn;
@@ -93,6 +99,9 @@ struct uc_slot {
     int rc;           /* UC_PENDING, or the outcome decided without a reply */
     uint16_t nbatch;  /* a batch frame: its command count */
     bool batch_reads; /* ... all of them reads: degraded mode may answer */
+    bool split;       /* one server's share of a split request */
+    uint32_t nuids;   /* first slot of a split: its uids, whose servers */
+    size_t map_off;   /* ... are c->split_map[map_off .. + nuids) */
 };
 
 /* The batch being queued (unread_batch_begin): its commands encoded as a
@@ -131,7 +140,13 @@ struct unread {
     struct ur_buf dflt; /* reply body of a degraded read: INT default */
     struct uc_batch batch;
     struct ur_buf dflt_batch; /* ... of a degraded batch: ARRAY of defaults */
-    char *password; /* sent on every (re)connect (unread_auth), or NULL */
+    uint32_t *split_map;      /* the round's split requests: uid -> server */
+    size_t split_len, split_cap;
+    struct unread_arg *split_argv; /* one server's share, while queuing */
+    size_t split_argc_cap;
+    struct ur_buf merged; /* the reply body of the last split request */
+    uint32_t *share_of;   /* nsrv: server -> its share, while merging */
+    char *password;       /* sent on every (re)connect (unread_auth), or NULL */
 
     char err[UNREAD_ERRLEN];
 };
@@ -170,6 +185,13 @@ static bool op_is_keyed(const struct ur_op *o)
     return (o->flags & (OPF_USER | OPF_GID)) != 0;
 }
 
+/* Many users per call: every argument from ur_op_uids_from() on is a
+ * uid. */
+static bool op_is_uids(const struct ur_op *o)
+{
+    return (o->flags & OPF_UIDS) != 0;
+}
+
 /* A key argument: an integer, or a string holding a canonical decimal
  * (unread-cli and generic callers may send either). */
 static bool arg_key(const struct unread_arg *a, uint64_t *key)
@@ -183,9 +205,33 @@ static bool arg_key(const struct unread_arg *a, uint64_t *key)
 }
 
 /*
- * The server of a request, or UC_ALL. A keyed request without a usable
- * key goes to the first server, whose error reply (arity, bad uid) is the
- * answer.
+ * The server of a request for many users: the one holding all its uids,
+ * or UC_SPLIT. A uid that is not a usable key sends the whole request to
+ * the first server, whose error reply is the answer.
+ */
+static uint32_t route_uids(const struct unread *c, const struct ur_op *o,
+                           unsigned argc, const struct unread_arg *argv)
+{
+    unsigned from = ur_op_uids_from(o->flags), i;
+    uint32_t first = UC_FIRST_SERVER, s;
+    uint64_t key;
+
+    for (i = from; i < argc; i++) {
+        if (!arg_key(&argv[i], &key))
+            return UC_FIRST_SERVER;
+        s = uc_ring_find(&c->ring, key);
+        if (i == from)
+            first = s;
+        else if (s != first)
+            return UC_SPLIT;
+    }
+    return first;
+}
+
+/*
+ * The server of a request, UC_ALL or UC_SPLIT. A keyed request without a
+ * usable key goes to the first server, whose error reply (arity, bad uid)
+ * is the answer.
  */
 static uint32_t route(const struct unread *c, uint16_t op, unsigned argc,
                       const struct unread_arg *argv)
@@ -200,6 +246,8 @@ static uint32_t route(const struct unread *c, uint16_t op, unsigned argc,
         return UC_FIRST_SERVER;
     if (op_is_global(o))
         return UC_ALL;
+    if (op_is_uids(o))
+        return route_uids(c, o, argc, argv);
     if (!op_is_keyed(o) || argc == 0 || !arg_key(&argv[0], &key))
         return UC_FIRST_SERVER;
     return uc_ring_find(&c->ring, key);
@@ -306,6 +354,9 @@ static void slot_push(struct unread *c, uint32_t s, uint16_t op, size_t span,
     sl->rc = rc;
     sl->nbatch = op == UR_FRAME_OP_BATCH ? c->batch.n : 0;
     sl->batch_reads = op == UR_FRAME_OP_BATCH && !c->batch.writes;
+    sl->split = false;
+    sl->nuids = 0;
+    sl->map_off = 0;
 }
 
 /* The round is over: every server may be tried again, and what a long
@@ -323,6 +374,8 @@ static void round_end(struct unread *c)
     c->tail = 0;
     c->unflushed = 0;
     c->pending = 0;
+    c->split_len = 0;
+    ur_buf_shrink(&c->merged, UC_BATCH_KEEP);
     for (s = 0; s < c->nsrv; s++)
         c->srv[s].round_rc = 0;
 }
@@ -348,10 +401,95 @@ static int args_check(struct unread *c, unsigned argc,
     return 0;
 }
 
+/* Room for n more entries of the round's uid -> server map. */
+static int split_map_reserve(struct unread *c, size_t n)
+{
+    uint32_t *p;
+    size_t cap;
+
+    if (c->split_len + n <= c->split_cap)
+        return 0;
+    cap = c->split_cap > 0 ? c->split_cap * 2 : 1024;
+    while (cap < c->split_len + n)
+        cap *= 2;
+    p = realloc(c->split_map, cap * sizeof(*p));
+    if (p == NULL)
+        return -1;
+    c->split_map = p;
+    c->split_cap = cap;
+    return 0;
+}
+
 /*
- * Queues one request for server `to` (or UC_ALL). 0: it has its slots and
- * one reply to read. Else nothing was queued (usage error, out of memory).
- * A global write is sent to no server unless every server can take it.
+ * Queues a request for many users split by server (route_uids said
+ * UC_SPLIT): one frame per server holding some of its uids, each with the
+ * arguments before the uids and its uids in the caller's order; one slot
+ * per such server, in server order. A server that cannot take its share
+ * gets a slot with the outcome and no frame: its uids fail, or in
+ * degraded mode read as the default (merge). 0, or nothing queued.
+ */
+static int req_queue_split(struct unread *c, uint16_t op, unsigned argc,
+                           const struct unread_arg *argv)
+{
+    const struct ur_op *o = ur_op_by_code(op);
+    unsigned from = ur_op_uids_from(o->flags), n = argc - from, i, k = 0;
+    size_t first_slot = c->tail, off = c->split_len;
+    uint32_t s, *map;
+    uint64_t key;
+    int rc;
+
+    if (slots_reserve(c, c->nsrv) != 0 || split_map_reserve(c, n) != 0)
+        return uc_set_err(c, UNREAD_ENOMEM, "out of memory queuing a request");
+    if (c->split_argc_cap < argc) {
+        struct unread_arg *a = realloc(c->split_argv, argc * sizeof(*a));
+
+        if (a == NULL)
+            return uc_set_err(c, UNREAD_ENOMEM,
+                              "out of memory queuing a request");
+        c->split_argv = a;
+        c->split_argc_cap = argc;
+    }
+    map = c->split_map + off;
+    for (i = 0; i < n; i++) {
+        (void)arg_key(&argv[from + i], &key); /* route_uids checked it */
+        map[i] = uc_ring_find(&c->ring, key);
+    }
+    memcpy(c->split_argv, argv, from * sizeof(*argv));
+    for (s = 0; s < c->nsrv; s++) {
+        unsigned m = from;
+
+        for (i = 0; i < n; i++)
+            if (map[i] == s)
+                c->split_argv[m++] = argv[from + i];
+        if (m == from)
+            continue;
+        rc = server_ready(c, s);
+        if (rc == 0 &&
+            uc_conn_encode(&c->srv[s].conn, op, m, c->split_argv) != 0) {
+            for (i = first_slot; i < c->tail; i++)
+                if (c->slot[i].rc == UC_PENDING)
+                    uc_conn_unencode(&c->srv[c->slot[i].server].conn);
+            c->tail = first_slot;
+            return uc_set_err(c, UNREAD_ENOMEM,
+                              "out of memory encoding a request");
+        }
+        slot_push(c, s, op, 0, rc == 0 ? UC_PENDING : rc);
+        c->slot[c->tail - 1].split = true;
+        k++;
+    }
+    c->slot[first_slot].span = (uint16_t)k;
+    c->slot[first_slot].nuids = n;
+    c->slot[first_slot].map_off = off;
+    c->split_len += n;
+    c->unflushed++;
+    return 0;
+}
+
+/*
+ * Queues one request for server `to` (or UC_ALL, or UC_SPLIT). 0: it has
+ * its slots and one reply to read. Else nothing was queued (usage error,
+ * out of memory). A global write is sent to no server unless every server
+ * can take it.
  */
 static int req_queue(struct unread *c, uint32_t to, uint16_t op, unsigned argc,
                      const struct unread_arg *argv)
@@ -363,6 +501,8 @@ static int req_queue(struct unread *c, uint32_t to, uint16_t op, unsigned argc,
     rc = args_check(c, argc, argv);
     if (rc != 0)
         return rc;
+    if (to == UC_SPLIT)
+        return req_queue_split(c, op, argc, argv);
     if (slots_reserve(c, n) != 0)
         return uc_set_err(c, UNREAD_ENOMEM, "out of memory queuing a request");
     for (s = first; s < first + n; s++) {
@@ -563,6 +703,128 @@ static void surface(struct unread *c, const struct uc_slot *sl,
     }
 }
 
+/* Skips one value (an array with all its elements) in rd. */
+static bool skip_value(struct ur_val_reader *rd)
+{
+    struct ur_val v;
+    uint64_t left = 1;
+
+    while (left > 0) {
+        if (!ur_val_next(rd, &v))
+            return false;
+        left--;
+        if (v.kind == UR_VAL_ARR)
+            left += v.count;
+    }
+    return true;
+}
+
+/* Whether a failed share of a split read reads as defaults. */
+static bool split_degrades(const struct unread *c, uint16_t op, int rc)
+{
+    return c->opt.degraded && is_unreachable(rc) && op_is_read(op);
+}
+
+/* One server's share of a split request, while merging. */
+struct uc_share {
+    struct ur_val_reader rd;
+    uint32_t sent; /* uids it was sent */
+};
+
+/*
+ * One answer from the span replies of a split request (first: its first
+ * slot): each an array with one element per uid the server was sent, put
+ * back in the caller's order into c->merged. A failed share fails the
+ * request (the first client-side failure, else the first server error),
+ * except in degraded mode, where an unreachable server's uids read as the
+ * default and the answer is UNREAD_DEGRADED. false when the answer is a
+ * failure for surface() to describe.
+ */
+static bool merge(struct unread *c, const struct uc_slot *first, size_t span,
+                  struct uc_res *out)
+{
+    const struct uc_slot *sl = &c->slot[c->head - span];
+    const uint32_t *map = c->split_map + first->map_off;
+    struct uc_share local[16], *sh = local;
+    size_t i, pick = span;
+    bool degraded = false;
+    int rc = UNREAD_ENOMEM;
+
+    for (i = 0; i < span && pick == span; i++)
+        if (c->res[i].rc < 0 && !split_degrades(c, first->op, c->res[i].rc))
+            pick = i;
+    for (i = 0; i < span && pick == span; i++)
+        if (c->res[i].rc > 0)
+            pick = i;
+    if (pick != span) {
+        *out = c->res[pick];
+        return false;
+    }
+    memset(out, 0, sizeof(*out));
+    out->server = c->res[0].server;
+    if (span > 16 && (sh = calloc(span, sizeof(*sh))) == NULL)
+        goto fail;
+    /* share_of: server -> its share (slot) index; the slots are in server
+     * order, one per server with uids */
+    for (i = 0; i < span; i++) {
+        c->share_of[sl[i].server] = (uint32_t)i;
+        sh[i].sent = 0;
+    }
+    for (uint32_t u = 0; u < first->nuids; u++)
+        sh[c->share_of[map[u]]].sent++;
+    for (i = 0; i < span; i++) {
+        struct ur_val v;
+
+        if (c->res[i].rc != 0) {
+            degraded = true;
+            continue;
+        }
+        ur_val_reader_init(&sh[i].rd, c->res[i].body, c->res[i].h.len);
+        if (!ur_val_next(&sh[i].rd, &v) || v.kind != UR_VAL_ARR ||
+            v.count != sh[i].sent) {
+            rc = uc_shape_err(c, first->op);
+            goto fail;
+        }
+    }
+    c->merged.len = 0;
+    if (ur_frame_put_arr(&c->merged, first->nuids) != 0)
+        goto fail;
+    for (uint32_t u = 0; u < first->nuids; u++) {
+        struct uc_share *one = &sh[c->share_of[map[u]]];
+        const char *from = one->rd.p;
+
+        if (c->res[c->share_of[map[u]]].rc != 0) {
+            if (ur_frame_put_int(&c->merged, c->opt.default_value) != 0)
+                goto fail;
+            continue;
+        }
+        if (!skip_value(&one->rd)) {
+            rc = uc_shape_err(c, first->op);
+            goto fail;
+        }
+        if (ur_buf_append(&c->merged, from, (size_t)(one->rd.p - from)) != 0)
+            goto fail;
+    }
+    if (sh != local)
+        free(sh);
+    out->rc = degraded ? UNREAD_DEGRADED : 0;
+    out->h.len = (uint32_t)c->merged.len;
+    out->body = c->merged.data;
+    if (degraded)
+        uc_set_err(c, UNREAD_DEGRADED,
+                   "a server of the request could not be reached: its "
+                   "users read as the default");
+    return true;
+
+fail:
+    if (sh != local)
+        free(sh);
+    out->rc = rc == UNREAD_ENOMEM
+                  ? uc_set_err(c, rc, "out of memory merging replies")
+                  : rc;
+    return true;
+}
+
 /* Reads the next request's reply (all its slots), within one read
  * timeout. The request must have been flushed. */
 static void req_read(struct unread *c, struct uc_res *out)
@@ -576,10 +838,14 @@ static void req_read(struct unread *c, struct uc_res *out)
         slot_read(c, &c->slot[c->head + i], &d, &c->res[i]);
     c->head += span;
     c->pending--;
-    if (span == 1)
+    if (first->split) {
+        if (merge(c, first, span, out))
+            return;
+    } else if (span == 1) {
         *out = c->res[0];
-    else
+    } else {
         combine(c, op, span, out);
+    }
     surface(c, first, out);
 }
 
@@ -685,6 +951,10 @@ static void handle_free(struct unread *c)
     ur_buf_deinit(&c->dflt);
     ur_buf_deinit(&c->dflt_batch);
     ur_buf_deinit(&c->batch.body);
+    ur_buf_deinit(&c->merged);
+    free(c->split_map);
+    free(c->split_argv);
+    free(c->share_of);
     free(c->password);
     free(c->srv);
     free(c->res);
@@ -732,6 +1002,7 @@ static struct unread *handle_create(struct uc_addr *a, size_t n,
     ur_buf_init(&c->dflt);
     ur_buf_init(&c->dflt_batch);
     ur_buf_init(&c->batch.body);
+    ur_buf_init(&c->merged);
     if (!opts_valid(o, n, err, errlen))
         goto error;
     c->opt = *o;
@@ -739,7 +1010,8 @@ static struct unread *handle_create(struct uc_addr *a, size_t n,
     c->brk_cfg.open_ms = o->breaker_open_ms;
     c->srv = calloc(n, sizeof(*c->srv));
     c->res = calloc(n, sizeof(*c->res));
-    if (c->srv == NULL || c->res == NULL ||
+    c->share_of = calloc(n, sizeof(*c->share_of));
+    if (c->srv == NULL || c->res == NULL || c->share_of == NULL ||
         (n > 1 && uc_ring_build(&c->ring, a, n, o->ring_points) != 0) ||
         ur_frame_put_int(&c->dflt, o->default_value) != 0) {
         snprintf(err, errlen, "out of memory");
@@ -1124,6 +1396,196 @@ int unread_cnt_clear(struct unread *c, uint64_t uid, const uint8_t *types,
     return uc_call_int(c, UR_OP_CNT_CLEAR, ntypes + 1, args, total);
 }
 
+/* CNT.INCR uid type delta ID nid, CNT.ACK uid type nid: [value, total]
+ * (writes: never degraded). */
+static int call_notice(struct unread *c, uint16_t op, uint64_t uid,
+                       unsigned type, const uint32_t *delta, uint64_t nid,
+                       uint32_t *value, uint64_t *total)
+{
+    struct unread_arg argv[5];
+    struct ur_val_reader rd;
+    struct ur_frame_hdr h;
+    const char *body;
+    uint32_t count;
+    uint64_t v, t;
+    unsigned n = 0;
+    int rc;
+
+    argv[n++] = unread_arg_int(uid);
+    argv[n++] = unread_arg_int(type);
+    if (delta != NULL) {
+        argv[n++] = unread_arg_int(*delta);
+        argv[n++] = unread_arg_str("ID", 2);
+    }
+    argv[n++] = unread_arg_int(nid);
+    rc = uc_roundtrip(c, op, n, argv, &h, &body);
+    if (rc != 0)
+        return rc;
+    ur_val_reader_init(&rd, body, h.len);
+    if (!uc_rd_arr(&rd, &count) || count != 2 || !uc_rd_int(&rd, &v) ||
+        !uc_rd_int(&rd, &t) || v > UINT32_MAX)
+        return uc_shape_err(c, op);
+    if (value != NULL)
+        *value = (uint32_t)v;
+    if (total != NULL)
+        *total = t;
+    return 0;
+}
+
+int unread_cnt_incr_id(struct unread *c, uint64_t uid, unsigned type,
+                       uint32_t delta, uint64_t nid, uint32_t *value,
+                       uint64_t *total)
+{
+    return call_notice(c, UR_OP_CNT_INCR, uid, type, &delta, nid, value, total);
+}
+
+int unread_cnt_ack(struct unread *c, uint64_t uid, unsigned type, uint64_t nid,
+                   uint32_t *value, uint64_t *total)
+{
+    return call_notice(c, UR_OP_CNT_ACK, uid, type, NULL, nid, value, total);
+}
+
+int unread_cnt_mtotal(struct unread *c, const uint64_t *uids, size_t n,
+                      uint64_t *totals)
+{
+    return uc_call_uids(c, UR_OP_CNT_MTOTAL, uids, n, totals);
+}
+
+int unread_cnt_total_ex(struct unread *c, uint64_t uid, uint64_t *total,
+                        uint64_t *expired)
+{
+    return uc_call_count_ex(c, UR_OP_CNT_TOTAL, 1, &uid, total, expired);
+}
+
+/* ---- Many users per call, reads with WITHEXPIRY ------------------------ */
+
+int uc_call_uids(struct unread *c, uint16_t op, const uint64_t *uids, size_t n,
+                 uint64_t *out)
+{
+    struct unread_arg *argv;
+    size_t done = 0, k, i;
+    int rc = 0, degraded = 0;
+
+    if (n == 0)
+        return 0;
+    if (uids == NULL || out == NULL)
+        return uc_set_err(c, UNREAD_EUSAGE, "%zu uids: uids and out needed", n);
+    argv = malloc((n < UR_UIDS_MAX ? n : UR_UIDS_MAX) * sizeof(*argv));
+    if (argv == NULL)
+        return uc_set_err(c, UNREAD_ENOMEM, "out of memory");
+    for (; done < n && rc == 0; done += k) {
+        struct ur_val_reader rd;
+        struct ur_frame_hdr h;
+        const char *body;
+        uint32_t count;
+        uint64_t v;
+
+        k = n - done < UR_UIDS_MAX ? n - done : UR_UIDS_MAX;
+        for (i = 0; i < k; i++)
+            argv[i] = unread_arg_int(uids[done + i]);
+        rc = uc_roundtrip(c, op, (unsigned)k, argv, &h, &body);
+        if (rc != 0 && rc != UNREAD_DEGRADED)
+            break;
+        ur_val_reader_init(&rd, body, h.len);
+        if (rc == UNREAD_DEGRADED && h.len == c->dflt.len &&
+            memcmp(body, c->dflt.data, h.len) == 0) {
+            /* one server, unreachable: the default for every uid */
+            for (i = 0; i < k; i++)
+                out[done + i] = c->opt.default_value;
+        } else {
+            if (!uc_rd_arr(&rd, &count) || count != k) {
+                rc = uc_shape_err(c, op);
+                break;
+            }
+            for (i = 0; i < k; i++) {
+                if (!uc_rd_int(&rd, &v)) {
+                    rc = uc_shape_err(c, op);
+                    break;
+                }
+                out[done + i] = v;
+            }
+        }
+        if (rc == UNREAD_DEGRADED) {
+            degraded = 1;
+            rc = 0;
+        }
+    }
+    free(argv);
+    return rc != 0 ? rc : degraded ? UNREAD_DEGRADED : 0;
+}
+
+uint64_t uc_default(const struct unread *c)
+{
+    return c->opt.default_value;
+}
+
+int uc_call_int_list(struct unread *c, uint16_t op, uint64_t first,
+                     const uint64_t *rest, size_t n, uint64_t *out)
+{
+    struct unread_arg *argv;
+    struct ur_frame_hdr h;
+    struct ur_val_reader rd;
+    const char *body;
+    uint64_t v;
+    size_t i;
+    int rc;
+
+    if (n == 0 || rest == NULL || n >= UINT16_MAX)
+        return uc_set_err(c, UNREAD_EUSAGE, "%zu items: 1 to %u", n,
+                          (unsigned)UINT16_MAX - 1);
+    argv = malloc((n + 1) * sizeof(*argv));
+    if (argv == NULL)
+        return uc_set_err(c, UNREAD_ENOMEM, "out of memory");
+    argv[0] = unread_arg_int(first);
+    for (i = 0; i < n; i++)
+        argv[i + 1] = unread_arg_int(rest[i]);
+    rc = uc_roundtrip(c, op, (unsigned)n + 1, argv, &h, &body);
+    free(argv);
+    if (rc != 0 && rc != UNREAD_DEGRADED)
+        return rc;
+    ur_val_reader_init(&rd, body, h.len);
+    if (!uc_rd_int(&rd, &v))
+        return uc_shape_err(c, op);
+    if (out != NULL)
+        *out = v;
+    return rc;
+}
+
+int uc_call_count_ex(struct unread *c, uint16_t op, unsigned argc,
+                     const uint64_t *args, uint64_t *count, uint64_t *expired)
+{
+    struct unread_arg argv[4];
+    struct ur_val_reader rd;
+    struct ur_frame_hdr h;
+    const char *body;
+    uint32_t n;
+    uint64_t v, e;
+    unsigned i;
+    int rc;
+
+    if (argc > 3)
+        return uc_set_err(c, UNREAD_EUSAGE, "%u arguments: at most 3", argc);
+    for (i = 0; i < argc; i++)
+        argv[i] = unread_arg_int(args[i]);
+    argv[argc] = unread_arg_str("WITHEXPIRY", 10);
+    rc = uc_roundtrip(c, op, argc + 1, argv, &h, &body);
+    if (rc != 0 && rc != UNREAD_DEGRADED)
+        return rc;
+    ur_val_reader_init(&rd, body, h.len);
+    if (rc == UNREAD_DEGRADED) {
+        v = c->opt.default_value;
+        e = 0;
+    } else if (!uc_rd_arr(&rd, &n) || n != 2 || !uc_rd_int(&rd, &v) ||
+               !uc_rd_int(&rd, &e)) {
+        return uc_shape_err(c, op);
+    }
+    if (count != NULL)
+        *count = v;
+    if (expired != NULL)
+        *expired = e;
+    return rc;
+}
+
 /* ---- Public: generic command ------------------------------------------- */
 
 /* A reply (status >= 0) as a tree for the caller, from server s. */
@@ -1230,6 +1692,11 @@ static int batch_add(struct unread *c, uint16_t op, unsigned argc,
         return uc_set_err(c, UNREAD_EUSAGE, "a batch holds at most %u commands",
                           (unsigned)UINT16_MAX);
     to = route(c, op, argc, argv);
+    if (to == UC_SPLIT)
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "%s: its uids live on several servers, and a batch "
+                          "runs on one",
+                          o->name);
     if (b->n > 0 && to != b->server)
         return uc_set_err(c, UNREAD_EUSAGE,
                           "a batch runs on one server: this command goes to "
@@ -1387,6 +1854,24 @@ int unread_pipe_cnt_getall(struct unread *c, uint64_t uid)
 int unread_pipe_cnt_total(struct unread *c, uint64_t uid)
 {
     return uc_pipe_ints(c, UR_OP_CNT_TOTAL, 1, &uid);
+}
+
+int unread_pipe_cnt_incr_id(struct unread *c, uint64_t uid, unsigned type,
+                            uint32_t delta, uint64_t nid)
+{
+    struct unread_arg a[5] = {unread_arg_int(uid), unread_arg_int(type),
+                              unread_arg_int(delta), unread_arg_str("ID", 2),
+                              unread_arg_int(nid)};
+
+    return unread_pipe_cmd(c, NULL, UR_OP_CNT_INCR, 5, a);
+}
+
+int unread_pipe_cnt_ack(struct unread *c, uint64_t uid, unsigned type,
+                        uint64_t nid)
+{
+    uint64_t a[3] = {uid, type, nid};
+
+    return uc_pipe_ints(c, UR_OP_CNT_ACK, 3, a);
 }
 
 int unread_pipe_cnt_clear(struct unread *c, uint64_t uid, const uint8_t *types,

@@ -285,6 +285,39 @@ int unread_cnt_total(struct unread *c, uint64_t uid, uint64_t *total);
 int unread_cnt_clear(struct unread *c, uint64_t uid, const uint8_t *types,
                      unsigned ntypes, uint64_t *total);
 
+/*
+ * Notices read once (docs/COMMANDS.md): CNT.INCR uid type delta ID nid
+ * counts notice nid once, however many times it is sent; CNT.ACK uid type
+ * nid takes it off once, however many devices read it. Both: the type's
+ * value and the user's total after.
+ */
+int unread_cnt_incr_id(struct unread *c, uint64_t uid, unsigned type,
+                       uint32_t delta, uint64_t nid, uint32_t *value,
+                       uint64_t *total);
+int unread_cnt_ack(struct unread *c, uint64_t uid, unsigned type, uint64_t nid,
+                   uint32_t *value, uint64_t *total);
+
+/*
+ * Many users per call (CNT.MTOTAL, CONV.MTOTAL, USER.MBADGE): one integer
+ * per uid of uids[0..n) into out[0..n), in order. Any n: the library sends
+ * requests of at most 1000 uids, and on a cluster splits each by server
+ * and merges the replies back in order (docs/CLIENT.md). UNREAD_DEGRADED
+ * when some users' servers could not be reached: theirs hold the default.
+ */
+int unread_cnt_mtotal(struct unread *c, const uint64_t *uids, size_t n,
+                      uint64_t *totals);
+
+/*
+ * Reads with WITHEXPIRY (docs/OPERATIONS.md, "Users and expiry"): the
+ * count, and when the user expired from the family (ms since the epoch)
+ * if no write of the family has rebuilt it since, else 0: a non-zero
+ * *expired tells the app to rebuild (GRP.JOIN, FEED.FOLLOW, CNT.SET, ...).
+ * The same _ex form exists for CONV.TOTAL, GRP.UNREAD, GRP.TOTAL,
+ * BC.UNREAD and FEED.UNREAD below.
+ */
+int unread_cnt_total_ex(struct unread *c, uint64_t uid, uint64_t *total,
+                        uint64_t *expired);
+
 /* ---- Generic commands and replies ------------------------------------- */
 
 /* One request argument: a u64 or a byte string (not necessarily
@@ -426,6 +459,10 @@ int unread_pipe_cnt_set(struct unread *c, uint64_t uid, unsigned type,
 int unread_pipe_cnt_get(struct unread *c, uint64_t uid, unsigned type);
 int unread_pipe_cnt_getall(struct unread *c, uint64_t uid);
 int unread_pipe_cnt_total(struct unread *c, uint64_t uid);
+int unread_pipe_cnt_incr_id(struct unread *c, uint64_t uid, unsigned type,
+                            uint32_t delta, uint64_t nid);
+int unread_pipe_cnt_ack(struct unread *c, uint64_t uid, unsigned type,
+                        uint64_t nid);
 int unread_pipe_cnt_clear(struct unread *c, uint64_t uid, const uint8_t *types,
                           unsigned ntypes);
 
@@ -573,6 +610,14 @@ int unread_conv_get(struct unread *c, uint64_t uid, uint64_t cid,
 /* CONV.TOTAL uid: the user's total over its unmuted conversations. */
 int unread_conv_total(struct unread *c, uint64_t uid, uint64_t *total);
 
+/* CONV.TOTAL uid WITHEXPIRY (as unread_cnt_total_ex). */
+int unread_conv_total_ex(struct unread *c, uint64_t uid, uint64_t *total,
+                         uint64_t *expired);
+
+/* CONV.MTOTAL: CONV.TOTAL of many users (as unread_cnt_mtotal). */
+int unread_conv_mtotal(struct unread *c, const uint64_t *uids, size_t n,
+                       uint64_t *totals);
+
 /* One conversation with unread messages. */
 struct unread_conv_pair {
     uint64_t cid;
@@ -621,6 +666,13 @@ int unread_grp_post(struct unread *c, uint64_t gid, uint64_t ts, uint64_t *seq);
 int unread_grp_join(struct unread *c, uint64_t uid, uint64_t gid,
                     uint64_t *unread);
 
+/* GRP.JOIN uid gid [gid ...] with gids[0..n): each group at its head (a
+ * member stays where it is), all or nothing (UNREAD_ERR_LIMIT: none
+ * joined); the user's unread over those groups after, capped. Rebuilds an
+ * expired user's memberships in one call. */
+int unread_grp_join_many(struct unread *c, uint64_t uid, const uint64_t *gids,
+                         size_t n, uint64_t *unread);
+
 /* GRP.LEAVE uid gid: *was_member = 1 when the user was a member, else 0. */
 int unread_grp_leave(struct unread *c, uint64_t uid, uint64_t gid,
                      int *was_member);
@@ -636,6 +688,12 @@ int unread_grp_unread(struct unread *c, uint64_t uid, uint64_t gid,
 
 /* GRP.TOTAL uid: the sum over the user's groups. */
 int unread_grp_total(struct unread *c, uint64_t uid, uint64_t *total);
+
+/* GRP.UNREAD and GRP.TOTAL with WITHEXPIRY (as unread_cnt_total_ex). */
+int unread_grp_unread_ex(struct unread *c, uint64_t uid, uint64_t gid,
+                         uint64_t *unread, uint64_t *expired);
+int unread_grp_total_ex(struct unread *c, uint64_t uid, uint64_t *total,
+                        uint64_t *expired);
 
 /* One group with unread messages. */
 struct unread_grp_item {
@@ -673,10 +731,22 @@ int unread_bc_unread(struct unread *c, uint64_t uid, uint64_t ch,
 /* BC.READ uid ch: everything published so far is read. */
 int unread_bc_read(struct unread *c, uint64_t uid, uint64_t ch);
 
-/* Queue helpers; replies: publish INT (head), unread INT, read INT 0. */
+/* BC.READ uid ch upto: the messages numbered 1..upto are read (never
+ * moving back); the user's unread in the channel after. */
+int unread_bc_read_upto(struct unread *c, uint64_t uid, uint64_t ch,
+                        uint64_t upto, uint64_t *unread);
+
+/* BC.UNREAD uid ch WITHEXPIRY (as unread_cnt_total_ex). */
+int unread_bc_unread_ex(struct unread *c, uint64_t uid, uint64_t ch,
+                        uint64_t *unread, uint64_t *expired);
+
+/* Queue helpers; replies: publish INT (head), unread INT, read INT 0,
+ * read_upto INT (unread after). */
 int unread_pipe_bc_publish(struct unread *c, uint64_t ch);
 int unread_pipe_bc_unread(struct unread *c, uint64_t uid, uint64_t ch);
 int unread_pipe_bc_read(struct unread *c, uint64_t uid, uint64_t ch);
+int unread_pipe_bc_read_upto(struct unread *c, uint64_t uid, uint64_t ch,
+                             uint64_t upto);
 
 /* ---- DOT: red dots ----------------------------------------------------- */
 /*
@@ -733,9 +803,19 @@ int unread_feed_follow(struct unread *c, uint64_t uid, uint64_t author,
 int unread_feed_unfollow(struct unread *c, uint64_t uid, uint64_t author,
                          int *removed);
 
+/* FEED.FOLLOW uid author [author ...] with authors[0..n), all or nothing
+ * (UNREAD_ERR_LIMIT: none followed): *added = how many were new.
+ * Rebuilds an expired user's follows in one call. */
+int unread_feed_follow_many(struct unread *c, uint64_t uid,
+                            const uint64_t *authors, size_t n, uint64_t *added);
+
 /* FEED.UNREAD uid: new posts of the followees, capped by the server's
  * unread-cap (cap + 1 means "more"). */
 int unread_feed_unread(struct unread *c, uint64_t uid, uint64_t *unread);
+
+/* FEED.UNREAD uid WITHEXPIRY (as unread_cnt_total_ex). */
+int unread_feed_unread_ex(struct unread *c, uint64_t uid, uint64_t *unread,
+                          uint64_t *expired);
 
 /* FEED.RESET uid: every followee's posts seen; unread is 0 after. */
 int unread_feed_reset(struct unread *c, uint64_t uid);
@@ -829,6 +909,54 @@ int unread_flushall(struct unread *c);
 
 /* Queue helper; reply: INT entries removed. */
 int unread_pipe_user_del(struct unread *c, uint64_t uid);
+
+/* The badge's parts: one per family with a part (cnt conv grp bc dot
+ * feed). */
+#define UNREAD_BADGE_PARTS 8
+
+struct unread_badge {
+    uint64_t badge;  /* the sum, exact up to unread-cap, cap + 1 above */
+    unsigned nparts; /* parts in the order asked (or the server's) */
+    struct {
+        char family[8]; /* "cnt", "conv", ... */
+        uint64_t value; /* under the same rule as the badge */
+    } part[UNREAD_BADGE_PARTS];
+    uint64_t expired; /* with withexpiry: ms, or 0 (USER.BADGE) */
+};
+
+/*
+ * USER.BADGE uid [family ...] [WITHEXPIRY]: the app badge, computed on the
+ * server under one capping rule, and its parts. families[0..nfamilies)
+ * names the families ("cnt", "grp", ...; none: all of them); withexpiry
+ * asks for *expired. On UNREAD_DEGRADED: the default badge, no part.
+ */
+int unread_user_badge(struct unread *c, uint64_t uid,
+                      const char *const *families, unsigned nfamilies,
+                      int withexpiry, struct unread_badge *out);
+
+/* USER.MBADGE: the badges of uids[0..n) into badges[0..n) (as
+ * unread_cnt_mtotal: any n, split by server on a cluster). */
+int unread_user_mbadge(struct unread *c, const uint64_t *uids, size_t n,
+                       uint64_t *badges);
+
+enum unread_user_state {
+    UNREAD_USER_UNKNOWN = 0, /* nothing tracked */
+    UNREAD_USER_ACTIVE = 1,
+    UNREAD_USER_EXPIRED = 2 /* not active since its expiry */
+};
+
+struct unread_user_status {
+    int state;               /* enum unread_user_state */
+    uint64_t last_active_ms; /* ACTIVE: the start of its last active day */
+    uint64_t expired_ms;     /* its last expiry, 0 when none */
+    unsigned npending;       /* families expiry forgot, not rebuilt since */
+    char pending[UNREAD_BADGE_PARTS][8];
+};
+
+/* USER.STATUS uid: whether the user's state is whole (an app rebuilds
+ * the families in pending). Does not mark the user active. */
+int unread_user_status(struct unread *c, uint64_t uid,
+                       struct unread_user_status *out);
 
 #ifdef __cplusplus
 }

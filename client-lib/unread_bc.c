@@ -47,3 +47,27 @@ int unread_pipe_bc_read(struct unread *c, uint64_t uid, uint64_t ch)
 
     return uc_pipe_ints(c, UR_OP_BC_READ, 2, a);
 }
+
+int unread_bc_read_upto(struct unread *c, uint64_t uid, uint64_t ch,
+                        uint64_t upto, uint64_t *unread)
+{
+    uint64_t args[3] = {uid, ch, upto};
+
+    return uc_call_int(c, UR_OP_BC_READ, 3, args, unread);
+}
+
+int unread_bc_unread_ex(struct unread *c, uint64_t uid, uint64_t ch,
+                        uint64_t *unread, uint64_t *expired)
+{
+    uint64_t args[2] = {uid, ch};
+
+    return uc_call_count_ex(c, UR_OP_BC_UNREAD, 2, args, unread, expired);
+}
+
+int unread_pipe_bc_read_upto(struct unread *c, uint64_t uid, uint64_t ch,
+                             uint64_t upto)
+{
+    uint64_t a[3] = {uid, ch, upto};
+
+    return uc_pipe_ints(c, UR_OP_BC_READ, 3, a);
+}

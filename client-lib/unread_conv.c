@@ -185,3 +185,15 @@ int unread_pipe_conv_total(struct unread *c, uint64_t uid)
 {
     return uc_pipe_ints(c, UR_OP_CONV_TOTAL, 1, &uid);
 }
+
+int unread_conv_mtotal(struct unread *c, const uint64_t *uids, size_t n,
+                       uint64_t *totals)
+{
+    return uc_call_uids(c, UR_OP_CONV_MTOTAL, uids, n, totals);
+}
+
+int unread_conv_total_ex(struct unread *c, uint64_t uid, uint64_t *total,
+                         uint64_t *expired)
+{
+    return uc_call_count_ex(c, UR_OP_CONV_TOTAL, 1, &uid, total, expired);
+}

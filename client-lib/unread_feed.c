@@ -116,3 +116,15 @@ int unread_pipe_feed_reset(struct unread *c, uint64_t uid)
 {
     return uc_pipe_ints(c, UR_OP_FEED_RESET, 1, &uid);
 }
+
+int unread_feed_follow_many(struct unread *c, uint64_t uid,
+                            const uint64_t *authors, size_t n, uint64_t *added)
+{
+    return uc_call_int_list(c, UR_OP_FEED_FOLLOW, uid, authors, n, added);
+}
+
+int unread_feed_unread_ex(struct unread *c, uint64_t uid, uint64_t *unread,
+                          uint64_t *expired)
+{
+    return uc_call_count_ex(c, UR_OP_FEED_UNREAD, 1, &uid, unread, expired);
+}

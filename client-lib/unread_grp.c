@@ -118,3 +118,23 @@ int unread_pipe_grp_total(struct unread *c, uint64_t uid)
 {
     return uc_pipe_ints(c, UR_OP_GRP_TOTAL, 1, &uid);
 }
+
+int unread_grp_join_many(struct unread *c, uint64_t uid, const uint64_t *gids,
+                         size_t n, uint64_t *unread)
+{
+    return uc_call_int_list(c, UR_OP_GRP_JOIN, uid, gids, n, unread);
+}
+
+int unread_grp_unread_ex(struct unread *c, uint64_t uid, uint64_t gid,
+                         uint64_t *unread, uint64_t *expired)
+{
+    uint64_t args[2] = {uid, gid};
+
+    return uc_call_count_ex(c, UR_OP_GRP_UNREAD, 2, args, unread, expired);
+}
+
+int unread_grp_total_ex(struct unread *c, uint64_t uid, uint64_t *total,
+                        uint64_t *expired)
+{
+    return uc_call_count_ex(c, UR_OP_GRP_TOTAL, 1, &uid, total, expired);
+}

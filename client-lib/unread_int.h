@@ -42,6 +42,29 @@ int uc_call_ints(struct unread *c, uint16_t op, unsigned argc,
 int uc_call_int(struct unread *c, uint16_t op, unsigned argc,
                 const uint64_t *args, uint64_t *out);
 
+/*
+ * A read of many users (OPF_UIDS, every argument a uid) whose reply holds
+ * one integer per uid: uids[0..n) in requests of at most UR_UIDS_MAX, each
+ * split by server and merged back in order (unread.c), into out[0..n).
+ * 0; UNREAD_DEGRADED when some uids could not be read and hold the
+ * default; else the first failure (out then partly written).
+ */
+int uc_call_uids(struct unread *c, uint16_t op, const uint64_t *uids, size_t n,
+                 uint64_t *out);
+
+/* What degraded reads answer (unread_opts.default_value). */
+uint64_t uc_default(const struct unread *c);
+
+/* Synchronous call of op with arguments first, rest[0..n) (1 <= n <
+ * 65535) whose reply is one integer (GRP.JOIN, FEED.FOLLOW with many). */
+int uc_call_int_list(struct unread *c, uint16_t op, uint64_t first,
+                     const uint64_t *rest, size_t n, uint64_t *out);
+
+/* A family read with WITHEXPIRY after its integer arguments args[0..argc)
+ * (at most 3): [count, expired]. On UNREAD_DEGRADED: the default and 0. */
+int uc_call_count_ex(struct unread *c, uint16_t op, unsigned argc,
+                     const uint64_t *args, uint64_t *count, uint64_t *expired);
+
 /* Queues op with integer arguments v[0..argc) (at most 65) on the open
  * pipeline: unread_pipe_cmd's contract. */
 int uc_pipe_ints(struct unread *c, uint16_t op, unsigned argc,

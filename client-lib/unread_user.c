@@ -5,6 +5,8 @@
  */
 #include "unread_int.h"
 
+#include <string.h>
+
 int unread_user_info(struct unread *c, uint64_t uid, struct unread_reply **out)
 {
     struct unread_arg a = unread_arg_int(uid);
@@ -33,4 +35,111 @@ int unread_pipe_user_del(struct unread *c, uint64_t uid)
     struct unread_arg a = unread_arg_int(uid);
 
     return unread_pipe_cmd(c, NULL, UR_OP_USER_DEL, 1, &a);
+}
+
+int unread_user_mbadge(struct unread *c, const uint64_t *uids, size_t n,
+                       uint64_t *badges)
+{
+    return uc_call_uids(c, UR_OP_USER_MBADGE, uids, n, badges);
+}
+
+/* A bulk string of the reply into dst[cap] (NUL-terminated, cut). */
+static bool rd_name(struct ur_val_reader *rd, char *dst, size_t cap)
+{
+    struct ur_val v;
+    size_t n;
+
+    if (!ur_val_next(rd, &v) || v.kind != UR_VAL_STR)
+        return false;
+    n = v.len < cap - 1 ? v.len : cap - 1;
+    memcpy(dst, v.str, n);
+    dst[n] = '\0';
+    return true;
+}
+
+int unread_user_badge(struct unread *c, uint64_t uid,
+                      const char *const *families, unsigned nfamilies,
+                      int withexpiry, struct unread_badge *out)
+{
+    struct unread_arg argv[2 + UNREAD_BADGE_PARTS];
+    struct unread_badge b;
+    struct ur_val_reader rd;
+    struct ur_frame_hdr h;
+    const char *body;
+    uint32_t count;
+    unsigned argc = 0, i;
+    int rc;
+
+    if (nfamilies > UNREAD_BADGE_PARTS || (nfamilies > 0 && families == NULL))
+        return uc_set_err(c, UNREAD_EUSAGE,
+                          "USER.BADGE: %u families, at most %u", nfamilies,
+                          (unsigned)UNREAD_BADGE_PARTS);
+    argv[argc++] = unread_arg_int(uid);
+    for (i = 0; i < nfamilies; i++)
+        argv[argc++] = unread_arg_str(families[i], strlen(families[i]));
+    if (withexpiry)
+        argv[argc++] = unread_arg_str("WITHEXPIRY", 10);
+    rc = uc_roundtrip(c, UR_OP_USER_BADGE, argc, argv, &h, &body);
+    if (rc != 0 && rc != UNREAD_DEGRADED)
+        return rc;
+    memset(&b, 0, sizeof(b));
+    ur_val_reader_init(&rd, body, h.len);
+    if (rc == UNREAD_DEGRADED) {
+        b.badge = uc_default(c);
+    } else {
+        if (!uc_rd_arr(&rd, &count) || count < 1 || count % 2 == 0 ||
+            !uc_rd_int(&rd, &b.badge))
+            return uc_shape_err(c, UR_OP_USER_BADGE);
+        b.nparts = (count - 1) / 2 - (withexpiry ? 1 : 0);
+        if (b.nparts > UNREAD_BADGE_PARTS || (withexpiry && count < 3))
+            return uc_shape_err(c, UR_OP_USER_BADGE);
+        for (i = 0; i < b.nparts; i++)
+            if (!rd_name(&rd, b.part[i].family, sizeof(b.part[i].family)) ||
+                !uc_rd_int(&rd, &b.part[i].value))
+                return uc_shape_err(c, UR_OP_USER_BADGE);
+        if (withexpiry) {
+            char word[16];
+
+            if (!rd_name(&rd, word, sizeof(word)) ||
+                strcmp(word, "expired") != 0 || !uc_rd_int(&rd, &b.expired))
+                return uc_shape_err(c, UR_OP_USER_BADGE);
+        }
+    }
+    if (out != NULL)
+        *out = b;
+    return rc;
+}
+
+int unread_user_status(struct unread *c, uint64_t uid,
+                       struct unread_user_status *out)
+{
+    struct unread_user_status st;
+    struct ur_val_reader rd;
+    uint32_t count, i;
+    char state[16];
+    int rc;
+
+    rc = uc_call_ints(c, UR_OP_USER_STATUS, 1, &uid, &rd);
+    if (rc != 0)
+        return rc;
+    memset(&st, 0, sizeof(st));
+    if (!uc_rd_arr(&rd, &count) || count < 3 ||
+        count - 3 > UNREAD_BADGE_PARTS || !rd_name(&rd, state, sizeof(state)) ||
+        !uc_rd_int(&rd, &st.last_active_ms) || !uc_rd_int(&rd, &st.expired_ms))
+        return uc_shape_err(c, UR_OP_USER_STATUS);
+    if (strcmp(state, "active") == 0)
+        st.state = UNREAD_USER_ACTIVE;
+    else if (strcmp(state, "expired") == 0)
+        st.state = UNREAD_USER_EXPIRED;
+    else if (strcmp(state, "unknown") == 0)
+        st.state = UNREAD_USER_UNKNOWN;
+    else
+        return uc_shape_err(c, UR_OP_USER_STATUS);
+    st.npending = count - 3;
+    for (i = 0; i < st.npending; i++)
+        if (!rd_name(&rd, st.pending[i], sizeof(st.pending[i])))
+            return uc_shape_err(c, UR_OP_USER_STATUS);
+    if (out != NULL)
+        *out = st;
+    return 0;
 }

@@ -254,6 +254,42 @@ static void test_user_info_and_del(void)
     bc_destroy(s);
 }
 
+/* BC.READ uid ch upto: forward only, never past the head; a new user is
+ * registered at the head first. bc_user_unread sums the channels the user
+ * is in without registering it anywhere. */
+static void test_read_upto_and_user_sum(void)
+{
+    struct bc_store *s = bc_create();
+    uint64_t head, u;
+    bool reg;
+
+    CHECK_EQ_U64(bc_unread(s, 1, 10, &u, &reg), 0); /* registered at 0 */
+    for (int i = 0; i < 5; i++)
+        CHECK_EQ_U64(bc_publish(s, 10, &head), 0);
+    CHECK_EQ_U64(bc_read_upto(s, 1, 10, 2, &u), 0);
+    CHECK_EQ_U64(u, 3);
+    CHECK_EQ_U64(bc_read_upto(s, 1, 10, 1, &u), 0); /* never back */
+    CHECK_EQ_U64(u, 3);
+    CHECK_EQ_U64(bc_read_upto(s, 1, 10, 99, &u), 0); /* not past the head */
+    CHECK_EQ_U64(u, 0);
+    CHECK_EQ_U64(bc_publish(s, 10, &head), 0);
+    CHECK_EQ_U64(bc_unread(s, 1, 10, &u, &reg), 0);
+    CHECK_EQ_U64(u, 1);
+    CHECK_EQ_U64(bc_read_upto(s, 2, 10, 3, &u), 0); /* new: at the head */
+    CHECK_EQ_U64(u, 0);
+    CHECK_EQ_U64(bc_unread(s, 2, 10, &u, &reg), 0);
+    CHECK(!reg);
+    CHECK_EQ_U64(bc_unread(s, 1, 20, &u, &reg), 0);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_U64(bc_publish(s, 20, &head), 0);
+    CHECK_EQ_U64(bc_user_unread(s, 1, 100), 5);
+    CHECK(bc_user_unread(s, 1, 2) > 2);
+    CHECK_EQ_U64(bc_user_unread(s, 3, 100), 0);
+    CHECK_EQ_U64(bc_entries(s), 3); /* user 3 was not registered */
+    CHECK_EQ_U64(bc_audit(s), 0);
+    bc_destroy(s);
+}
+
 int main(void)
 {
     T_RUN(test_new_user_counts_later_publishes);
@@ -263,5 +299,6 @@ int main(void)
     T_RUN(test_restore);
     T_RUN(test_user_info_and_del);
     T_RUN(test_random_vs_model);
+    T_RUN(test_read_upto_and_user_sum);
     T_END();
 }

@@ -168,6 +168,28 @@ static void fake_answer(struct ur_buf *b, const struct ur_frame_req *rq,
     case UR_OP_CNT_CLEAR:
         ur_frame_put_int(b, rq->argc - 1);
         break;
+    case UR_OP_CNT_MTOTAL: /* each uid's CNT.TOTAL, as above */
+        ur_frame_put_arr(b, rq->argc);
+        for (i = 0; i < rq->argc; i++)
+            ur_frame_put_int(b, arg_num(&a[i]) * 3);
+        break;
+    case UR_OP_USER_MBADGE: /* a compound element per uid: [uid, "u<uid>"] */
+        ur_frame_put_arr(b, rq->argc);
+        for (i = 0; i < rq->argc; i++) {
+            char name[32];
+            int n = snprintf(name, sizeof(name), "u%llu",
+                             (unsigned long long)arg_num(&a[i]));
+
+            ur_frame_put_arr(b, 2);
+            ur_frame_put_int(b, arg_num(&a[i]));
+            ur_frame_put_str(b, name, (size_t)n);
+        }
+        break;
+    case UR_OP_CONV_MTOTAL: /* one element short: a bad shape */
+        ur_frame_put_arr(b, rq->argc - 1);
+        for (i = 1; i < rq->argc; i++)
+            ur_frame_put_int(b, 0);
+        break;
     case OP_ECHO:
         ur_frame_put_arr(b, rq->argc);
         for (i = 0; i < rq->argc; i++) {
@@ -1793,6 +1815,178 @@ out:
     fakes_stop(f, 3);
 }
 
+/* The uids a logged request of op carries, in order, into out; how many
+ * ("" or another op: 0). */
+static size_t logged_uids(const char *line, uint16_t op, uint64_t *out,
+                          size_t cap)
+{
+    char want[8];
+    size_t n = 0;
+    const char *p;
+
+    snprintf(want, sizeof(want), "%04x", op);
+    if (strncmp(line, want, 4) != 0)
+        return 0;
+    for (p = strchr(line, ' '); p != NULL && n < cap; p = strchr(p + 1, ' '))
+        out[n++] = strtoull(p + 2, NULL, 10);
+    return n;
+}
+
+/*
+ * A request for many users (OPF_UIDS) on a cluster: each server gets its
+ * uids only, in the caller's order, in one request; the replies come
+ * back merged in the caller's order, compound elements included. Longer
+ * lists go in requests of UR_UIDS_MAX. Pipelined with other requests,
+ * the order holds. In a batch it is refused unless one server holds all.
+ */
+static void test_cluster_split(void)
+{
+    enum { N = 60, LONG = 2 * UR_UIDS_MAX + 5 };
+    static uint64_t uids[LONG], totals[LONG], got[LONG];
+    struct fake f[3];
+    struct unread *c;
+    struct unread_reply *r = NULL;
+    struct unread_arg argv[N];
+    size_t s, i, k, bad = 0, seen = 0, requests = 0;
+
+    for (i = 0; i < LONG; i++)
+        uids[i] = 1 + i * 7919 % 100003;
+    fakes_start(f, 3, FAKE_NORMAL);
+    c = cluster(f, 3, NULL);
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_cnt_mtotal(c, uids, N, totals), 0);
+    for (i = 0; i < N; i++)
+        bad += totals[i] != uids[i] * 3;
+    for (s = 0; s < 3; s++) {
+        size_t j = 0;
+
+        k = logged_uids(fake_next(&f[s]), UR_OP_CNT_MTOTAL, got, N);
+        CHECK(k > 0);
+        seen += k;
+        for (i = 0; i < N; i++)
+            if (unread_shard_of(c, uids[i]) == s)
+                bad += j >= k || got[j++] != uids[i];
+        bad += j != k;
+    }
+    CHECK_EQ_U64(seen, N);
+    CHECK_EQ_U64(bad, 0);
+    CHECK(fakes_quiet(f, 3));
+
+    /* compound elements, through the generic call */
+    for (i = 0; i < N; i++)
+        argv[i] = unread_arg_int(uids[i]);
+    CHECK_EQ_U64(unread_command(c, "USER.MBADGE", 0, N, argv, &r), 0);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_ARRAY && r->n == N);
+    for (i = 0; r != NULL && i < r->n; i++) {
+        char name[32];
+
+        snprintf(name, sizeof(name), "u%llu", (unsigned long long)uids[i]);
+        bad += r->elem[i].kind != UNREAD_REPLY_ARRAY || r->elem[i].n != 2 ||
+               r->elem[i].elem[0].integer != uids[i] ||
+               strcmp(r->elem[i].elem[1].str, name) != 0;
+    }
+    unread_reply_free(r);
+    CHECK_EQ_U64(bad, 0);
+    for (s = 0; s < 3; s++)
+        (void)fake_next(&f[s]);
+
+    /* a long list: requests of at most UR_UIDS_MAX uids */
+    CHECK_EQ_U64(unread_cnt_mtotal(c, uids, LONG, totals), 0);
+    for (i = 0; i < LONG; i++)
+        bad += totals[i] != uids[i] * 3;
+    for (s = 0; s < 3; s++)
+        while ((k = logged_uids(fake_next(&f[s]), UR_OP_CNT_MTOTAL, got,
+                                LONG)) > 0) {
+            bad += k > UR_UIDS_MAX;
+            requests++;
+        }
+    CHECK_EQ_U64(bad, 0);
+    /* 3 requests (1000, 1000, 5 uids), each split over the servers its
+     * uids live on */
+    for (i = 0, k = 0; i < LONG; i += UR_UIDS_MAX) {
+        bool on[3] = {false, false, false};
+
+        for (size_t j = i; j < LONG && j < i + UR_UIDS_MAX; j++)
+            on[unread_shard_of(c, uids[j])] = true;
+        k += on[0] + on[1] + on[2];
+    }
+    CHECK_EQ_U64(requests, k);
+    CHECK(requests >= 7);
+
+    /* in a pipeline, between other requests */
+    CHECK_EQ_U64(unread_pipe_begin(c), 0);
+    CHECK_EQ_U64(unread_pipe_cnt_total(c, 5), 0);
+    CHECK_EQ_U64(unread_pipe_cmd(c, "CNT.MTOTAL", 0, N, argv), 0);
+    CHECK_EQ_U64(unread_pipe_cnt_total(c, 6), 0);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), 0);
+    CHECK(r != NULL && r->integer == 15);
+    unread_reply_free(r);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), 0);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_ARRAY && r->n == N);
+    for (i = 0; r != NULL && i < r->n; i++)
+        bad += r->elem[i].integer != uids[i] * 3;
+    unread_reply_free(r);
+    CHECK_EQ_U64(unread_pipe_read(c, &r), 0);
+    CHECK(r != NULL && r->integer == 18);
+    unread_reply_free(r);
+    CHECK_EQ_U64(bad, 0);
+
+    /* a batch runs on one server */
+    CHECK_EQ_U64(unread_batch_begin(c), 0);
+    CHECK_EQ_U64(unread_pipe_cmd(c, "CNT.MTOTAL", 0, N, argv), UNREAD_EUSAGE);
+    unread_batch_reset(c);
+
+    /* a reply of the wrong shape from one server: UNREAD_EPROTO */
+    CHECK_EQ_U64(unread_conv_mtotal(c, uids, N, totals), UNREAD_EPROTO);
+    CHECK_EQ_U64(unread_ping(c), 0);
+out:
+    unread_close(c);
+    fakes_stop(f, 3);
+}
+
+/* A split read with one server down: without degraded mode the call
+ * fails; in degraded mode the other servers' users are read and the down
+ * server's read as the default (the call says UNREAD_DEGRADED). */
+static void test_cluster_split_degraded(void)
+{
+    enum { N = 40 };
+    uint64_t uids[N], totals[N];
+    struct unread_opts o;
+    struct fake f[3];
+    struct unread *c;
+    size_t i, down = 3, bad = 0;
+
+    for (i = 0; i < N; i++)
+        uids[i] = 100 + i * 13;
+    fakes_start(f, 3, FAKE_NORMAL);
+    c = cluster(f, 3, NULL);
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    down = unread_shard_of(c, uids[0]);
+    fake_stop(&f[down]);
+    CHECK(unread_cnt_mtotal(c, uids, N, totals) < 0);
+    unread_close(c);
+    degraded_opts(&o, 3, 60000);
+    c = cluster(f, 3, &o);
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_cnt_mtotal(c, uids, N, totals), UNREAD_DEGRADED);
+    for (i = 0; i < N; i++)
+        bad += totals[i] !=
+               (unread_shard_of(c, uids[i]) == down ? 7 : uids[i] * 3);
+    CHECK_EQ_U64(bad, 0);
+out:
+    unread_close(c);
+    for (i = 0; i < 3; i++)
+        if (i != down)
+            fake_stop(&f[i]);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -1823,5 +2017,7 @@ int main(void)
     T_RUN(test_cluster_pipeline);
     T_RUN(test_cluster_global);
     T_RUN(test_cluster_isolation);
+    T_RUN(test_cluster_split);
+    T_RUN(test_cluster_split_degraded);
     T_END();
 }

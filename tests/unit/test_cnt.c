@@ -4,6 +4,7 @@
  * array model.
  */
 #include "cnt.h"
+#include "notice.h"
 #include "t.h"
 
 #include <stdbool.h>
@@ -429,6 +430,257 @@ static void test_del_user(void)
     cnt_destroy(s);
 }
 
+/* ---- Notices read once ---------------------------------------------------
+ * The scenario of docs/COMMANDS.md: a notice counted twice (a retry, a
+ * second sender) counts once; read twice (a retry, a second device), it is
+ * taken off once; acknowledged before its increment arrives, the late
+ * increment adds nothing. */
+static void test_notices_count_once(void)
+{
+    struct cnt_store *s = cnt_create();
+    uint32_t v;
+    uint64_t t;
+
+    CHECK_EQ_U64(cnt_incr(s, 7, 1, 2, &v, &t), 0); /* a plain count */
+    CHECK_EQ_U64(cnt_incr_notice(s, 7, 0, 1, 1001, &v, &t), 0);
+    CHECK_EQ_U64(v, 1);
+    CHECK_EQ_U64(t, 3);
+    CHECK_EQ_U64(cnt_incr_notice(s, 7, 0, 1, 1001, &v, &t), 0); /* retry */
+    CHECK_EQ_U64(v, 1);
+    CHECK_EQ_U64(t, 3);
+    CHECK_EQ_U64(cnt_incr_notice(s, 7, 0, 5, 1002, &v, &t), 0);
+    CHECK_EQ_U64(v, 6);
+    CHECK_EQ_U64(cnt_incr_notice(s, 7, 1, 1, 1001, &v, &t), 0); /* own type */
+    CHECK_EQ_U64(v, 3);
+    CHECK_EQ_U64(t, 9);
+    CHECK_EQ_U64(cnt_ack(s, 7, 0, 1002, &v, &t), 0);
+    CHECK_EQ_U64(v, 1);
+    CHECK_EQ_U64(t, 4);
+    CHECK_EQ_U64(cnt_ack(s, 7, 0, 1002, &v, &t), 0); /* second device */
+    CHECK_EQ_U64(v, 1);
+    CHECK_EQ_U64(t, 4);
+    CHECK_EQ_U64(cnt_incr_notice(s, 7, 0, 5, 1002, &v, &t), 0); /* late */
+    CHECK_EQ_U64(v, 1);
+    CHECK_EQ_U64(cnt_ack(s, 7, 0, 2000, &v, &t), 0); /* ack first */
+    CHECK_EQ_U64(cnt_incr_notice(s, 7, 0, 1, 2000, &v, &t), 0);
+    CHECK_EQ_U64(v, 1);
+    CHECK_EQ_U64(t, 4);
+    /* CLEAR settles: the unread notice reads, and a retry adds nothing */
+    CHECK_EQ_U64(cnt_clear(s, 7, 1), 3);
+    CHECK_EQ_U64(cnt_incr_notice(s, 7, 0, 1, 1001, &v, &t), 0);
+    CHECK_EQ_U64(v, 0);
+    CHECK_EQ_U64(cnt_ack(s, 7, 0, 1001, &v, &t), 0);
+    CHECK_EQ_U64(t, 3);
+    /* SET settles its type only */
+    CHECK_EQ_U64(cnt_incr_notice(s, 7, 2, 4, 3000, &v, &t), 0);
+    CHECK_EQ_U64(cnt_set(s, 7, 2, 10, &v, &t), 0);
+    CHECK_EQ_U64(cnt_ack(s, 7, 2, 3000, &v, &t), 0);
+    CHECK_EQ_U64(v, 10);
+    CHECK_EQ_U64(cnt_ack(s, 7, 1, 1001, &v, &t), 0); /* type 1: unread */
+    CHECK_EQ_U64(v, 2);
+    /* an ack floors at 0 after a plain DECR took the count */
+    CHECK_EQ_U64(cnt_incr_notice(s, 7, 3, 3, 9, &v, &t), 0);
+    CHECK_EQ_U64(cnt_decr(s, 7, 3, 2, &v, &t), 0);
+    CHECK_EQ_U64(cnt_ack(s, 7, 3, 9, &v, &t), 0);
+    CHECK_EQ_U64(v, 0);
+    CHECK_EQ_U64(cnt_audit(s), 0);
+    CHECK(cnt_forget_user(s, 7));
+    CHECK_EQ_U64(notice_entries(cnt_notices(s)), 0);
+    CHECK_EQ_U64(cnt_incr_notice(s, 7, 0, 1, 1001, &v, &t), 0); /* new */
+    CHECK_EQ_U64(v, 1);
+    cnt_destroy(s);
+}
+
+/* The bound: NOTICE_MAX ids per (user, type). A full type forgets its
+ * oldest read id first; when all are unread, its oldest, which stays
+ * counted (an ack of it changes nothing). Other types and users keep
+ * theirs. A user without notices costs nothing more. */
+static void test_notices_bound(void)
+{
+    struct cnt_store *s = cnt_create();
+    size_t empty = cnt_bytes(s);
+    uint32_t v, d;
+    uint64_t t;
+
+    CHECK_EQ_U64(cnt_incr(s, 1, 0, 3, &v, &t), 0);
+    CHECK_EQ_U64(cnt_incr(s, 1, 1, 4, &v, &t), 0);
+    CHECK_EQ_U64(notice_users(cnt_notices(s)), 0);
+    CHECK(cnt_bytes(s) > empty);
+    CHECK_EQ_U64(cnt_forget_user(s, 1), 1);
+    CHECK_EQ_U64(cnt_bytes(s), empty);
+
+    CHECK_EQ_U64(cnt_incr_notice(s, 2, 5, 1, 77, &v, &t), 0); /* type 5 */
+    for (uint64_t n = 0; n < NOTICE_MAX; n++)
+        CHECK_EQ_U64(cnt_incr_notice(s, 2, 0, 1, n, &v, &t), 0);
+    CHECK_EQ_U64(v, NOTICE_MAX);
+    CHECK_EQ_U64(cnt_ack(s, 2, 0, 10, &v, &t), 0);
+    CHECK_EQ_U64(cnt_ack(s, 2, 0, 20, &v, &t), 0);
+    CHECK_EQ_U64(v, NOTICE_MAX - 2);
+    /* full: the oldest read one (10) goes, then 20 */
+    CHECK_EQ_U64(cnt_incr_notice(s, 2, 0, 1, 1000, &v, &t), 0);
+    CHECK(notice_get(cnt_notices(s), 2, 0, 10, &d) == NOTICE_UNKNOWN);
+    CHECK(notice_get(cnt_notices(s), 2, 0, 20, &d) == NOTICE_READ);
+    CHECK_EQ_U64(cnt_incr_notice(s, 2, 0, 1, 1001, &v, &t), 0);
+    CHECK(notice_get(cnt_notices(s), 2, 0, 20, &d) == NOTICE_UNKNOWN);
+    /* all unread: the oldest (0) goes and stays counted */
+    CHECK_EQ_U64(cnt_incr_notice(s, 2, 0, 1, 1002, &v, &t), 0);
+    CHECK_EQ_U64(v, NOTICE_MAX + 1);
+    CHECK(notice_get(cnt_notices(s), 2, 0, 0, &d) == NOTICE_UNKNOWN);
+    CHECK(notice_get(cnt_notices(s), 2, 0, 1, &d) == NOTICE_UNREAD);
+    CHECK_EQ_U64(cnt_ack(s, 2, 0, 0, &v, &t), 0);
+    CHECK_EQ_U64(v, NOTICE_MAX + 1);
+    CHECK(notice_get(cnt_notices(s), 2, 5, 77, &d) == NOTICE_UNREAD);
+    CHECK_EQ_U64(notice_entries(cnt_notices(s)), NOTICE_MAX + 1);
+    CHECK_EQ_U64(cnt_audit(s), 0);
+    cnt_destroy(s);
+}
+
+/*
+ * Randomized against a naive model of the documented rules: per (user,
+ * type) a counter and the list of remembered notices, oldest first, with
+ * the forgetting rule spelled out plainly. Few users, types and ids, so
+ * that retries, acks before increments and full types happen all the
+ * time; plain INCR/DECR/SET/CLEAR and forgetting users mixed in.
+ */
+#define NM_USERS 40
+#define NM_TYPES 4
+#define NM_IDS 150
+
+struct nm_notice {
+    uint64_t nid;
+    uint32_t delta;
+    bool read;
+};
+
+struct nm_cell {
+    uint32_t value;
+    unsigned n;
+    struct nm_notice v[NOTICE_MAX];
+};
+
+static struct nm_cell nm[NM_USERS][NM_TYPES];
+
+static int nm_find(const struct nm_cell *c, uint64_t nid)
+{
+    for (unsigned i = 0; i < c->n; i++)
+        if (c->v[i].nid == nid)
+            return (int)i;
+    return -1;
+}
+
+static void nm_add(struct nm_cell *c, uint64_t nid, uint32_t delta, bool read)
+{
+    if (c->n == NOTICE_MAX) {
+        unsigned k = 0;
+
+        for (unsigned i = 0; i < c->n; i++)
+            if (c->v[i].read) {
+                k = i;
+                break;
+            }
+        memmove(&c->v[k], &c->v[k + 1], (c->n - k - 1) * sizeof(c->v[0]));
+        c->n--;
+    }
+    c->v[c->n++] = (struct nm_notice){nid, delta, read};
+}
+
+static uint64_t nm_total(unsigned u)
+{
+    uint64_t t = 0;
+
+    for (unsigned k = 0; k < NM_TYPES; k++)
+        t += nm[u][k].value;
+    return t;
+}
+
+static void test_notices_vs_model(void)
+{
+    enum { OPS = 300000 };
+    struct cnt_store *s = cnt_create();
+    size_t bad = 0, audits = 0;
+
+    memset(nm, 0, sizeof(nm));
+    for (size_t op = 0; op < OPS; op++) {
+        unsigned u = (unsigned)(t_rng() % NM_USERS);
+        unsigned ty = (unsigned)(t_rng() % NM_TYPES);
+        unsigned r = (unsigned)(t_rng() % 100);
+        uint64_t nid = t_rng() % NM_IDS, amount = t_rng() % 4, t = 0;
+        struct nm_cell *c = &nm[u][ty];
+        uint32_t v = 0;
+        int at = nm_find(c, nid);
+
+        if (r < 40) {
+            if (at < 0) {
+                uint64_t room = UINT32_MAX - c->value;
+                uint32_t d = amount > room ? (uint32_t)room : (uint32_t)amount;
+
+                c->value += d;
+                nm_add(c, nid, d, false);
+            }
+            bad += cnt_incr_notice(s, u, ty, amount, nid, &v, &t) != 0;
+        } else if (r < 75) {
+            if (at < 0) {
+                nm_add(c, nid, 0, true);
+            } else if (!c->v[at].read) {
+                uint32_t d = c->v[at].delta;
+
+                c->value = d >= c->value ? 0 : c->value - d;
+                c->v[at].read = true;
+            }
+            bad += cnt_ack(s, u, ty, nid, &v, &t) != 0;
+        } else if (r < 83) {
+            c->value += (uint32_t)amount;
+            bad += cnt_incr(s, u, ty, amount, &v, &t) != 0;
+        } else if (r < 90) {
+            c->value = amount >= c->value ? 0 : c->value - (uint32_t)amount;
+            bad += cnt_decr(s, u, ty, amount, &v, &t) != 0;
+        } else if (r < 94) {
+            c->value = (uint32_t)amount;
+            for (unsigned i = 0; i < c->n; i++)
+                c->v[i].read = true;
+            bad += cnt_set(s, u, ty, (uint32_t)amount, &v, &t) != 0;
+        } else if (r < 98) {
+            for (unsigned k = 0; k < NM_TYPES; k++) {
+                nm[u][k].value = 0;
+                for (unsigned i = 0; i < nm[u][k].n; i++)
+                    nm[u][k].v[i].read = true;
+            }
+            t = cnt_clear(s, u, UINT64_MAX);
+            v = 0;
+        } else {
+            memset(nm[u], 0, sizeof(nm[u]));
+            cnt_forget_user(s, u);
+            v = 0;
+        }
+        bad += v != c->value;
+        bad += t != nm_total(u) && r < 98;
+        bad += cnt_total(s, u) != nm_total(u);
+        for (unsigned i = 0; i < c->n; i++) {
+            uint32_t d = 0;
+            enum notice_state st =
+                notice_get(cnt_notices(s), u, ty, c->v[i].nid, &d);
+
+            bad += st != (c->v[i].read ? NOTICE_READ : NOTICE_UNREAD);
+            bad += d != c->v[i].delta;
+        }
+        if (op % 20000 == 0 || op == OPS - 1) {
+            size_t held = 0;
+
+            for (unsigned uu = 0; uu < NM_USERS; uu++)
+                for (unsigned k = 0; k < NM_TYPES; k++) {
+                    held += nm[uu][k].n;
+                    bad += cnt_get(s, uu, k) != nm[uu][k].value;
+                }
+            bad += notice_entries(cnt_notices(s)) != held;
+            audits += cnt_audit(s);
+        }
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(audits, 0);
+    CHECK(notice_entries(cnt_notices(s)) > NM_USERS * NM_TYPES);
+    cnt_destroy(s);
+}
+
 int main(void)
 {
     T_RUN(test_empty);
@@ -439,5 +691,8 @@ int main(void)
     T_RUN(test_scan);
     T_RUN(test_random_vs_model);
     T_RUN(test_del_user);
+    T_RUN(test_notices_count_once);
+    T_RUN(test_notices_bound);
+    T_RUN(test_notices_vs_model);
     T_END();
 }

@@ -260,6 +260,34 @@ static void test_user_info_and_del(void)
     dot_destroy(s);
 }
 
+/* A floor (an expiry's time) reads every dot pushed up to it as clicked;
+ * dots pushed later show as usual. dot_user_shown counts the user's
+ * clicked dots that show again. */
+static void test_floor_and_user_count(void)
+{
+    struct dot_store *s = dot_create();
+    uint64_t push;
+
+    CHECK_EQ_U64(dot_push(s, 1, 100, &push), 0);
+    CHECK_EQ_U64(dot_push(s, 2, 200, &push), 0);
+    CHECK_EQ_U64(dot_push(s, 3, 300, &push), 0);
+    CHECK(dot_shown_after(s, 9, 1, 0));
+    CHECK(!dot_shown_after(s, 9, 1, 150));
+    CHECK(!dot_shown_after(s, 9, 2, 200)); /* pushed at the floor */
+    CHECK(dot_shown_after(s, 9, 3, 250));
+    CHECK(!dot_shown_after(s, 9, 4, 0)); /* never pushed */
+    CHECK_EQ_U64(dot_click(s, 9, 3, 310), 0);
+    CHECK(!dot_shown_after(s, 9, 3, 250));
+    CHECK_EQ_U64(dot_click(s, 9, 1, 50), 0);
+    CHECK_EQ_U64(dot_user_shown(s, 9, 0), 1);   /* dot 1 */
+    CHECK_EQ_U64(dot_user_shown(s, 9, 120), 0); /* dot 1 under the floor */
+    CHECK_EQ_U64(dot_push(s, 3, 400, &push), 0);
+    CHECK_EQ_U64(dot_user_shown(s, 9, 120), 1); /* dot 3 again */
+    CHECK_EQ_U64(dot_user_shown(s, 8, 0), 0);
+    CHECK_EQ_U64(dot_audit(s), 0);
+    dot_destroy(s);
+}
+
 int main(void)
 {
     T_RUN(test_empty);
@@ -269,5 +297,6 @@ int main(void)
     T_RUN(test_limits);
     T_RUN(test_user_info_and_del);
     T_RUN(test_random_vs_model);
+    T_RUN(test_floor_and_user_count);
     T_END();
 }

@@ -366,6 +366,28 @@ static void test_user_info_and_del(void)
     feed_destroy(s);
 }
 
+/* FEED.FOLLOW with many authors: each from its current count, repeats and
+ * followees once; past max_follows nothing changes. */
+static void test_follow_many(void)
+{
+    struct feed_store *s = feed_create();
+    uint64_t authors[] = {1, 2, 1, 3};
+    uint32_t count;
+
+    CHECK_EQ_U64(feed_post(s, 1, 5, &count), 0);
+    CHECK_EQ_U64(feed_follow(s, 9, 2, 10), 1);
+    CHECK_EQ_U64(feed_post(s, 2, 4, &count), 0);
+    CHECK_EQ_U64(feed_follow_many(s, 9, authors, 4, 2), FEED_ELIMIT);
+    CHECK(!feed_follows(s, 9, 1));
+    CHECK_EQ_U64(feed_follow_many(s, 9, authors, 4, 3), 2);
+    CHECK(feed_follows(s, 9, 1) && feed_follows(s, 9, 3));
+    CHECK_EQ_U64(feed_unread(s, 9, 100), 4); /* author 2's posts only */
+    CHECK_EQ_U64(feed_follow_many(s, 9, authors, 4, 3), 0);
+    CHECK_EQ_U64(feed_entries(s), 3);
+    CHECK_EQ_U64(feed_audit(s), 0);
+    feed_destroy(s);
+}
+
 int main(void)
 {
     T_RUN(test_empty);
@@ -377,5 +399,6 @@ int main(void)
     T_RUN(test_many);
     T_RUN(test_user_info_and_del);
     T_RUN(test_random_vs_model);
+    T_RUN(test_follow_many);
     T_END();
 }

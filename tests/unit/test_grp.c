@@ -603,6 +603,35 @@ static void test_user_info_and_del(void)
     grp_destroy(s);
 }
 
+/* GRP.JOIN with many gids: each joined at its head, repeats once, members
+ * left where they are; past max_groups nothing changes. */
+static void test_join_many(void)
+{
+    struct grp_store *s = grp_create();
+    uint64_t seq, u, gids[] = {5, 6, 5, 7};
+
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_U64(grp_post(s, 5, 1000 + i, 10, &seq), GRP_OK);
+    CHECK_EQ_U64(grp_seen(s, 1, 6, 0, 10, &u), GRP_OK); /* member of 6 */
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_U64(grp_post(s, 6, 2000 + i, 10, &seq), GRP_OK);
+    CHECK_EQ_U64(grp_unread(s, 1, 6), 4);
+    CHECK_EQ_U64(grp_join_many(s, 1, gids, 4, 2, 100, &u), GRP_ELIMIT);
+    CHECK(!grp_member(s, 1, 5));
+    CHECK_EQ_U64(grp_groups(s, 1), 1);
+    CHECK_EQ_U64(grp_join_many(s, 1, gids, 4, 4, 100, &u), GRP_OK);
+    CHECK_EQ_U64(u, 4); /* 5 and 7 at their heads, 6 as it was */
+    CHECK_EQ_U64(grp_groups(s, 1), 3);
+    CHECK_EQ_U64(grp_unread(s, 1, 5), 0);
+    CHECK_EQ_U64(grp_post(s, 5, 3000, 10, &seq), GRP_OK);
+    CHECK_EQ_U64(grp_total(s, 1, 100), 5);
+    CHECK_EQ_U64(grp_join_many(s, 1, gids, 4, 3, 100, &u), GRP_OK); /* same */
+    CHECK_EQ_U64(u, 5);
+    CHECK(grp_join_many(s, 1, gids, 4, 3, 2, &u) == GRP_OK && u > 2);
+    CHECK_EQ_U64(grp_audit(s), 0);
+    grp_destroy(s);
+}
+
 int main(void)
 {
     T_RUN(test_seqs_are_dense_per_group);
@@ -622,5 +651,6 @@ int main(void)
     T_RUN(test_restore);
     T_RUN(test_random_vs_model);
     T_RUN(test_user_info_and_del);
+    T_RUN(test_join_many);
     T_END();
 }
