@@ -150,7 +150,13 @@ int notice_add(struct notice_set *s, uint64_t uid, unsigned type, uint64_t nid,
         for (uint32_t i = 0; i < r->n; i++)
             in_type += r->v[i].type == type;
         if (in_type >= NOTICE_MAX) {
-            rec_remove(s, r, victim(r, type));
+            uint32_t v = victim(r, type);
+
+            /* A read id never pushes out an unread one, which could then
+             * no longer be acknowledged: it is not remembered. */
+            if (read && !r->v[v].read)
+                return 0;
+            rec_remove(s, r, v);
         } else if (r->n == r->cap) {
             uint32_t cap = r->cap * 2;
             struct rec *g =

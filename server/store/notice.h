@@ -9,7 +9,9 @@
  * Bounded: at most NOTICE_MAX ids per (user, type). Adding one to a full
  * type forgets the type's oldest read id, or when every one is unread its
  * oldest unread id (which stays counted: only CNT.CLEAR, SET or DECR take
- * it off the counter, and acknowledging it later changes nothing).
+ * it off the counter, and acknowledging it later changes nothing) - except
+ * that an id acknowledged before it was counted is not remembered then:
+ * it would push out an unread one.
  *
  * Memory: a user with no notice costs nothing here (the CNT map is not
  * touched). A user with some costs one u64map slot (~20 bytes) and one
@@ -58,7 +60,8 @@ enum notice_state notice_get(const struct notice_set *s, uint64_t uid,
 /*
  * Remembers nid, which (uid, type) does not hold, as the type's newest,
  * unread with delta or read (read = true). A full type first forgets one
- * (see above). 0, or -1 on allocation failure (nothing changed).
+ * (see above; a read one is dropped instead when only unread ones could
+ * go). 0, or -1 on allocation failure (nothing changed).
  */
 int notice_add(struct notice_set *s, uint64_t uid, unsigned type, uint64_t nid,
                uint32_t delta, bool read);

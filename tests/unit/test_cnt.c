@@ -572,12 +572,16 @@ static void nm_add(struct nm_cell *c, uint64_t nid, uint32_t delta, bool read)
 {
     if (c->n == NOTICE_MAX) {
         unsigned k = 0;
+        bool any_read = false;
 
         for (unsigned i = 0; i < c->n; i++)
             if (c->v[i].read) {
                 k = i;
+                any_read = true;
                 break;
             }
+        if (read && !any_read)
+            return; /* an early ack never pushes out an unread notice */
         memmove(&c->v[k], &c->v[k + 1], (c->n - k - 1) * sizeof(c->v[0]));
         c->n--;
     }

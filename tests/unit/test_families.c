@@ -154,6 +154,50 @@ static void test_user_info_lists_every_family(void)
     db_deinit(&srv.db);
 }
 
+/* USER.BADGE names every family of the table that has a part, in
+ * families.def order, and refuses by name the ones without (RCPT). */
+static void test_badge_lists_every_family(void)
+{
+    static struct server srv;
+    struct session sess = {.id = 1, .proto = REPLY_RESP, .authed = true};
+    struct ur_arg argv[2] = {{UR_ARG_INT, 0, NULL, 7}};
+    struct ur_buf out;
+    struct reply r;
+    unsigned parts = 0;
+
+    config_init(&srv.cfg);
+    CHECK(db_init(&srv.db) == 0);
+    ur_buf_init(&out);
+    reply_begin(&r, &out, REPLY_RESP, 0);
+    exec_op(&srv, &sess, &ur_ops[UR_OPI_USER_BADGE], 1, argv, &r);
+    reply_end(&r);
+    ur_buf_append(&out, "", 1);
+    for (unsigned f = 0; f < FAM_COUNT; f++) {
+        struct ur_buf one;
+        char want[32];
+        bool listed;
+
+        snprintf(want, sizeof(want), "\r\n%s\r\n", db_families[f].name);
+        listed = strstr(out.data, want) != NULL;
+        argv[1] =
+            (struct ur_arg){UR_ARG_STR, (uint32_t)strlen(db_families[f].name),
+                            db_families[f].name, 0};
+        ur_buf_init(&one);
+        reply_begin(&r, &one, REPLY_RESP, 0);
+        exec_op(&srv, &sess, &ur_ops[UR_OPI_USER_BADGE], 2, argv, &r);
+        reply_end(&r);
+        /* listed by default exactly when it can be asked for by name */
+        CHECK(listed == (r.status == UR_E_OK));
+        if (!listed)
+            fprintf(stderr, "family %s: no badge part\n", db_families[f].name);
+        parts += listed;
+        ur_buf_deinit(&one);
+    }
+    CHECK_EQ_U64(parts, FAM_COUNT - 1); /* every family but RCPT */
+    ur_buf_deinit(&out);
+    db_deinit(&srv.db);
+}
+
 int main(void)
 {
     T_RUN(test_every_family_has_a_section);
@@ -161,5 +205,6 @@ int main(void)
     T_RUN(test_names);
     T_RUN(test_loops_see_every_store);
     T_RUN(test_user_info_lists_every_family);
+    T_RUN(test_badge_lists_every_family);
     T_END();
 }

@@ -61,12 +61,11 @@ static void cmp_notices(uint64_t uid, uint32_t n, const struct notice *v,
     c->seen += n;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t d = 0;
-        enum notice_state st =
-            notice_get(cnt_notices(c->other->cnt), uid, v[i].type, v[i].nid,
-                       &d);
+        enum notice_state st = notice_get(cnt_notices(c->other->cnt), uid,
+                                          v[i].type, v[i].nid, &d);
 
-        c->bad += st != (v[i].read ? NOTICE_READ : NOTICE_UNREAD) ||
-                  d != v[i].delta;
+        c->bad +=
+            st != (v[i].read ? NOTICE_READ : NOTICE_UNREAD) || d != v[i].delta;
     }
 }
 
@@ -165,9 +164,9 @@ static void test_bad_notice_sections(void)
 {
     /* uid 9, 2 notices: type 0 unread delta 1 nid 7; type 0 read delta 0
      * nid 8 */
-    const unsigned char good[] = {9, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 7,
-                                  0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 8, 0, 0,
-                                  0, 0, 0, 0, 0};
+    const unsigned char good[] = {9, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0,
+                                  1, 7, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+                                  0, 8, 0, 0, 0, 0, 0, 0, 0};
     unsigned char bad[sizeof(good) * 2];
     char err[256];
 
