@@ -33,7 +33,7 @@
 #define RCPT_MSGS 1000   /* preloaded messages per group (keys per group) */
 #define RCPT_WINDOW 50   /* messages this young are not read by everyone */
 #define RCPT_NEW_MSGS (1u << 31) /* rcpt-mix sends msgids above the preload */
-#define RCPT_PAIRS ((BENCH_MAX_ARGS - 1) / 2) /* uid-mapid pairs per HSET */
+#define RCPT_PAIRS 11            /* uid-mapid pairs per HSET (23 arguments) */
 #define MAP "rcpt:map:"
 #define MSG "rcpt:msg:"
 #define READ "rcpt:read:"

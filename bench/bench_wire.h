@@ -24,7 +24,7 @@
 enum bench_target { BENCH_BINARY, BENCH_TEXT, BENCH_REDIS };
 enum bench_dialect { BENCH_UNREADD, BENCH_REDIS_CMDS };
 
-#define BENCH_MAX_ARGS 24 /* arguments of one command, name excluded */
+#define BENCH_MAX_ARGS 104 /* arguments of one command, name excluded */
 
 enum bench_arg_kind {
     BARG_INT, /* num */

@@ -6,12 +6,13 @@
 #include <string.h>
 #include <time.h>
 
-/* One line per family, in families.def order. */
+/* One line per family, in families.def order, then USER's. */
 static const struct bench_workload *const families[] = {
 #define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
     bench_##f##_workloads,
 #include "families.def"
 #undef FAMILY
+    bench_user_workloads,
 };
 
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))

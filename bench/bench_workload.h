@@ -35,7 +35,7 @@
 #include "bench_keys.h"
 #include "bench_wire.h"
 
-#define BENCH_OP_MAX 8      /* commands one operation may send */
+#define BENCH_OP_MAX 104    /* commands one operation may send */
 #define BENCH_LOAD_MAX 4096 /* commands one load step may send */
 #define BENCH_TYPES_MAX 8   /* --types: counter types in play */
 #define BENCH_SHA_LEN 40    /* a Redis script's SHA1 in hex */
@@ -64,6 +64,8 @@ struct bench_workload {
     extern const struct bench_workload bench_##f##_workloads[];
 #include "families.def"
 #undef FAMILY
+/* USER: over every family (bench_user.c). */
+extern const struct bench_workload bench_user_workloads[];
 
 /* The row named `name`, or NULL. */
 const struct bench_workload *bench_workload_find(const char *name);

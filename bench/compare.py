@@ -65,7 +65,10 @@ WORKLOADS = ["cnt-incr", "cnt-get", "cnt-mix",
              # FEED's read first: after the preload every snapshot is 0, so
              # feed-unread walks all 200 followees (feed-post ends that)
              "feed-unread", "feed-post", "feed-follow",
-             "rcpt-read", "rcpt-count", "rcpt-mix"]
+             "rcpt-read", "rcpt-count", "rcpt-mix",
+             # USER (issue 17), last: the badge reads what every family's
+             # runs left, as the Redis functions read the families' models
+             "badge-one", "badge-many"]
 PIPELINES = [1, 16]
 CONNECTIONS = 50
 # Families whose runs last --seconds after --warmup (issue 3's, the CNT
@@ -87,7 +90,16 @@ GOALS = {
     ("feed-unread", 16): 2.0, ("feed-post", 16): 2.0,
     ("feed-follow", 16): 2.0,
     ("rcpt-read", 16): 2.0, ("rcpt-count", 16): 2.0, ("rcpt-mix", 16): 2.0,
+    # issue 17: USER.BADGE 3x Redis's one function over the user's keys
+    ("badge-one", 16): 3.0,
 }
+# Goals in units per second of unreadd (issue 17: USER.MBADGE of 100 users
+# at 1M users/s on this machine).
+RATE_GOALS = {("badge-many", 16): 1e6}
+# Workloads whose replies carry several users: (users per unreadd reply,
+# users per Redis reply). Their figures are users per second on both sides
+# (badge-many: one USER.MBADGE of 100 users against 100 pipelined FCALLs).
+USERS_PER_REPLY = {"badge-many": (100, 1)}
 # Memory goals: unreadd bytes / Redis bytes (issue 3), and unreadd bytes
 # per entry by its own accounting (issue 4).
 MEMORY_RATIO_GOAL = {"cnt": 0.25}
@@ -312,7 +324,13 @@ def bench(build, pin, srv, workload, args):
         "-T", str(pin.client_threads)] + [str(a) for a in args]
     if srv.kind == "unreadd":
         argv.append("--audit")
-    return measure(argv, [srv.pid], "%s on %s" % (workload, srv.kind))
+    r = measure(argv, [srv.pid], "%s on %s" % (workload, srv.kind))
+    if workload in USERS_PER_REPLY and "--load" not in argv:
+        per = USERS_PER_REPLY[workload][0 if srv.kind == "unreadd" else 1]
+        r["ops_per_sec"] *= per
+        r["ops"] *= per
+        r["unit"] = "users"
+    return r
 
 
 def measure(argv, pids, what):
@@ -490,6 +508,10 @@ def print_table(rows):
                 r["client_cpu_r"], r["server_cpu_u"], r["server_cpu_r"],
                 r["others_cpu"]))
     say("")
+    for wl, (u, d) in sorted(USERS_PER_REPLY.items()):
+        if any(r["workload"] == wl for r in rows):
+            say("%s: users/s on both sides (%d per unreadd reply, %d per Redis "
+                "reply)" % (wl, u, d))
     say("CPU columns: cores busy (1.00 = one core), medians, during the "
         "unreadd run / the Redis run;")
     say("others' CPU: every other process on the machine meanwhile (noise).")
@@ -516,6 +538,14 @@ def print_goals(rows):
                 r["ratio_min"],
                 "" if r["ratio"] >= goal or not r["client_bound"] else
                 " client-bound: a lower bound"))
+    for r in rows:
+        goal = RATE_GOALS.get((r["workload"], r["pipeline"]))
+        if goal is not None:
+            say("  %-8s P%-2d >= %.0f/s: %-6s (%.0f)%s" % (
+                r["workload"], r["pipeline"], goal,
+                "met" if r["unreadd_ops"] >= goal else "MISSED",
+                r["unreadd_ops"],
+                " client-bound: a lower bound" if r["client_bound"] else ""))
     for r in rows:
         if r["pipeline"] == 1:
             ok = r["unreadd_p99"] <= r["redis_p99"]

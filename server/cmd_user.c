@@ -319,11 +319,27 @@ void cmd_USER_BADGE(struct exec_ctx *x)
     }
 }
 
-/* Every uid is checked before the reply's first value goes out. The
- * users' records are asked for a few users ahead (db_prefetch_user), so
- * that their cache misses overlap: the badge of one user is a handful of
- * lookups in different tables. */
-#define MBADGE_AHEAD 4
+/*
+ * Every uid is checked before the reply's first value goes out. A badge is
+ * a handful of lookups in different tables, each a cache miss or two at
+ * scale: the users' records in every family with the hint
+ * (db_prefetch_user) are asked for in a software pipeline, stage 0
+ * MBADGE_AHEAD users ahead of stage 1, itself MBADGE_AHEAD users ahead of
+ * the badge computed, so that the misses of several users overlap.
+ */
+#define MBADGE_AHEAD 2
+
+static void mbadge_hint(const struct exec_ctx *x, const unsigned *fams,
+                        unsigned n, uint32_t i, int stage)
+{
+    uint64_t uid;
+
+    if (i >= x->argc)
+        return;
+    (void)arg_u64((struct exec_ctx *)x, i, "uid", &uid);
+    for (unsigned f = 0; f < n; f++)
+        db_prefetch_user(&x->srv->db, fams[f], uid, stage);
+}
 
 void cmd_USER_MBADGE(struct exec_ctx *x)
 {
@@ -336,12 +352,13 @@ void cmd_USER_MBADGE(struct exec_ctx *x)
             return;
     n = badge_families(srv, fams);
     reply_arr(x->r, x->argc);
+    for (uint32_t i = 0; i < 2 * MBADGE_AHEAD; i++)
+        mbadge_hint(x, fams, n, i, 0);
+    for (uint32_t i = 0; i < MBADGE_AHEAD; i++)
+        mbadge_hint(x, fams, n, i, 1);
     for (uint32_t i = 0; i < x->argc; i++) {
-        if (i + MBADGE_AHEAD < x->argc) {
-            (void)arg_u64(x, i + MBADGE_AHEAD, "uid", &uid);
-            for (unsigned k = 0; k < n; k++)
-                db_prefetch_user(&srv->db, fams[k], uid, 0);
-        }
+        mbadge_hint(x, fams, n, i + 2 * MBADGE_AHEAD, 0);
+        mbadge_hint(x, fams, n, i + MBADGE_AHEAD, 1);
         (void)arg_u64(x, i, "uid", &uid);
         reply_int(x->r, badge_of(srv, uid, fams, n, part));
     }

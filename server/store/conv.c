@@ -726,6 +726,11 @@ uint32_t conv_get(const struct conv_store *s, uint64_t uid, uint64_t cid)
     return slot ? word_unread(*slot) : 0;
 }
 
+void conv_prefetch_user(const struct conv_store *s, uint64_t uid, int stage)
+{
+    wmap_prefetch(s->users, uid, stage);
+}
+
 uint64_t conv_total(const struct conv_store *s, uint64_t uid)
 {
     const struct wmap_val *u = wmap_get(s->users, uid);

@@ -104,6 +104,11 @@ size_t conv_scan(const struct conv_store *s, uint64_t *cursor, size_t max,
 int conv_put(struct conv_store *s, uint64_t uid, uint64_t cid,
              const struct conv_info *ci);
 
+/* Starts loading uid's record into the cache, for a command about uid
+ * soon after: a hint in two stages (wmap_prefetch), for server/net.c's
+ * lookahead and USER.MBADGE. */
+void conv_prefetch_user(const struct conv_store *s, uint64_t uid, int stage);
+
 /* (user, conversation) entries held, and users. */
 size_t conv_entries(const struct conv_store *s);
 size_t conv_users(const struct conv_store *s);

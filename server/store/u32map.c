@@ -272,6 +272,25 @@ uint32_t *u32map_ref(struct u32map *m, uint64_t key)
     return map_find(m, key);
 }
 
+void u32map_prefetch(const struct u32map *m, uint64_t key, int stage)
+{
+    uint64_t h = hash_u64(key, m->seed);
+    const struct bkt *b = bkt_of(m, h);
+    uint32_t x, i;
+
+    if (b == NULL)
+        return;
+    if (stage == 0) {
+        __builtin_prefetch(b);
+        return;
+    }
+    /* where bkt_lower starts */
+    x = (uint32_t)((h << b->node.depth) >> 32);
+    i = (uint32_t)(((uint64_t)x * b->n) >> 32);
+    __builtin_prefetch(&b->h[i]);
+    __builtin_prefetch(&bkt_vals(b)[i]);
+}
+
 bool u32map_get(const struct u32map *m, uint64_t key, uint32_t *val)
 {
     const uint32_t *v = map_find(m, key);

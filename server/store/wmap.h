@@ -48,6 +48,14 @@ const struct wmap_val *wmap_get(const struct wmap *m, uint64_t key);
 struct wmap_val *wmap_ref(struct wmap *m, uint64_t key);
 
 /*
+ * A hint for a lookup of key soon after, with no effect on the map: stage
+ * 0 starts loading key's bucket index entry, stage 1 (issue it a little
+ * later: it reads that entry) the bucket's first lines, where the search
+ * lands. As u64map_prefetch.
+ */
+void wmap_prefetch(const struct wmap *m, uint64_t key, int stage);
+
+/*
  * key's value, inserting {0, 0} when absent (*created tells which). NULL on
  * allocation failure, map unchanged. Unlike u64map, a zero value is a value:
  * entries exist until wmap_del.
