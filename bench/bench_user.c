@@ -200,8 +200,8 @@ static unsigned badge_many(const struct bench_ctx *x, uint64_t key,
  * <hash> <head> field head-field`, which sets hash[field] to the head
  * (GET) or to feed:count[head-field] when it is not set yet.
  */
-static void at_head(const struct bench_ctx *x, struct bench_cmd *c,
-                    uint16_t op, uint64_t uid, uint64_t id, const char *hash,
+static void at_head(const struct bench_ctx *x, struct bench_cmd *c, uint16_t op,
+                    uint64_t uid, uint64_t id, const char *hash,
                     uint64_t hash_id, const char *head, uint64_t head_id,
                     uint64_t field)
 {
@@ -223,9 +223,8 @@ static void at_head(const struct bench_ctx *x, struct bench_cmd *c,
 
 /* A counter or a conversation's unread and the total:
  *   CNT.INCR / CONV.INCR uid id n  |  HINCRBY <hash> id n (+ total). */
-static unsigned add(const struct bench_ctx *x, struct bench_cmd *c,
-                    uint16_t op, const char *hash, uint64_t uid, uint64_t id,
-                    uint64_t n)
+static unsigned add(const struct bench_ctx *x, struct bench_cmd *c, uint16_t op,
+                    const char *hash, uint64_t uid, uint64_t id, uint64_t n)
 {
     if (x->dialect == BENCH_UNREADD) {
         bench_cmd_unreadd(c, op, BX_ARR);
@@ -272,8 +271,7 @@ static unsigned badge_load(const struct bench_ctx *x, uint64_t key,
     uint64_t a = BADGE_AUTHOR + key % 1000, dot = BADGE_DOT + key % 4;
     unsigned n = 0;
 
-    n += add(x, &out[n], UR_OP_CNT_INCR, "u:", key, BADGE_TYPE,
-             1 + key % 5);
+    n += add(x, &out[n], UR_OP_CNT_INCR, "u:", key, BADGE_TYPE, 1 + key % 5);
     n += add(x, &out[n], UR_OP_CONV_INCR, "c:", key, BADGE_CID, 1 + key % 3);
     n += add(x, &out[n], UR_OP_CONV_INCR, "c:", key, BADGE_CID + 1, 2);
     for (unsigned i = 0; i < x->types; i++) {
@@ -289,8 +287,8 @@ static unsigned badge_load(const struct bench_ctx *x, uint64_t key,
         bench_arg_int(&out[n++], bench_clock_ms());
     } else {
         bench_cmd_redis(&out[n], "INCR", BX_INT);
-        bench_arg_key(&out[n++], "gh:",
-                      group_of(key, (unsigned)(key % x->types)));
+        bench_arg_key(&out[n++],
+                      "gh:", group_of(key, (unsigned)(key % x->types)));
     }
     for (unsigned ch = 0; ch < x->types; ch++)
         at_head(x, &out[n++], UR_OP_BC_UNREAD, key, ch, "bo:", ch, "bh:", ch,
