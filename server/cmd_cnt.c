@@ -189,6 +189,8 @@ bool cmd_cnt_badge(const struct server *srv, uint64_t uid, uint64_t limit,
                    uint64_t *part)
 {
     (void)limit;
+    if (part == NULL)
+        return true;
     *part = cnt_total(srv->db.cnt, uid);
     return true;
 }

@@ -197,6 +197,8 @@ bool cmd_conv_badge(const struct server *srv, uint64_t uid, uint64_t limit,
                     uint64_t *part)
 {
     (void)limit;
+    if (part == NULL)
+        return true;
     *part = conv_total(srv->db.conv, uid);
     return true;
 }

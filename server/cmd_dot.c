@@ -89,6 +89,8 @@ bool cmd_dot_badge(const struct server *srv, uint64_t uid, uint64_t limit,
                    uint64_t *part)
 {
     (void)limit;
+    if (part == NULL)
+        return true;
     *part = dot_user_shown(srv->db.dot, uid, dot_floor(srv, uid));
     return true;
 }

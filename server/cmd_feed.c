@@ -132,6 +132,8 @@ void cmd_FEED_RESET(struct exec_ctx *x)
 bool cmd_feed_badge(const struct server *srv, uint64_t uid, uint64_t limit,
                     uint64_t *part)
 {
+    if (part == NULL)
+        return true;
     *part = feed_unread(srv->db.feed, uid, limit);
     return true;
 }

@@ -165,6 +165,8 @@ void cmd_GRP_LIST(struct exec_ctx *x)
 bool cmd_grp_badge(const struct server *srv, uint64_t uid, uint64_t limit,
                    uint64_t *part)
 {
+    if (part == NULL)
+        return true;
     *part = grp_total(srv->db.grp, uid, limit);
     return true;
 }

@@ -253,10 +253,9 @@ static uint64_t badge_of(const struct server *srv, uint64_t uid,
 static unsigned badge_families(const struct server *srv, unsigned *fams)
 {
     unsigned n = 0;
-    uint64_t p;
 
     for (unsigned f = 0; f < FAM_COUNT; f++)
-        if (badge_fns[f](srv, 0, 0, &p))
+        if (badge_fns[f](srv, 0, 0, NULL))
             fams[n++] = f;
     return n;
 }
@@ -273,7 +272,6 @@ void cmd_USER_BADGE(struct exec_ctx *x)
         return;
     for (uint32_t i = 1; i < x->argc; i++) {
         int f;
-        uint64_t p;
 
         if (arg_is(x, i, "WITHEXPIRY") && !with) {
             with = true;
@@ -289,7 +287,7 @@ void cmd_USER_BADGE(struct exec_ctx *x)
                       arg_text(x, i, text, sizeof(text)));
             return;
         }
-        if (!badge_fns[f](x->srv, uid, 0, &p)) {
+        if (!badge_fns[f](x->srv, uid, 0, NULL)) {
             reply_err(x->r, UR_E_BADARG, "%s has no part in a badge",
                       db_families[f].name);
             return;

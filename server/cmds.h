@@ -36,8 +36,9 @@ void user_lines_more(struct user_lines *L, const char *fam, size_t total);
  * the user's unread in the family as its own total read counts it (muted
  * conversations and groups excluded), exact when it is at most limit and
  * any value above limit otherwise (the family may stop counting there).
- * A read: changes nothing (BC registers no one). A family added to the
- * table without it fails the link.
+ * With part NULL it only says whether the family has a part, computing
+ * nothing. A read: changes nothing (BC registers no one). A family added
+ * to the table without it fails the link.
  */
 #define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
     void cmd_##f##_user_info(struct user_lines *L, const struct server *srv,   \
