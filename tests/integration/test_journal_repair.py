@@ -89,6 +89,7 @@ class I(int):
 SCENARIO = [
     ("CNT.INCR", I(1), "mention", 2), ("CNT.DECR", I(1), "mention", 1),
     ("CNT.SET", I(1), 2, 5), ("CNT.CLEAR", I(1), 2),
+    ("CNT.INCR", I(1), "like", 1, "ID", I(77)), ("CNT.ACK", I(1), "like", I(77)),
     ("CONV.INCR", I(1), I(10), 3), ("CONV.SEQ", I(1), I(11), 5),
     ("CONV.READ", I(1), I(11)), ("CONV.MARKUNREAD", I(1), I(11), 5),
     ("CONV.RECALL", I(1), I(11), 5), ("CONV.MUTE", I(1), I(10), 1),

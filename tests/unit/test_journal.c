@@ -256,7 +256,11 @@ static void test_codec_batch(void)
 /* journal_req_check knows what the server journals, from the op table. */
 static void test_codec_req_check(void)
 {
-    struct ur_arg a[2] = {{UR_ARG_INT, 0, NULL, 1}, {UR_ARG_INT, 0, NULL, 2}};
+    struct ur_arg a[3] = {{UR_ARG_INT, 0, NULL, 1},
+                          {UR_ARG_INT, 0, NULL, 2},
+                          {UR_ARG_INT, 0, NULL, 3}};
+    /* one more argument than CNT.GET takes */
+    const uint32_t too_many = ur_ops[UR_OPI_CNT_GET].max_args + 1;
     struct ur_buf b;
     struct journal_scan s;
     struct journal_rec rec;
@@ -289,7 +293,8 @@ static void test_codec_req_check(void)
     b.len = JOURNAL_HDR;
     CHECK(journal_rec_append(&b, SALT, 1, 1, 0x7777, 0, NULL) == 0);
     start = b.len;
-    CHECK(journal_rec_append(&b, SALT, 2, 1, 0x0106, 2, a) == 0);
+    CHECK(too_many <= 3);
+    CHECK(journal_rec_append(&b, SALT, 2, 1, UR_OP_CNT_GET, too_many, a) == 0);
     off = b.len;
     CHECK(journal_batch_begin(&b, 1) == 0);
     CHECK(journal_batch_put(&b, off, 0x0008, 0, NULL) == 0); /* SAVE */
