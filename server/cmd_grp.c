@@ -12,6 +12,11 @@
 
 #include "cmds.h"
 #include "grp.h"
+#include "page.h"
+
+/* GRP.LIST's largest count (the user's groups are at most grp-max-groups,
+ * 100000 at most). */
+#define GRP_LIST_MAX 100000
 
 static uint64_t capped(const struct exec_ctx *x, uint64_t v)
 {
@@ -41,18 +46,47 @@ static void reply_placed(struct exec_ctx *x, int rc, uint64_t uid,
         reply_int(x->r, capped(x, unread));
 }
 
+/* GRP.POST gid [ts] [MENTION uid [uid ...]] */
 void cmd_GRP_POST(struct exec_ctx *x)
 {
-    uint64_t gid, ts, seq;
+    uint64_t gid, ts, seq, *uids = NULL;
+    uint32_t at = 1, n = 0;
+    int rc;
 
-    if (!arg_u64(x, 0, "gid", &gid) || !arg_ts_opt(x, 1, &ts))
+    if (!arg_u64(x, 0, "gid", &gid))
         return;
-    if (grp_post(x->srv->db.grp, gid, ts, x->srv->cfg.unread_cap + 1, &seq) !=
-        GRP_OK) {
-        reply_oom(x);
-        return;
+    if (x->argc > 1 && !arg_is(x, 1, "MENTION")) {
+        if (!arg_u64(x, 1, "ts", &ts))
+            return;
+        at = 2;
+    } else {
+        ts = server_clock_ms(x->srv);
     }
-    reply_int(x->r, seq);
+    if (at < x->argc) {
+        if (!arg_is(x, at, "MENTION") || at + 1 == x->argc) {
+            reply_err(x->r, UR_E_BADARG,
+                      "GRP.POST takes gid [ts] [MENTION uid [uid ...]]");
+            return;
+        }
+        n = x->argc - at - 1;
+        uids = malloc(n * sizeof(*uids));
+        if (uids == NULL) {
+            reply_oom(x);
+            return;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            if (!arg_u64(x, at + 1 + i, "uid", &uids[i])) {
+                free(uids);
+                return;
+            }
+    }
+    rc = grp_post_mention(x->srv->db.grp, gid, ts, x->srv->cfg.unread_cap + 1,
+                          uids, n, &seq);
+    free(uids);
+    if (rc != GRP_OK)
+        reply_oom(x);
+    else
+        reply_int(x->r, seq);
 }
 
 /* Every gid is checked before any is joined: all or nothing. */
@@ -123,39 +157,157 @@ void cmd_GRP_UNREAD(struct exec_ctx *x)
 
 void cmd_GRP_TOTAL(struct exec_ctx *x)
 {
-    uint64_t uid;
-    bool with = false;
+    bool chats = false, with = false;
+    uint64_t uid, total;
+    char text[33];
 
-    if (!arg_u64(x, 0, "uid", &uid) || !arg_withexpiry(x, 1, &with))
+    if (!arg_u64(x, 0, "uid", &uid))
         return;
-    reply_count(
-        x, FAM_GRP, uid,
-        capped(x, grp_total(x->srv->db.grp, uid, x->srv->cfg.unread_cap)),
-        with);
+    for (uint32_t i = 1; i < x->argc; i++) {
+        if (arg_is(x, i, "CHATS") && !chats) {
+            chats = true;
+        } else if (arg_is(x, i, "WITHEXPIRY") && !with) {
+            with = true;
+        } else {
+            reply_err(x->r, UR_E_BADARG,
+                      "unknown or repeated option '%s' (GRP.TOTAL takes "
+                      "CHATS, WITHEXPIRY)",
+                      arg_text(x, i, text, sizeof(text)));
+            return;
+        }
+    }
+    total = capped(x, grp_total(x->srv->db.grp, uid, x->srv->cfg.unread_cap));
+    if (!chats) {
+        reply_count(x, FAM_GRP, uid, total, with);
+        return;
+    }
+    reply_arr(x->r, 2 + with);
+    reply_int(x->r, total);
+    reply_int(x->r, grp_chats(x->srv->db.grp, uid));
+    if (with)
+        reply_int(x->r, db_expiry_pending(&x->srv->db, uid, FAM_GRP));
 }
 
 void cmd_GRP_LIST(struct exec_ctx *x)
 {
     const struct grp_store *s = x->srv->db.grp;
     struct grp_item *items;
+    struct page_item *page;
+    struct page_opts o;
     uint64_t uid;
     uint32_t n;
 
-    if (!arg_u64(x, 0, "uid", &uid))
+    if (!arg_u64(x, 0, "uid", &uid) || !page_parse(x, 1, GRP_LIST_MAX, &o))
         return;
     n = grp_groups(s, uid);
     items = malloc((n ? n : 1) * sizeof(*items));
-    if (items == NULL) {
+    page = malloc((n ? n : 1) * sizeof(*page));
+    if (items == NULL || page == NULL) {
+        free(items);
+        free(page);
         reply_oom(x);
         return;
     }
     n = grp_list(s, uid, items);
-    reply_arr(x->r, 2 * n);
     for (uint32_t i = 0; i < n; i++) {
-        reply_int(x->r, items[i].gid);
-        reply_int(x->r, capped(x, items[i].unread));
+        const struct grp_state *st = &items[i].st;
+
+        page[i] = (struct page_item){items[i].gid,
+                                     st->recency,
+                                     {st->head, st->seen, capped(x, st->unread),
+                                      st->muted, capped(x, st->mentions),
+                                      st->first_unread}};
     }
+    page_reply(x, page, n, &o);
     free(items);
+    free(page);
+}
+
+void cmd_GRP_STATE(struct exec_ctx *x)
+{
+    struct grp_state st;
+    uint64_t uid, gid;
+
+    if (!memb_args(x, &uid, &gid))
+        return;
+    grp_state(x->srv->db.grp, uid, gid, &st);
+    reply_arr(x->r, 6);
+    reply_int(x->r, st.head);
+    reply_int(x->r, st.seen);
+    reply_int(x->r, capped(x, st.unread));
+    reply_int(x->r, st.muted);
+    reply_int(x->r, capped(x, st.mentions));
+    reply_int(x->r, st.first_unread);
+}
+
+void cmd_GRP_MUTE(struct exec_ctx *x)
+{
+    struct grp_store *s = x->srv->db.grp;
+    uint64_t uid, gid, flag;
+
+    if (!memb_args(x, &uid, &gid) || !arg_u64(x, 2, "flag", &flag))
+        return;
+    if (flag > 1) {
+        reply_err(x->r, UR_E_BADARG, "flag must be 0 (unmute) or 1 (mute)");
+        return;
+    }
+    grp_mute(s, uid, gid, flag);
+    reply_pair(x->r, capped(x, grp_unread(s, uid, gid)),
+               capped(x, grp_total(s, uid, x->srv->cfg.unread_cap)));
+}
+
+void cmd_GRP_MARKUNREAD(struct exec_ctx *x)
+{
+    uint64_t uid, gid, seq, unread = 0;
+    int rc;
+
+    if (!memb_args(x, &uid, &gid) || !arg_u64(x, 2, "seq", &seq))
+        return;
+    rc = grp_markunread(x->srv->db.grp, uid, gid, seq,
+                        x->srv->cfg.grp_max_groups, &unread);
+    if (rc == GRP_EINVAL)
+        reply_err(x->r, UR_E_BADARG,
+                  "no post %llu in group %llu (seq must be 1..head, at most "
+                  "4294967295 behind it)",
+                  (unsigned long long)seq, (unsigned long long)gid);
+    else
+        reply_placed(x, rc, uid, unread);
+}
+
+void cmd_GRP_RECALL(struct exec_ctx *x)
+{
+    uint64_t gid, seq;
+    int rc;
+
+    if (!arg_u64(x, 0, "gid", &gid) || !arg_u64(x, 1, "seq", &seq))
+        return;
+    rc = grp_recall(x->srv->db.grp, gid, seq);
+    if (rc == GRP_EINVAL)
+        reply_err(x->r, UR_E_BADARG, "no post %llu in group %llu",
+                  (unsigned long long)seq, (unsigned long long)gid);
+    else if (rc < 0)
+        reply_oom(x);
+    else
+        reply_int(x->r, (uint64_t)rc);
+}
+
+void cmd_GRP_SEENALL(struct exec_ctx *x)
+{
+    uint64_t uid;
+
+    if (!arg_u64(x, 0, "uid", &uid))
+        return;
+    grp_seen_all(x->srv->db.grp, uid);
+    reply_int(x->r, capped(x, grp_total(x->srv->db.grp, uid,
+                                        x->srv->cfg.unread_cap)));
+}
+
+void cmd_GRP_MENTIONS(struct exec_ctx *x)
+{
+    uint64_t uid;
+
+    if (arg_u64(x, 0, "uid", &uid))
+        reply_int(x->r, capped(x, grp_mentions(x->srv->db.grp, uid)));
 }
 
 /* ---- USER.INFO, USER.BADGE --------------------------------------------- */
@@ -171,15 +323,20 @@ bool cmd_grp_badge(const struct server *srv, uint64_t uid, uint64_t limit,
     return true;
 }
 
-static void grp_line(uint64_t gid, uint64_t head, uint64_t unread, void *ctx)
+static void grp_line(uint64_t gid, const struct grp_state *st, void *ctx)
 {
     struct user_lines *L = ctx;
+    char extra[64] = "";
 
-    if (user_line_room(L))
-        user_line(L, "grp %llu: head=%llu seen=%llu unread=%llu",
-                  (unsigned long long)gid, (unsigned long long)head,
-                  (unsigned long long)(head - unread),
-                  (unsigned long long)unread);
+    if (!user_line_room(L))
+        return;
+    if (st->muted || st->mentions)
+        snprintf(extra, sizeof(extra), " muted=%d mentions=%llu", st->muted,
+                 (unsigned long long)st->mentions);
+    user_line(L, "grp %llu: head=%llu seen=%llu unread=%llu%s",
+              (unsigned long long)gid, (unsigned long long)st->head,
+              (unsigned long long)st->seen, (unsigned long long)st->unread,
+              extra);
 }
 
 void cmd_grp_user_info(struct user_lines *L, const struct server *srv,
@@ -188,6 +345,7 @@ void cmd_grp_user_info(struct user_lines *L, const struct server *srv,
     uint32_t n = grp_user_info(srv->db.grp, uid, grp_line, L);
 
     user_lines_more(L, "grp", n);
-    user_line(L, "grp: groups=%u total=%llu", n,
-              (unsigned long long)grp_total(srv->db.grp, uid, UINT64_MAX));
+    user_line(L, "grp: groups=%u total=%llu (unmuted unread) mentions=%llu", n,
+              (unsigned long long)grp_total(srv->db.grp, uid, UINT64_MAX),
+              (unsigned long long)grp_mentions(srv->db.grp, uid));
 }

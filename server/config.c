@@ -20,6 +20,7 @@ enum key_kind {
     K_U32,
     K_LOGLEVEL,
     K_TYPES,
+    K_SOURCES, /* conv-sources: names like counter-types, see set_names */
     K_YESNO,
     K_FSYNC,
     K_FAMILIES, /* family names (expire-families), see set_families */
@@ -51,6 +52,8 @@ static const struct key keys[] = {
     {"counter-types", K_TYPES, F(counter_types),
      "mention comment like dm system", 0, 0},
     {"unread-cap", K_U32, F(unread_cap), "99", 1, 1000000},
+    /* names of CONV's message sources 0..7 (CONV.SEQ ... SOURCE name) */
+    {"conv-sources", K_SOURCES, F(conv_sources), "", 0, 0},
     /* persistence */
     {"save-seconds", K_U32, F(save_seconds), "300", 0, 31536000},
     {"journal", K_YESNO, F(journal), "yes", 0, 0},
@@ -92,9 +95,18 @@ static const struct key *key_find(const char *name)
     return NULL;
 }
 
-/* Splits the counter-types value into names: each [a-z0-9_-]+, unique, not
- * a decimal number (numbers are type ids), at most CONFIG_MAX_TYPES. */
-static int set_types(struct config *cfg, const char *value, char *err,
+/* A list of names by position: counter-types, conv-sources. */
+struct name_list {
+    const char *key;   /* for messages */
+    unsigned max;      /* names at most */
+    char (*names)[32]; /* out: room for max */
+    unsigned *n;       /* out */
+    char *text;        /* out: the canonical text, CONFIG_STR_MAX */
+};
+
+/* Splits value into names: each [a-z0-9_-]+, unique, not a decimal number
+ * (numbers are the ids), at most nl->max. */
+static int set_names(const struct name_list *nl, const char *value, char *err,
                      size_t errlen)
 {
     char names[CONFIG_MAX_TYPES][32];
@@ -110,27 +122,26 @@ static int set_types(struct config *cfg, const char *value, char *err,
         while (*p != '\0' && *p != ' ' && *p != '\t' && *p != ',')
             p++;
         size_t len = (size_t)(p - w);
-        if (n == CONFIG_MAX_TYPES) {
-            snprintf(err, errlen, "counter-types: at most %d names",
-                     CONFIG_MAX_TYPES);
+        if (n == nl->max) {
+            snprintf(err, errlen, "%s: at most %u names", nl->key, nl->max);
             return -1;
         }
         if (len >= sizeof(names[0])) {
-            snprintf(err, errlen, "counter-types: name longer than %zu",
+            snprintf(err, errlen, "%s: name longer than %zu", nl->key,
                      sizeof(names[0]) - 1);
             return -1;
         }
         uint64_t num;
         if (ur_parse_u64(w, len, &num)) {
-            snprintf(err, errlen, "counter-types: '%.*s' is a number", (int)len,
+            snprintf(err, errlen, "%s: '%.*s' is a number", nl->key, (int)len,
                      w);
             return -1;
         }
         for (size_t i = 0; i < len; i++) {
             unsigned char c = (unsigned char)w[i];
             if (!isalnum(c) && c != '_' && c != '-') {
-                snprintf(err, errlen, "counter-types: bad name '%.*s'",
-                         (int)len, w);
+                snprintf(err, errlen, "%s: bad name '%.*s'", nl->key, (int)len,
+                         w);
                 return -1;
             }
             names[n][i] = (char)tolower(c);
@@ -138,18 +149,18 @@ static int set_types(struct config *cfg, const char *value, char *err,
         names[n][len] = '\0';
         for (unsigned j = 0; j < n; j++) {
             if (strcmp(names[j], names[n]) == 0) {
-                snprintf(err, errlen, "counter-types: '%s' twice", names[n]);
+                snprintf(err, errlen, "%s: '%s' twice", nl->key, names[n]);
                 return -1;
             }
         }
         n++;
     }
 
-    memcpy(cfg->type_names, names, sizeof(names));
-    cfg->ntypes = n;
+    memcpy(nl->names, names, n * sizeof(names[0]));
+    *nl->n = n;
     /* Keep the canonical text for CONFIG GET. */
-    char *out = cfg->counter_types;
-    size_t room = sizeof(cfg->counter_types);
+    char *out = nl->text;
+    size_t room = CONFIG_STR_MAX;
     out[0] = '\0';
     for (unsigned i = 0; i < n; i++) {
         size_t used = strlen(out);
@@ -290,8 +301,16 @@ int config_set(struct config *cfg, const char *key, const char *value,
         *(int *)(void *)field = level;
         return 0;
     }
-    case K_TYPES:
-        return set_types(cfg, value, err, errlen);
+    case K_TYPES: {
+        struct name_list nl = {k->name, CONFIG_MAX_TYPES, cfg->type_names,
+                               &cfg->ntypes, cfg->counter_types};
+        return set_names(&nl, value, err, errlen);
+    }
+    case K_SOURCES: {
+        struct name_list nl = {k->name, CONFIG_MAX_SOURCES, cfg->source_names,
+                               &cfg->nsources, cfg->conv_sources};
+        return set_names(&nl, value, err, errlen);
+    }
     case K_YESNO:
         if (strcasecmp(value, "yes") != 0 && strcasecmp(value, "no") != 0) {
             snprintf(err, errlen, "%s: '%s' is not yes or no", k->name, value);
@@ -480,6 +499,17 @@ void config_match(const struct config *cfg, const char *pattern, size_t patlen,
         }
         fn(k->name, value, ctx);
     }
+}
+
+int config_source_by_name(const struct config *cfg, const char *name,
+                          size_t len)
+{
+    for (unsigned i = 0; i < cfg->nsources; i++) {
+        if (strlen(cfg->source_names[i]) == len &&
+            strncasecmp(cfg->source_names[i], name, len) == 0)
+            return (int)i;
+    }
+    return -1;
 }
 
 int config_type_by_name(const struct config *cfg, const char *name, size_t len)

@@ -13,6 +13,7 @@
 #include "persist.h" /* enum journal_fsync */
 
 #define CONFIG_MAX_TYPES 64
+#define CONFIG_MAX_SOURCES 8 /* CONV_SOURCES */
 #define CONFIG_STR_MAX 256
 
 struct config {
@@ -28,6 +29,10 @@ struct config {
     unsigned ntypes;
     char type_names[CONFIG_MAX_TYPES][32];
     uint32_t unread_cap; /* unread-cap: capped results show cap+1 */
+    /* conv-sources: CONV's message source names, by position */
+    char conv_sources[CONFIG_STR_MAX];
+    unsigned nsources;
+    char source_names[CONFIG_MAX_SOURCES][32];
 
     /* persistence (docs/PERSISTENCE.md) */
     uint32_t save_seconds; /* snapshot this often when changed; 0: never */
@@ -92,6 +97,11 @@ int config_from_args(struct config *cfg, int argc, char **argv, char *err,
 typedef void (*config_visit_fn)(const char *name, const char *value, void *ctx);
 void config_match(const struct config *cfg, const char *pattern, size_t patlen,
                   config_visit_fn fn, void *ctx);
+
+/* CONV message source by name (case-insensitive); -1 when not
+ * configured. */
+int config_source_by_name(const struct config *cfg, const char *name,
+                          size_t len);
 
 /* Counter type by name (case-insensitive); -1 when not configured. */
 int config_type_by_name(const struct config *cfg, const char *name, size_t len);

@@ -13,19 +13,33 @@
  * Conversation word (8 bytes), two forms told apart by bit 0:
  *   bit 0 = 1, compact: bit 1 muted, bits 2..22 span = max - read,
  *       bits 23..63 read. No recalled seq is remembered, so unread = span.
- *   bit 0 = 0: pointer to a struct conv_full (read, max, muted and the
- *       recalled seqs above read), for the rare conversation with recalled
- *       seqs above its watermark, read >= 2^41, or 2^21 unread or more.
+ *   bit 0 = 0: pointer to a struct conv_full (read, max, muted, flags and
+ *       the recalled seqs above read), for the rare conversation with
+ *       recalled seqs above its watermark, read >= 2^41, 2^21 unread or
+ *       more, or a chat feature (below).
  * The encoding is canonical (compact whenever the state fits) so that
  * conv_audit can check it; the all-zero state (compact word W_ZERO) is
  * never stored. malloc'd pointers are 8-aligned: their three low bits are
  * free for the tags, and a compact word (bit 0 set) is never a tag.
+ *
+ * The chat features live out of line, behind the full record: its `ext`
+ * points to a struct conv_ext holding the sparse ids, the tag lists
+ * (mentions, sources) and the threads, each a sorted vector allocated
+ * only when non-empty (8 bytes an entry). A thread is a timeline of its
+ * own, encoded exactly as a conversation's main timeline (a word: compact,
+ * or a full record that may have an ext without threads), kept in a
+ * sorted {tid, word} array. So a conversation that uses none of them
+ * costs what it always did; one with a mention costs a full record
+ * (32 bytes), an ext (112) and 8 + 8 bytes a mention.
  *
  * Sorted array: {cid, word} records, 16 bytes each, ascending cid, sized
  * exactly: 16 bytes per conversation plus an 8-byte header per user. A user
  * past CONV_SMALL_MAX conversations moves to a u64map cid -> word (a word
  * is never 0), so that adding a conversation never costs more than moving
  * CONV_SMALL_MAX records; it moves back below half of that.
+ *
+ * Every mutation plans what it will allocate, allocates it, and only then
+ * changes anything: a failed allocation leaves the store as it was.
  */
 #include "conv.h"
 
@@ -52,16 +66,19 @@ _Static_assert(_Alignof(max_align_t) >= 8, "three tag bits in pointers");
 #define READ_BITS 41
 #define W_ZERO W_COMPACT
 
-struct conv_full {
-    uint64_t read, max;
-    uint32_t nrec; /* recalled seqs, all above read, ascending */
-    uint16_t cap;  /* room in rec[] (<= CONV_RECALL_MAX) */
-    uint8_t muted;
-    uint64_t rec[];
+/* conv_full.flags */
+#define F_SPARSE 1u    /* ids are sparse: the unread ones are kept */
+#define F_COLLAPSED 2u /* thread unread stays out of the conversation's */
+#define F_ALL (F_SPARSE | F_COLLAPSED)
+
+/* A sorted vector of u64 (seqs or ids), sized exactly. */
+struct seqv {
+    uint32_t n, cap;
+    uint64_t v[];
 };
 
 struct crec {
-    uint64_t cid, w;
+    uint64_t cid, w; /* a thread's record: cid is its tid */
 };
 
 struct conv_arr {
@@ -69,20 +86,182 @@ struct conv_arr {
     struct crec r[];
 };
 
+/* The chat features of one timeline (threads: the main one only). */
+struct conv_ext {
+    struct seqv *ids;            /* sparse: kept ids, in (read, max] */
+    uint64_t lost;               /* sparse: the newest dropped id; 0 none */
+    struct seqv *tag[CONV_TAGS]; /* mentions, sources: in (read, max] */
+    struct conv_arr *thr;        /* threads by tid */
+    uint64_t thr_unread;         /* sum of the threads' unread */
+    uint32_t thr_ment;           /* sum of the threads' mentions */
+    uint32_t thr_busy;           /* threads with unread */
+};
+
+struct conv_full {
+    uint64_t read, max;
+    uint32_t nrec; /* recalled seqs, ascending: dense above read, sparse
+                      above max */
+    uint16_t cap;  /* room in rec[] (<= CONV_RECALL_MAX) */
+    uint8_t muted;
+    uint8_t flags; /* F_* */
+    struct conv_ext *ext;
+    uint64_t rec[];
+};
+
 struct conv_store {
     struct wmap *users;
-    struct mem_acct mem; /* users, arrays, full records, per-user maps */
+    struct mem_acct mem; /* users, arrays, records, extensions, user maps */
     size_t convs;        /* (user, conversation) entries */
 };
 
-/* One conversation's state while an operation works on it. */
+/* One timeline's state while an operation works on it. */
 struct cst {
     uint64_t read, max;
     bool muted;
+    uint8_t flags;
     struct conv_full *f; /* its record when it has one (or is getting one) */
 };
 
-/* ---- Conversation words ------------------------------------------------ */
+/* ---- Counted allocations (mem.h) -------------------------------------- */
+
+static void *heap_alloc(struct conv_store *s, size_t n)
+{
+    return mem_zalloc(&s->mem, n);
+}
+
+static void heap_free(struct conv_store *s, void *p, size_t n)
+{
+    mem_free(&s->mem, p, n);
+}
+
+/* p resized from old to n bytes: the new address, or NULL with p intact
+ * when growing fails (a shrink never fails: mem.h). */
+static void *heap_realloc(struct conv_store *s, void *p, size_t old, size_t n)
+{
+    return mem_realloc(&s->mem, p, old, n);
+}
+
+/* ---- Sorted vectors ----------------------------------------------------- */
+
+static inline size_t sv_size(uint32_t cap)
+{
+    return sizeof(struct seqv) + (size_t)cap * sizeof(uint64_t);
+}
+
+static inline uint32_t sv_n(const struct seqv *v)
+{
+    return v ? v->n : 0;
+}
+
+/* How many entries of v are <= x (v may be NULL). */
+static uint32_t sv_upto(const struct seqv *v, uint64_t x)
+{
+    uint32_t lo = 0, hi = sv_n(v);
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+
+        if (v->v[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static bool sv_has(const struct seqv *v, uint64_t x)
+{
+    uint32_t i = sv_upto(v, x);
+
+    return i > 0 && v->v[i - 1] == x;
+}
+
+/* Room for k more entries. 0, or CONV_ENOMEM with *pv unchanged. */
+static int sv_reserve(struct conv_store *s, struct seqv **pv, uint32_t k)
+{
+    struct seqv *v = *pv, *nv;
+    uint32_t n = sv_n(v);
+
+    if (k == 0 || (v != NULL && v->cap >= n + k))
+        return 0;
+    nv = v ? heap_realloc(s, v, sv_size(v->cap), sv_size(n + k))
+           : heap_alloc(s, sv_size(k));
+    if (nv == NULL)
+        return CONV_ENOMEM;
+    nv->cap = n + k;
+    *pv = nv;
+    return 0;
+}
+
+/* Frees an empty vector, shrinks a loose one. */
+static void sv_fit(struct conv_store *s, struct seqv **pv)
+{
+    struct seqv *v = *pv, *nv;
+
+    if (v == NULL || v->cap == v->n)
+        return;
+    if (v->n == 0) {
+        heap_free(s, v, sv_size(v->cap));
+        *pv = NULL;
+        return;
+    }
+    nv = heap_realloc(s, v, sv_size(v->cap), sv_size(v->n)); /* a shrink */
+    nv->cap = nv->n;
+    *pv = nv;
+}
+
+static void sv_free(struct conv_store *s, struct seqv **pv)
+{
+    if (*pv != NULL)
+        heap_free(s, *pv, sv_size((*pv)->cap));
+    *pv = NULL;
+}
+
+/* Inserts x, absent, into v, which has room. */
+static void sv_insert(struct seqv *v, uint64_t x)
+{
+    uint32_t i = sv_upto(v, x);
+
+    memmove(&v->v[i + 1], &v->v[i], (v->n - i) * sizeof(uint64_t));
+    v->v[i] = x;
+    v->n++;
+}
+
+/* Drops the k oldest (smallest) entries, keeping the block. */
+static void sv_drop_front(struct seqv *v, uint32_t k)
+{
+    if (k > v->n)
+        k = v->n;
+    v->n -= k;
+    memmove(v->v, v->v + k, v->n * sizeof(uint64_t));
+}
+
+/*
+ * Removes x when present; whether it was. Removals keep the block (room
+ * an operation reserved must survive them): cst_tidy fits every vector
+ * once the operation is done.
+ */
+static bool sv_remove(struct seqv *v, uint64_t x)
+{
+    uint32_t i = sv_upto(v, x);
+
+    if (i == 0 || v->v[i - 1] != x)
+        return false;
+    memmove(&v->v[i - 1], &v->v[i], (v->n - i) * sizeof(uint64_t));
+    v->n--;
+    return true;
+}
+
+/* Removes every entry <= x, keeping the block. */
+static void sv_prune(struct seqv *v, uint64_t x)
+{
+    uint32_t k = sv_upto(v, x);
+
+    if (k > 0)
+        sv_drop_front(v, k);
+}
+
+/* ---- Records ------------------------------------------------------------ */
 
 static inline bool is_compact(uint64_t w)
 {
@@ -99,41 +278,79 @@ static inline size_t full_size(uint32_t cap)
     return sizeof(struct conv_full) + (size_t)cap * sizeof(uint64_t);
 }
 
+static inline size_t arr_size(uint32_t cap)
+{
+    return sizeof(struct conv_arr) + (size_t)cap * sizeof(struct crec);
+}
+
 /* A record with room for cap recalled seqs and none yet, or NULL. */
 static struct conv_full *full_alloc(struct conv_store *s, uint32_t cap)
 {
-    struct conv_full *f = mem_zalloc(&s->mem, full_size(cap));
+    struct conv_full *f = heap_alloc(s, full_size(cap));
 
-    if (f == NULL)
-        return NULL;
-    f->cap = (uint16_t)cap;
+    if (f != NULL)
+        f->cap = (uint16_t)cap;
     return f;
 }
 
+/* Frees the record itself (its ext is the caller's). */
 static void full_free(struct conv_store *s, struct conv_full *f)
 {
-    mem_free(&s->mem, f, full_size(f->cap));
+    heap_free(s, f, full_size(f->cap));
 }
 
-/* f resized to cap: the new address, or NULL with f intact (growing only:
- * a shrink never fails, mem.h). */
+/* f resized to cap: the new address, or NULL with f intact. */
 static struct conv_full *full_resize(struct conv_store *s, struct conv_full *f,
                                      uint32_t cap)
 {
     struct conv_full *nf =
-        mem_realloc(&s->mem, f, full_size(f->cap), full_size(cap));
+        heap_realloc(s, f, full_size(f->cap), full_size(cap));
 
-    if (nf == NULL)
-        return NULL;
-    nf->cap = (uint16_t)cap;
+    if (nf != NULL)
+        nf->cap = (uint16_t)cap;
     return nf;
+}
+
+static bool ext_empty(const struct conv_ext *e)
+{
+    if (e->ids != NULL || e->lost != 0 || e->thr != NULL)
+        return false;
+    for (unsigned k = 0; k < CONV_TAGS; k++)
+        if (e->tag[k] != NULL)
+            return false;
+    return true;
+}
+
+static void word_free(struct conv_store *s, uint64_t w);
+
+/* Frees an ext and everything it holds, threads included. */
+static void ext_free(struct conv_store *s, struct conv_ext *e)
+{
+    if (e == NULL)
+        return;
+    sv_free(s, &e->ids);
+    for (unsigned k = 0; k < CONV_TAGS; k++)
+        sv_free(s, &e->tag[k]);
+    if (e->thr != NULL) {
+        for (uint32_t i = 0; i < e->thr->n; i++)
+            word_free(s, e->thr->r[i].w);
+        heap_free(s, e->thr, arr_size(e->thr->cap));
+    }
+    heap_free(s, e, sizeof(*e));
 }
 
 /* Frees what a stored word owns. */
 static void word_free(struct conv_store *s, uint64_t w)
 {
-    if (!is_compact(w))
-        full_free(s, full_of(w));
+    if (is_compact(w))
+        return;
+    ext_free(s, full_of(w)->ext);
+    full_free(s, full_of(w));
+}
+
+static inline struct conv_ext *cst_ext(const struct cst *c)
+{
+    return c->f ? c->f->ext : NULL;
 }
 
 static void cst_load(uint64_t w, struct cst *c)
@@ -143,12 +360,14 @@ static void cst_load(uint64_t w, struct cst *c)
         c->max =
             c->read + ((w >> SPAN_SHIFT) & ((UINT64_C(1) << SPAN_BITS) - 1));
         c->muted = w & W_MUTED;
+        c->flags = 0;
         c->f = NULL;
     } else {
         c->f = full_of(w);
         c->read = c->f->read;
         c->max = c->f->max;
         c->muted = c->f->muted;
+        c->flags = c->f->flags;
     }
 }
 
@@ -168,11 +387,59 @@ static uint32_t rec_upto(const struct conv_full *f, uint64_t seq)
     return lo;
 }
 
+static bool rec_has(const struct conv_full *f, uint64_t seq)
+{
+    uint32_t i = rec_upto(f, seq);
+
+    return i > 0 && f->rec[i - 1] == seq;
+}
+
+static inline uint32_t sat32(uint64_t v)
+{
+    return v > CONV_UNREAD_MAX ? CONV_UNREAD_MAX : (uint32_t)v;
+}
+
+/* The timeline's own unread, threads aside, unsaturated. */
+static uint64_t tl_unread(const struct cst *c)
+{
+    const struct conv_ext *e = cst_ext(c);
+
+    if (c->flags & F_SPARSE)
+        return sv_n(e ? e->ids : NULL) + (e != NULL && e->lost != 0);
+    return c->max - c->read - rec_upto(c->f, c->max);
+}
+
+static uint32_t tl_mentions(const struct cst *c)
+{
+    const struct conv_ext *e = cst_ext(c);
+
+    return e ? sv_n(e->tag[CONV_TAG_MENTION]) : 0;
+}
+
+/* Whether the conversation's counts include its threads'. */
+static inline bool rolls_up(const struct cst *c)
+{
+    return !(c->flags & F_COLLAPSED);
+}
+
+/* The conversation's unread: its own, plus its threads' when rolled up. */
 static uint32_t cst_unread(const struct cst *c)
 {
-    uint64_t u = c->max - c->read - rec_upto(c->f, c->max);
+    const struct conv_ext *e = cst_ext(c);
+    uint64_t u = tl_unread(c);
 
-    return u > CONV_UNREAD_MAX ? CONV_UNREAD_MAX : (uint32_t)u;
+    if (u >= CONV_UNREAD_MAX)
+        return CONV_UNREAD_MAX;
+    if (e != NULL && rolls_up(c))
+        u += e->thr_unread;
+    return sat32(u);
+}
+
+static uint32_t cst_mentions(const struct cst *c)
+{
+    const struct conv_ext *e = cst_ext(c);
+
+    return tl_mentions(c) + (e != NULL && rolls_up(c) ? e->thr_ment : 0);
 }
 
 /* What the conversation adds to its user's total. */
@@ -197,10 +464,53 @@ static uint32_t word_contrib(uint64_t w)
     return cst_contrib(&c);
 }
 
+/* The timeline's first unread seq (0 when none): dense, the first of
+ * (read, max] not recalled; sparse, the newest dropped id when some are,
+ * else the oldest kept one. */
+static uint64_t tl_first_unread(const struct cst *c)
+{
+    const struct conv_ext *e = cst_ext(c);
+    uint64_t q;
+
+    if (c->flags & F_SPARSE) {
+        if (e != NULL && e->lost != 0)
+            return e->lost;
+        return sv_n(e ? e->ids : NULL) ? e->ids->v[0] : 0;
+    }
+    if (tl_unread(c) == 0)
+        return 0;
+    q = c->read + 1;
+    for (uint32_t i = 0; c->f && i < c->f->nrec && c->f->rec[i] == q; i++)
+        q++;
+    return q;
+}
+
 static inline bool fits_compact(const struct cst *c)
 {
-    return (c->f == NULL || c->f->nrec == 0) && c->read >> READ_BITS == 0 &&
+    return (c->f == NULL || (c->f->nrec == 0 && c->f->ext == NULL)) &&
+           c->flags == 0 && c->read >> READ_BITS == 0 &&
            (c->max - c->read) >> SPAN_BITS == 0;
+}
+
+/* Frees what the timeline holds empty: vectors, the thread array, the
+ * ext. Never allocates. */
+static void cst_tidy(struct conv_store *s, struct cst *c)
+{
+    struct conv_ext *e = cst_ext(c);
+
+    if (e == NULL)
+        return;
+    sv_fit(s, &e->ids);
+    for (unsigned k = 0; k < CONV_TAGS; k++)
+        sv_fit(s, &e->tag[k]);
+    if (e->thr != NULL && e->thr->n == 0) {
+        heap_free(s, e->thr, arr_size(e->thr->cap));
+        e->thr = NULL;
+    }
+    if (ext_empty(e)) {
+        heap_free(s, e, sizeof(*e));
+        c->f->ext = NULL;
+    }
 }
 
 /*
@@ -210,6 +520,7 @@ static inline bool fits_compact(const struct cst *c)
  */
 static int cst_encode(struct conv_store *s, struct cst *c, uint64_t *w)
 {
+    cst_tidy(s, c);
     if (fits_compact(c)) {
         if (c->f != NULL)
             full_free(s, c->f);
@@ -223,18 +534,72 @@ static int cst_encode(struct conv_store *s, struct cst *c, uint64_t *w)
     c->f->read = c->read;
     c->f->max = c->max;
     c->f->muted = c->muted;
+    c->f->flags = c->flags;
     *w = (uint64_t)(uintptr_t)c->f;
     return 0;
 }
 
-/* ---- Operations on one conversation ------------------------------------ */
+/* Whether the timeline holds nothing (its sparse flag aside). */
+static bool tl_zero(const struct cst *c)
+{
+    return c->read == 0 && c->max == 0 && !c->muted &&
+           !(c->flags & F_COLLAPSED) && (c->f == NULL || c->f->nrec == 0) &&
+           cst_ext(c) == NULL;
+}
 
-/* Forgets the recalled seqs at or below the watermark: they no longer
- * count either way, and keeping them would let the set grow forever. */
-static void rec_prune(struct conv_store *s, struct cst *c)
+/* ---- Tags (mentions, sources) ------------------------------------------ */
+
+/* The tag lists a request writes: bit k for list k. */
+static uint32_t req_tags(const struct conv_req *rq)
+{
+    return (rq->flags & CONV_MENTION ? 1u << CONV_TAG_MENTION : 0) |
+           (rq->flags & CONV_SOURCE ? 1u << (1 + rq->source) : 0);
+}
+
+/* Removes seq from every tag list. */
+static void tags_remove(struct conv_ext *e, uint64_t seq)
+{
+    if (e == NULL)
+        return;
+    for (unsigned k = 0; k < CONV_TAGS; k++)
+        sv_remove(e->tag[k], seq);
+}
+
+/* Tags seq in list k (room reserved unless full); past CONV_TAG_MAX the
+ * oldest is forgotten. A message has one source: tagging it with one
+ * removes it from the others. */
+static void tag_add(struct conv_ext *e, unsigned k, uint64_t seq)
+{
+    if (sv_has(e->tag[k], seq))
+        return;
+    if (k != CONV_TAG_MENTION)
+        for (unsigned j = 1; j < CONV_TAGS; j++)
+            if (j != k)
+                sv_remove(e->tag[j], seq);
+    if (e->tag[k]->n == CONV_TAG_MAX)
+        sv_drop_front(e->tag[k], 1);
+    sv_insert(e->tag[k], seq);
+}
+
+/* Appends the k new seqs of an INCR, seqs[k-1] the smallest, all above
+ * every seq of list t, keeping the newest CONV_TAG_MAX (room reserved). */
+static void tag_append(struct seqv *v, const uint64_t *seqs, uint32_t k)
+{
+    if (v->n + k > CONV_TAG_MAX)
+        sv_drop_front(v, v->n + k - CONV_TAG_MAX);
+    for (uint32_t i = k; i-- > 0;)
+        v->v[v->n++] = seqs[i];
+}
+
+/* ---- Operations on one timeline ---------------------------------------- */
+
+/* Forgets the recalled seqs <= upto: dense, those at or below the
+ * watermark (they no longer count either way); sparse, those at or below
+ * max (ids there are never added again). */
+static void rec_prune(struct conv_store *s, struct cst *c, uint64_t upto)
 {
     struct conv_full *f = c->f, *nf;
-    uint32_t k = rec_upto(f, c->read);
+    uint32_t k = rec_upto(f, upto);
 
     if (k == 0)
         return;
@@ -244,75 +609,495 @@ static void rec_prune(struct conv_store *s, struct cst *c)
     c->f = nf;
 }
 
-/* Remembers seq (above the watermark) as recalled; idempotent. 0, or a
- * CONV_E* code with c unchanged. */
-static int rec_add(struct conv_store *s, struct cst *c, uint64_t seq)
+/* Remembers seq as recalled (room reserved); idempotent. */
+static void rec_insert(struct conv_full *f, uint64_t seq)
 {
-    struct conv_full *f = c->f;
-    uint32_t n = f ? f->nrec : 0, i = rec_upto(f, seq - 1);
+    uint32_t i = rec_upto(f, seq);
 
-    if (i < n && f->rec[i] == seq)
-        return 0;
-    if (n == CONV_RECALL_MAX)
-        return CONV_ELIMIT;
-    if (f == NULL)
-        f = full_alloc(s, 1);
-    else if (f->cap == n)
-        f = full_resize(s, f, n + 1);
-    if (f == NULL)
-        return CONV_ENOMEM;
-    memmove(f->rec + i + 1, f->rec + i, (n - i) * sizeof(uint64_t));
+    if (i > 0 && f->rec[i - 1] == seq)
+        return;
+    memmove(f->rec + i + 1, f->rec + i, (f->nrec - i) * sizeof(uint64_t));
     f->rec[i] = seq;
     f->nrec++;
-    c->f = f;
-    return 0;
 }
 
-/* Moves the watermark (either way); max follows it up. */
-static void cst_set_read(struct conv_store *s, struct cst *c, uint64_t read)
+/* Moves the watermark (either way); max follows it up; what is at or
+ * below it stops being held. */
+static void tl_set_read(struct conv_store *s, struct cst *c, uint64_t read)
 {
+    struct conv_ext *e;
+
     c->read = read;
     if (read > c->max)
         c->max = read;
-    rec_prune(s, c);
+    rec_prune(s, c, c->flags & F_SPARSE ? c->max : read);
+    e = cst_ext(c);
+    if (e == NULL)
+        return;
+    sv_prune(e->ids, read);
+    if (e->lost <= read)
+        e->lost = 0;
+    for (unsigned k = 0; k < CONV_TAGS; k++)
+        sv_prune(e->tag[k], read);
+}
+
+/* What an op will allocate before it changes anything. */
+struct plan {
+    bool rec;     /* one more recalled seq */
+    bool f;       /* a record (sparse timelines have one) */
+    bool ext;     /* an ext */
+    uint32_t ids; /* sparse id slots */
+    uint32_t tag[CONV_TAGS];
+    uint32_t nnew; /* INCR: new seqs to tag, newest first */
+    uint64_t fresh[CONV_TAG_MAX];
+};
+
+/* Seqs INCR adds to the tags: the non-recalled ones of (from, to], the
+ * newest CONV_TAG_MAX, newest first. */
+static uint32_t incr_new_seqs(const struct cst *c, uint64_t from, uint64_t to,
+                              uint64_t *out)
+{
+    uint32_t k = 0;
+
+    for (uint64_t q = to; q > from && k < CONV_TAG_MAX; q--)
+        if (!rec_has(c->f, q))
+            out[k++] = q;
+    return k;
+}
+
+/* Slots list k needs for one more seq (0 when present or full). */
+static uint32_t tag_room(const struct cst *c, unsigned k, uint64_t seq)
+{
+    const struct conv_ext *e = cst_ext(c);
+    const struct seqv *v = e ? e->tag[k] : NULL;
+
+    return sv_has(v, seq) || sv_n(v) == CONV_TAG_MAX ? 0 : 1;
+}
+
+/* Plans tagging seq with every list of mask. */
+static void plan_tags(const struct cst *c, uint32_t mask, uint64_t seq,
+                      struct plan *p)
+{
+    for (unsigned k = 0; k < CONV_TAGS; k++)
+        if (mask & (1u << k)) {
+            p->tag[k] = tag_room(c, k, seq);
+            p->ext = true;
+        }
 }
 
 /*
- * Applies op to c. Only RECALL allocates, and it fails before changing
- * anything; the others always succeed.
+ * Fills p for rq on c (in c's mode). 0, or CONV_ELIMIT (a recall past
+ * CONV_RECALL_MAX). Pure: changes nothing.
  */
-static int cst_apply(struct conv_store *s, struct cst *c, enum conv_op op,
-                     uint64_t arg)
+static int tl_plan(const struct cst *c, const struct conv_req *rq,
+                   struct plan *p)
 {
-    switch (op) {
+    const struct conv_ext *e = cst_ext(c);
+    bool sparse = c->flags & F_SPARSE;
+    uint32_t mask = req_tags(rq), nrec = c->f ? c->f->nrec : 0;
+    uint64_t arg = rq->arg;
+
+    memset(p, 0, offsetof(struct plan, fresh));
+    p->f = sparse;
+    switch (rq->op) {
     case CONV_OP_INCR:
-        c->max = arg > UINT64_MAX - c->max ? UINT64_MAX : c->max + arg;
+        if (mask != 0 && rq->arg != 0) {
+            uint64_t to = arg > UINT64_MAX - c->max ? UINT64_MAX : c->max + arg;
+
+            p->nnew = incr_new_seqs(c, c->max, to, p->fresh);
+            for (unsigned k = 0; k < CONV_TAGS && p->nnew; k++)
+                if (mask & (1u << k)) {
+                    uint32_t n = e ? sv_n(e->tag[k]) : 0, want = n + p->nnew;
+
+                    p->tag[k] = (want > CONV_TAG_MAX ? CONV_TAG_MAX : want) - n;
+                    p->ext = true;
+                }
+        }
         break;
     case CONV_OP_SEQ:
+        if (sparse && arg > c->max && !rec_has(c->f, arg)) {
+            uint32_t n = sv_n(e ? e->ids : NULL);
+
+            p->ext = true;
+            p->ids = n + 1 > rq->window ? 0 : 1;
+            plan_tags(c, mask, arg, p);
+        } else if (sparse ? arg > c->read && sv_has(e ? e->ids : NULL, arg)
+                          : arg > c->read && !rec_has(c->f, arg)) {
+            plan_tags(c, mask, arg, p);
+        }
+        break;
+    case CONV_OP_MARKUNREAD:
+        if (sparse && !sv_has(e ? e->ids : NULL, arg)) {
+            p->ext = true;
+            p->ids = 1;
+        }
+        break;
+    case CONV_OP_RECALL:
+        if (sparse ? !sv_has(e ? e->ids : NULL, arg) && arg > c->max &&
+                         !rec_has(c->f, arg)
+                   : arg > c->read && !rec_has(c->f, arg)) {
+            if (nrec == CONV_RECALL_MAX)
+                return CONV_ELIMIT;
+            p->rec = true;
+        }
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/*
+ * Allocates what p asks of c: its record (fresh: *fresh set, c's state is
+ * still in c's fields), room for a recalled seq, its ext, room in its
+ * vectors. 0, or CONV_ENOMEM with everything it allocated freed again (a
+ * grown vector may keep its room).
+ */
+static int tl_alloc(struct conv_store *s, struct cst *c, const struct plan *p,
+                    bool *fresh)
+{
+    bool need_ext = p->ext || p->ids;
+    struct conv_ext *e;
+
+    *fresh = false;
+    if (c->f == NULL && (p->f || p->rec || need_ext)) {
+        c->f = full_alloc(s, p->rec ? 1 : 0);
+        if (c->f == NULL)
+            return CONV_ENOMEM;
+        *fresh = true;
+    } else if (p->rec && c->f->cap == c->f->nrec) {
+        struct conv_full *nf = full_resize(s, c->f, c->f->nrec + 1);
+
+        if (nf == NULL)
+            return CONV_ENOMEM;
+        c->f = nf;
+    }
+    if (!need_ext)
+        return 0;
+    if (c->f->ext == NULL &&
+        (c->f->ext = heap_alloc(s, sizeof(struct conv_ext))) == NULL)
+        goto error;
+    e = c->f->ext;
+    if (sv_reserve(s, &e->ids, p->ids) != 0)
+        goto error;
+    for (unsigned k = 0; k < CONV_TAGS; k++)
+        if (sv_reserve(s, &e->tag[k], p->tag[k]) != 0)
+            goto error;
+    return 0;
+error:
+    cst_tidy(s, c);
+    if (*fresh) {
+        full_free(s, c->f);
+        c->f = NULL;
+    }
+    return CONV_ENOMEM;
+}
+
+/* Sparse: keeps at most window ids, forgetting the oldest (remembered as
+ * lost) and their tags, so that one more fits when `room`. */
+static void ids_trim(struct conv_ext *e, uint32_t window, bool room)
+{
+    uint32_t keep = room ? window - 1 : window;
+
+    while (sv_n(e->ids) > keep) {
+        e->lost = e->ids->v[0];
+        sv_drop_front(e->ids, 1);
+        tags_remove(e, e->lost);
+    }
+}
+
+/* Sparse SEQ: a new id above max counts one (unless recalled ahead). */
+static void sparse_seq(struct conv_store *s, struct cst *c,
+                       const struct conv_req *rq, uint32_t mask)
+{
+    struct conv_ext *e = cst_ext(c);
+    uint64_t id = rq->arg;
+    bool tag;
+
+    if (id > c->max) {
+        bool recalled = rec_has(c->f, id);
+
+        c->max = id;
+        rec_prune(s, c, id);
+        e = cst_ext(c);
+        if (recalled)
+            return;
+        ids_trim(e, rq->window, true);
+        sv_insert(e->ids, id);
+        tag = true;
+    } else {
+        tag = id > c->read && e != NULL && sv_has(e->ids, id);
+    }
+    for (unsigned k = 0; tag && k < CONV_TAGS; k++)
+        if (mask & (1u << k))
+            tag_add(e, k, id);
+}
+
+/* Sparse MARKUNREAD: id becomes the first unread; the ids between it and
+ * the old watermark were forgotten when read and do not come back. */
+static void sparse_markunread(struct conv_store *s, struct cst *c,
+                              const struct conv_req *rq)
+{
+    uint64_t id = rq->arg;
+    bool recalled = id > c->max && rec_has(c->f, id);
+    struct conv_ext *e;
+
+    tl_set_read(s, c, id - 1);
+    if (id > c->max)
+        c->max = id;
+    rec_prune(s, c, c->max);
+    e = cst_ext(c);
+    if (recalled || e == NULL || sv_has(e->ids, id) || e->lost >= id)
+        return;
+    if (sv_n(e->ids) >= rq->window) {
+        e->lost = id; /* older than every kept one: dropped at once */
+        return;
+    }
+    if (e->ids == NULL)
+        return; /* not reserved: cannot happen (planned) */
+    sv_insert(e->ids, id);
+}
+
+/* Applies rq to c, everything allocated (tl_plan, tl_alloc): cannot fail. */
+static void tl_do(struct conv_store *s, struct cst *c,
+                  const struct conv_req *rq, const struct plan *p)
+{
+    struct conv_ext *e = cst_ext(c);
+    uint32_t mask = req_tags(rq);
+    uint64_t arg = rq->arg;
+
+    switch (rq->op) {
+    case CONV_OP_INCR:
+        c->max = arg > UINT64_MAX - c->max ? UINT64_MAX : c->max + arg;
+        for (unsigned k = 0; k < CONV_TAGS && p->nnew; k++)
+            if (mask & (1u << k))
+                tag_append(e->tag[k], p->fresh, p->nnew);
+        break;
+    case CONV_OP_SEQ:
+        if (c->flags & F_SPARSE) {
+            sparse_seq(s, c, rq, mask);
+            break;
+        }
         if (arg > c->max)
             c->max = arg;
+        if (arg > c->read && !rec_has(c->f, arg))
+            for (unsigned k = 0; k < CONV_TAGS; k++)
+                if (mask & (1u << k))
+                    tag_add(e, k, arg);
         break;
     case CONV_OP_READ_ALL:
-        cst_set_read(s, c, c->max);
+        tl_set_read(s, c, c->max);
         break;
     case CONV_OP_READ:
         if (arg > c->read)
-            cst_set_read(s, c, arg);
+            tl_set_read(s, c, arg);
         break;
     case CONV_OP_MARKUNREAD:
-        cst_set_read(s, c, arg - 1);
+        if (c->flags & F_SPARSE) {
+            sparse_markunread(s, c, rq);
+            break;
+        }
+        tl_set_read(s, c, arg - 1);
         if (arg > c->max)
             c->max = arg;
         break;
     case CONV_OP_RECALL:
-        if (arg > c->read)
-            return rec_add(s, c, arg);
+        if (c->flags & F_SPARSE) {
+            if (e != NULL && sv_remove(e->ids, arg))
+                tags_remove(e, arg);
+            else if (p->rec)
+                rec_insert(c->f, arg);
+        } else if (arg > c->read) {
+            if (p->rec)
+                rec_insert(c->f, arg);
+            tags_remove(e, arg);
+        }
         break;
     case CONV_OP_MUTE:
         c->muted = arg;
         break;
+    case CONV_OP_ROLLUP:
+        c->flags =
+            (uint8_t)(arg ? c->flags & ~F_COLLAPSED : c->flags | F_COLLAPSED);
+        break;
+    }
+}
+
+/* Plans, allocates and applies rq to timeline c. 0, CONV_ELIMIT or
+ * CONV_ENOMEM (nothing changed; c's record freed again when fresh). */
+static int tl_apply(struct conv_store *s, struct cst *c,
+                    const struct conv_req *rq, bool *fresh)
+{
+    struct plan p;
+    int rc = tl_plan(c, rq, &p);
+
+    if (rc == 0)
+        rc = tl_alloc(s, c, &p, fresh);
+    if (rc == 0)
+        tl_do(s, c, rq, &p);
+    return rc;
+}
+
+/* ---- Threads ------------------------------------------------------------ */
+
+/* First position whose cid (or tid) is >= cid (n when none). Branch-free,
+ * as wmap's bucket search: cids in an array are in no predictable order. */
+static uint32_t arr_index(const struct conv_arr *a, uint64_t cid)
+{
+    const struct crec *p = a->r;
+    uint32_t n = a->n;
+
+    while (n > 1) {
+        uint32_t half = n / 2;
+
+        p = p[half].cid < cid ? p + half : p;
+        n -= half;
+    }
+    return (uint32_t)(p - a->r) + (n == 1 && p->cid < cid);
+}
+
+/* What one thread adds to its conversation's sums. */
+struct tsum {
+    uint64_t unread;
+    uint32_t ment, busy;
+};
+
+static void tsum_of(const struct cst *t, struct tsum *ts)
+{
+    ts->unread = sat32(tl_unread(t));
+    ts->ment = tl_mentions(t);
+    ts->busy = ts->unread != 0;
+}
+
+/* The thread word of tid in e, or NULL. */
+static uint64_t *thread_slot(const struct conv_ext *e, uint64_t tid)
+{
+    struct conv_arr *a = e ? e->thr : NULL;
+    uint32_t i;
+
+    if (a == NULL)
+        return NULL;
+    i = arr_index(a, tid);
+    return i < a->n && a->r[i].cid == tid ? &a->r[i].w : NULL;
+}
+
+/* The thread that a new one replaces when the array is full: the lowest
+ * tid without unread; a->n when all have some. */
+static uint32_t thread_victim(const struct conv_arr *a)
+{
+    for (uint32_t i = 0; i < a->n; i++) {
+        struct cst t;
+
+        cst_load(a->r[i].w, &t); /* a sparse thread's record says so */
+        if (tl_unread(&t) == 0)
+            return i;
+    }
+    return a->n;
+}
+
+static void thread_load(uint64_t w, bool sparse, struct cst *t)
+{
+    cst_load(w, t);
+    if (sparse)
+        t->flags |= F_SPARSE;
+}
+
+/*
+ * Applies rq to thread rq->tid of conversation c (whose mode is final):
+ * *tun = the thread's unread after. The conversation gets a record and an
+ * ext when it had none; its thread sums follow. 0, or CONV_ELIMIT,
+ * CONV_ETHREADS, CONV_ENOMEM with nothing changed.
+ */
+static int thread_apply(struct conv_store *s, struct cst *c,
+                        const struct conv_req *rq, uint32_t *tun)
+{
+    bool sparse = c->flags & F_SPARSE, fresh_c = false, fresh_t;
+    struct conv_ext *e = cst_ext(c);
+    uint64_t *slot = thread_slot(e, rq->tid), tw;
+    uint32_t victim = UINT32_MAX;
+    struct tsum before, after;
+    struct conv_arr *a;
+    struct cst t;
+    int rc;
+
+    thread_load(slot ? *slot : W_ZERO, sparse, &t);
+    if (slot == NULL && e != NULL && e->thr != NULL &&
+        e->thr->n == CONV_THREAD_MAX) {
+        victim = thread_victim(e->thr);
+        if (victim == e->thr->n)
+            return CONV_ETHREADS;
+    }
+    /* The conversation's side: record, ext, room for one more thread. */
+    if (c->f == NULL) {
+        if ((c->f = full_alloc(s, 0)) == NULL)
+            return CONV_ENOMEM;
+        fresh_c = true;
+    }
+    if (c->f->ext == NULL &&
+        (c->f->ext = heap_alloc(s, sizeof(struct conv_ext))) == NULL)
+        goto nomem;
+    e = c->f->ext;
+    if (slot == NULL && victim == UINT32_MAX) {
+        a = e->thr;
+        if (a == NULL || a->n == a->cap) {
+            uint32_t n = a ? a->n : 0;
+            struct conv_arr *na =
+                a ? heap_realloc(s, a, arr_size(a->cap), arr_size(n + 1))
+                  : heap_alloc(s, arr_size(1));
+
+            if (na == NULL)
+                goto nomem;
+            na->cap = n + 1;
+            e->thr = na;
+        }
+    }
+    tsum_of(&t, &before);
+    rc = tl_apply(s, &t, rq, &fresh_t);
+    if (rc != 0)
+        goto undo;
+    if (tl_zero(&t))
+        t.flags &= (uint8_t)~F_SPARSE;
+    rc = cst_encode(s, &t, &tw);
+    if (rc != 0)
+        goto undo; /* t had no record: only its fields changed */
+    tsum_of(&t, &after);
+    *tun = (uint32_t)after.unread;
+    e->thr_unread = e->thr_unread - before.unread + after.unread;
+    e->thr_ment = e->thr_ment - before.ment + after.ment;
+    e->thr_busy = e->thr_busy - before.busy + after.busy;
+    a = e->thr;
+    slot = thread_slot(e, rq->tid);
+    if (slot != NULL && tw != W_ZERO) {
+        *slot = tw;
+    } else if (slot != NULL) {
+        uint32_t i = arr_index(a, rq->tid);
+
+        a->n--;
+        memmove(&a->r[i], &a->r[i + 1], (a->n - i) * sizeof(struct crec));
+    } else if (tw != W_ZERO) {
+        uint32_t i;
+
+        if (victim != UINT32_MAX) {
+            word_free(s, a->r[victim].w);
+            a->n--;
+            memmove(&a->r[victim], &a->r[victim + 1],
+                    (a->n - victim) * sizeof(struct crec));
+        }
+        i = arr_index(a, rq->tid);
+        memmove(&a->r[i + 1], &a->r[i], (a->n - i) * sizeof(struct crec));
+        a->r[i] = (struct crec){rq->tid, tw};
+        a->n++;
     }
     return 0;
+nomem:
+    rc = CONV_ENOMEM;
+undo:
+    cst_tidy(s, c);
+    if (fresh_c) {
+        full_free(s, c->f);
+        c->f = NULL;
+    }
+    return rc;
 }
 
 /* ---- A user's conversations -------------------------------------------- */
@@ -334,30 +1119,9 @@ static inline struct u64map *map_of(const struct wmap_val *u)
     return (struct u64map *)(uintptr_t)(u->b & ~TAG_MASK);
 }
 
-static inline size_t arr_size(uint32_t cap)
-{
-    return sizeof(struct conv_arr) + (size_t)cap * sizeof(struct crec);
-}
-
 static uint64_t user_total(const struct wmap_val *u)
 {
     return user_tag(u) ? u->a : word_contrib(u->b);
-}
-
-/* First position whose cid is >= cid (n when none). Branch-free, as
- * wmap's bucket search: cids in an array are in no predictable order. */
-static uint32_t arr_index(const struct conv_arr *a, uint64_t cid)
-{
-    const struct crec *p = a->r;
-    uint32_t n = a->n;
-
-    while (n > 1) {
-        uint32_t half = n / 2;
-
-        p = p[half].cid < cid ? p + half : p;
-        n -= half;
-    }
-    return (uint32_t)(p - a->r) + (n == 1 && p->cid < cid);
 }
 
 /* Where the user's word for cid is stored, or NULL when absent. The
@@ -380,7 +1144,7 @@ static uint64_t *conv_slot(const struct wmap_val *u, uint64_t cid)
 
 static struct conv_arr *arr_alloc(struct conv_store *s, uint32_t n)
 {
-    struct conv_arr *a = mem_alloc(&s->mem, arr_size(n));
+    struct conv_arr *a = heap_alloc(s, arr_size(n));
 
     if (a == NULL)
         return NULL;
@@ -390,20 +1154,17 @@ static struct conv_arr *arr_alloc(struct conv_store *s, uint32_t n)
 
 static void arr_free(struct conv_store *s, struct conv_arr *a)
 {
-    mem_free(&s->mem, a, arr_size(a->cap));
+    heap_free(s, a, arr_size(a->cap));
 }
 
-/* a resized to cap: the new address, or NULL with a intact (growing only:
- * a shrink never fails, mem.h). */
+/* a resized to cap: the new address, or NULL with a intact. */
 static struct conv_arr *arr_resize(struct conv_store *s, struct conv_arr *a,
                                    uint32_t cap)
 {
-    struct conv_arr *na =
-        mem_realloc(&s->mem, a, arr_size(a->cap), arr_size(cap));
+    struct conv_arr *na = heap_realloc(s, a, arr_size(a->cap), arr_size(cap));
 
-    if (na == NULL)
-        return NULL;
-    na->cap = cap;
+    if (na != NULL)
+        na->cap = cap;
     return na;
 }
 
@@ -657,37 +1418,103 @@ void conv_destroy(struct conv_store *s)
     mem_free(NULL, s, sizeof(*s));
 }
 
+/* Whether rq is well formed (conv_apply's CONV_EINVAL list). */
+static bool req_valid(const struct conv_req *rq)
+{
+    enum conv_op op = rq->op;
+    bool writes = op == CONV_OP_SEQ || op == CONV_OP_INCR;
+    bool carries_id = op == CONV_OP_SEQ || op == CONV_OP_READ ||
+                      op == CONV_OP_MARKUNREAD || op == CONV_OP_RECALL;
+
+    if (op > CONV_OP_ROLLUP || (op == CONV_OP_MARKUNREAD && rq->arg == 0))
+        return false;
+    if ((op == CONV_OP_MUTE || op == CONV_OP_ROLLUP) &&
+        (rq->arg > 1 || (rq->flags & CONV_THREAD)))
+        return false;
+    if ((rq->flags & (CONV_MENTION | CONV_SOURCE)) && !writes)
+        return false;
+    if ((rq->flags & CONV_SOURCE) &&
+        ((rq->flags & CONV_THREAD) || rq->source >= CONV_SOURCES))
+        return false;
+    if ((rq->flags & CONV_SPARSE) &&
+        (op == CONV_OP_INCR || (carries_id && rq->arg > CONV_ID_MAX)))
+        return false;
+    return !((rq->flags & CONV_THREAD) && rq->tid > CONV_ID_MAX) &&
+           rq->window <= CONV_WINDOW_MAX &&
+           !(rq->flags &
+             ~(CONV_MENTION | CONV_SPARSE | CONV_THREAD | CONV_SOURCE));
+}
+
+/* Whether the conversation has no message yet, so that its first write
+ * that carries a seq still chooses its mode. */
+static bool conv_blank(const struct cst *c)
+{
+    const struct conv_ext *e = cst_ext(c);
+
+    return !(c->flags & F_SPARSE) && c->max == 0 &&
+           (c->f == NULL || c->f->nrec == 0) && (e == NULL || e->thr == NULL);
+}
+
+/* Checks rq's mode against c's, choosing sparse for a blank conversation:
+ * 0 or CONV_EMODE. */
+static int conv_mode(struct cst *c, const struct conv_req *rq)
+{
+    bool want = rq->flags & CONV_SPARSE;
+
+    if (rq->op == CONV_OP_READ_ALL || rq->op == CONV_OP_MUTE ||
+        rq->op == CONV_OP_ROLLUP)
+        return 0;
+    if (c->flags & F_SPARSE)
+        return want ? 0 : CONV_EMODE;
+    if (!want)
+        return 0;
+    if (!conv_blank(c))
+        return CONV_EMODE;
+    c->flags |= F_SPARSE;
+    return 0;
+}
+
 /*
  * The one path of every mutator: load the conversation's state (all zero
- * when absent), apply op, encode, then store the word, remove the
- * conversation (state back to zero) or insert it (new), adjusting the
- * user's total by the change of the conversation's contribution. Every
- * step that can fail comes before the first change.
+ * when absent), apply rq to it or to one of its threads, encode, then
+ * store the word, remove the conversation (state back to zero) or insert
+ * it (new), adjusting the user's total by the change of the
+ * conversation's contribution. Every step that can fail comes before the
+ * first change.
  */
-int conv_update(struct conv_store *s, enum conv_op op, uint64_t uid,
-                uint64_t cid, uint64_t arg, uint32_t *unread, uint64_t *total)
+int conv_apply(struct conv_store *s, uint64_t uid, uint64_t cid,
+               const struct conv_req *rq, uint32_t *unread, uint64_t *total)
 {
+    struct conv_req r = *rq;
     struct wmap_val *u;
     uint64_t *slot, w;
-    uint32_t before, after;
+    uint32_t before, after, tun = 0;
+    bool fresh = false;
     struct cst c;
     int rc;
 
-    if ((op == CONV_OP_MARKUNREAD && arg == 0) ||
-        (op == CONV_OP_MUTE && arg > 1))
+    if (!req_valid(rq))
         return CONV_EINVAL;
+    if (r.window == 0)
+        r.window = CONV_RECALL_MAX;
     u = wmap_ref(s->users, uid);
     slot = u ? conv_slot(u, cid) : NULL;
     cst_load(slot ? *slot : W_ZERO, &c);
     before = cst_contrib(&c);
-    rc = cst_apply(s, &c, op, arg);
+    rc = conv_mode(&c, &r);
+    if (rc == 0)
+        rc = r.flags & CONV_THREAD ? thread_apply(s, &c, &r, &tun)
+                                   : tl_apply(s, &c, &r, &fresh);
     if (rc != 0)
         return rc;
-    *unread = cst_unread(&c);
-    after = c.muted ? 0 : *unread;
+    cst_tidy(s, &c);
+    if (tl_zero(&c))
+        c.flags &= (uint8_t)~F_SPARSE;
+    *unread = r.flags & CONV_THREAD ? tun : cst_unread(&c);
+    after = cst_contrib(&c);
     rc = cst_encode(s, &c, &w);
     if (rc != 0)
-        return rc;
+        return rc; /* c had no record: only its fields changed */
     if (slot != NULL && w == W_ZERO) {
         *total = user_remove(s, uid, u, cid, before);
     } else if (slot != NULL) {
@@ -703,6 +1530,14 @@ int conv_update(struct conv_store *s, enum conv_op op, uint64_t uid,
         *total = u ? user_total(u) : 0;
     }
     return rc;
+}
+
+int conv_update(struct conv_store *s, enum conv_op op, uint64_t uid,
+                uint64_t cid, uint64_t arg, uint32_t *unread, uint64_t *total)
+{
+    struct conv_req rq = {op, 0, arg, 0, 0, 0};
+
+    return conv_apply(s, uid, cid, &rq, unread, total);
 }
 
 uint64_t conv_del(struct conv_store *s, uint64_t uid, uint64_t cid)
@@ -738,108 +1573,592 @@ uint64_t conv_total(const struct conv_store *s, uint64_t uid)
     return u ? user_total(u) : 0;
 }
 
-/* conv_list for the map form: the non-zero ones, sorted, then the first
- * max of them. */
-static int map_list(const struct u64map *m, size_t max, conv_list_fn fn,
-                    void *ctx, size_t *n)
+/* ---- Mark all read ------------------------------------------------------ */
+
+/* Whether marking a compact word read moves it out of the compact form
+ * (a record is then needed). */
+static bool read_all_needs_record(uint64_t w)
 {
-    size_t size = u64map_count(m) * sizeof(struct crec), k = 0;
-    struct crec *r = mem_alloc(NULL, size);
+    struct cst c;
 
-    if (r == NULL)
-        return CONV_ENOMEM;
-    map_records(m, r);
-    for (size_t i = 0; i < u64map_count(m) && k < max; i++) {
-        uint32_t un = word_unread(r[i].w);
+    if (!is_compact(w))
+        return false;
+    cst_load(w, &c);
+    return c.max >> READ_BITS != 0;
+}
 
-        if (un != 0) {
-            fn(r[i].cid, un, ctx);
-            k++;
+/* Records that need one, over a conversation and its threads. */
+static uint32_t read_all_needs(uint64_t w)
+{
+    const struct conv_ext *e;
+    uint32_t n = read_all_needs_record(w);
+
+    if (is_compact(w) || (e = full_of(w)->ext) == NULL || e->thr == NULL)
+        return n;
+    for (uint32_t i = 0; i < e->thr->n; i++)
+        n += read_all_needs_record(e->thr->r[i].w);
+    return n;
+}
+
+/* A pool of records allocated ahead, taken by read_all_tl. */
+struct pool {
+    struct conv_full **f;
+    uint32_t n;
+};
+
+/* Marks one timeline read; returns its word. Cannot fail. */
+static uint64_t read_all_tl(struct conv_store *s, struct cst *c,
+                            struct pool *pool)
+{
+    uint64_t w;
+
+    tl_set_read(s, c, c->max);
+    cst_tidy(s, c);
+    if (!fits_compact(c) && c->f == NULL)
+        c->f = pool->f[--pool->n];
+    cst_encode(s, c, &w);
+    return w;
+}
+
+static uint64_t read_all_word(struct conv_store *s, uint64_t w,
+                              struct pool *pool)
+{
+    struct conv_ext *e;
+    struct cst c;
+
+    cst_load(w, &c);
+    e = cst_ext(&c);
+    if (e != NULL && e->thr != NULL) {
+        for (uint32_t i = 0; i < e->thr->n; i++) {
+            struct cst t;
+
+            thread_load(e->thr->r[i].w, c.flags & F_SPARSE, &t);
+            e->thr->r[i].w = read_all_tl(s, &t, pool);
         }
+        e->thr_unread = 0;
+        e->thr_ment = 0;
+        e->thr_busy = 0;
     }
-    mem_free(NULL, r, size);
-    *n = k;
-    return 0;
+    return read_all_tl(s, &c, pool);
+}
+
+int conv_read_all_user(struct conv_store *s, uint64_t uid, uint64_t *total)
+{
+    struct wmap_val *u = wmap_ref(s->users, uid);
+    struct pool pool = {NULL, 0};
+    struct crec *r = NULL;
+    uint32_t n = 0, need = 0;
+    int rc = CONV_ENOMEM;
+
+    *total = 0;
+    if (u == NULL)
+        return 0;
+    switch (user_tag(u)) {
+    case TAG_ARR:
+        n = arr_of(u)->n;
+        r = arr_of(u)->r;
+        break;
+    case TAG_MAP:
+        n = (uint32_t)u64map_count(map_of(u));
+        r = mem_alloc(NULL, n * sizeof(*r));
+        if (r == NULL)
+            return CONV_ENOMEM;
+        map_records(map_of(u), r);
+        break;
+    default:
+        n = 1;
+        r = NULL;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        need += read_all_needs(r ? r[i].w : u->b);
+    if (need > 0) {
+        pool.f = mem_alloc(NULL, need * sizeof(*pool.f));
+        if (pool.f == NULL)
+            goto out;
+        for (; pool.n < need; pool.n++)
+            if ((pool.f[pool.n] = full_alloc(s, 0)) == NULL)
+                goto out;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (r == NULL)
+            u->b = read_all_word(s, u->b, &pool);
+        else if (user_tag(u) == TAG_ARR)
+            r[i].w = read_all_word(s, r[i].w, &pool);
+        else
+            *u64map_ref(map_of(u), r[i].cid) = read_all_word(s, r[i].w, &pool);
+    }
+    if (user_tag(u))
+        u->a = 0;
+    rc = 0;
+out:
+    while (pool.n > 0)
+        full_free(s, pool.f[--pool.n]);
+    if (pool.f != NULL)
+        mem_free(NULL, pool.f, need * sizeof(*pool.f));
+    if (user_tag(u) == TAG_MAP)
+        mem_free(NULL, r, n * sizeof(*r));
+    return rc;
+}
+
+/* ---- Reads -------------------------------------------------------------- */
+
+static void state_of(const struct cst *c, const struct cst *t,
+                     struct conv_state *st)
+{
+    const struct cst *tl = t ? t : c;
+
+    st->max = tl->max;
+    st->read = tl->read;
+    st->unread = t ? sat32(tl_unread(t)) : cst_unread(c);
+    st->muted = c->muted;
+    st->mentions = t ? tl_mentions(t) : cst_mentions(c);
+    st->first_unread = tl_first_unread(tl);
+}
+
+void conv_state(const struct conv_store *s, uint64_t uid, uint64_t cid,
+                const uint64_t *tid, struct conv_state *st)
+{
+    const struct wmap_val *u = wmap_get(s->users, uid);
+    const uint64_t *slot = u ? conv_slot(u, cid) : NULL, *ts;
+    struct cst c, t;
+
+    memset(st, 0, sizeof(*st));
+    if (slot == NULL)
+        return;
+    cst_load(*slot, &c);
+    if (tid == NULL) {
+        state_of(&c, NULL, st);
+        return;
+    }
+    ts = thread_slot(cst_ext(&c), *tid);
+    thread_load(ts ? *ts : W_ZERO, c.flags & F_SPARSE, &t);
+    state_of(&c, &t, st);
+}
+
+/* Visits every word of a user in no particular order. */
+typedef void (*word_fn)(uint64_t cid, uint64_t w, void *ctx);
+
+static void user_words(const struct wmap_val *u, word_fn fn, void *ctx)
+{
+    uint64_t cursor = 0;
+
+    switch (user_tag(u)) {
+    case TAG_ARR:
+        for (uint32_t i = 0; i < arr_of(u)->n; i++)
+            fn(arr_of(u)->r[i].cid, arr_of(u)->r[i].w, ctx);
+        break;
+    case TAG_MAP:
+        do
+            u64map_scan(map_of(u), &cursor, SIZE_MAX, fn, ctx);
+        while (cursor != 0);
+        break;
+    default:
+        fn(u->a, u->b, ctx);
+    }
+}
+
+static void count_visit(uint64_t cid, uint64_t w, void *ctx)
+{
+    struct conv_user_counts *uc = ctx;
+    const struct conv_ext *e;
+    struct cst c;
+
+    (void)cid;
+    cst_load(w, &c);
+    e = cst_ext(&c);
+    uc->mentions += tl_mentions(&c) + (e ? e->thr_ment : 0);
+    if (c.muted)
+        return;
+    uc->chats += cst_unread(&c) != 0;
+    uc->threads += e ? e->thr_busy : 0;
+}
+
+void conv_user_counts(const struct conv_store *s, uint64_t uid,
+                      struct conv_user_counts *uc)
+{
+    const struct wmap_val *u = wmap_get(s->users, uid);
+
+    memset(uc, 0, sizeof(*uc));
+    if (u != NULL)
+        user_words(u, count_visit, uc);
+}
+
+/* conv_each over sorted records. */
+static size_t each_sorted(const struct crec *r, uint32_t n, uint64_t from,
+                          conv_each_fn fn, void *ctx)
+{
+    size_t k = 0;
+
+    for (uint32_t i = 0; i < n; i++) {
+        struct conv_state st;
+        struct cst c;
+
+        if (r[i].cid < from)
+            continue;
+        cst_load(r[i].w, &c);
+        if (cst_unread(&c) == 0)
+            continue;
+        state_of(&c, NULL, &st);
+        k++;
+        if (!fn(r[i].cid, &st, ctx))
+            break;
+    }
+    return k;
+}
+
+int conv_each(const struct conv_store *s, uint64_t uid, uint64_t from,
+              conv_each_fn fn, void *ctx, size_t *n)
+{
+    const struct wmap_val *u = wmap_get(s->users, uid);
+    struct crec one, *r;
+    uint32_t i;
+
+    *n = 0;
+    if (u == NULL)
+        return 0;
+    switch (user_tag(u)) {
+    case TAG_ARR:
+        i = arr_index(arr_of(u), from);
+        *n = each_sorted(arr_of(u)->r + i, arr_of(u)->n - i, from, fn, ctx);
+        return 0;
+    case TAG_MAP: {
+        size_t size = u64map_count(map_of(u)) * sizeof(*r);
+
+        r = mem_alloc(NULL, size);
+        if (r == NULL)
+            return CONV_ENOMEM;
+        map_records(map_of(u), r);
+        *n = each_sorted(r, (uint32_t)u64map_count(map_of(u)), from, fn, ctx);
+        mem_free(NULL, r, size);
+        return 0;
+    }
+    default:
+        one = (struct crec){u->a, u->b};
+        *n = each_sorted(&one, 1, from, fn, ctx);
+        return 0;
+    }
+}
+
+struct list_adapter {
+    conv_list_fn fn;
+    void *ctx;
+    size_t left;
+};
+
+static bool list_adapt(uint64_t cid, const struct conv_state *st, void *ctx)
+{
+    struct list_adapter *la = ctx;
+
+    la->fn(cid, st->unread, la->ctx);
+    return --la->left > 0;
 }
 
 int conv_list(const struct conv_store *s, uint64_t uid, size_t max,
               conv_list_fn fn, void *ctx, size_t *n)
 {
-    const struct wmap_val *u = wmap_get(s->users, uid);
-    size_t k = 0;
+    struct list_adapter la = {fn, ctx, max};
 
-    if (u != NULL && user_tag(u) == TAG_MAP)
-        return map_list(map_of(u), max, fn, ctx, n);
-    if (u != NULL && user_tag(u) == TAG_ARR) {
-        const struct conv_arr *a = arr_of(u);
-
-        for (uint32_t i = 0; i < a->n && k < max; i++) {
-            uint32_t un = word_unread(a->r[i].w);
-
-            if (un != 0) {
-                fn(a->r[i].cid, un, ctx);
-                k++;
-            }
-        }
-    } else if (u != NULL && max > 0 && word_unread(u->b) != 0) {
-        fn(u->a, word_unread(u->b), ctx);
-        k = 1;
-    }
-    *n = k;
-    return 0;
+    *n = 0;
+    return max == 0 ? 0 : conv_each(s, uid, 0, list_adapt, &la, n);
 }
 
-/* Whether some sequence of commands leads to the state ci describes. */
-static bool info_valid(const struct conv_info *ci)
+size_t conv_threads(const struct conv_store *s, uint64_t uid, uint64_t cid,
+                    conv_thread_fn fn, void *ctx)
 {
-    if (ci->read > ci->max || ci->nrecall > CONV_RECALL_MAX ||
-        !(ci->read || ci->max || ci->muted || ci->nrecall))
-        return false;
-    for (uint32_t i = 0; i < ci->nrecall; i++)
-        if (ci->recall[i] <= (i ? ci->recall[i - 1] : ci->read))
+    const struct wmap_val *u = wmap_get(s->users, uid);
+    const uint64_t *slot = u ? conv_slot(u, cid) : NULL;
+    const struct conv_ext *e;
+    size_t k = 0;
+    struct cst c;
+
+    if (slot == NULL)
+        return 0;
+    cst_load(*slot, &c);
+    e = cst_ext(&c);
+    for (uint32_t i = 0; e && e->thr && i < e->thr->n; i++) {
+        struct cst t;
+        uint32_t un;
+
+        thread_load(e->thr->r[i].w, c.flags & F_SPARSE, &t);
+        un = sat32(tl_unread(&t));
+        if (un != 0) {
+            fn(e->thr->r[i].cid, un, ctx);
+            k++;
+        }
+    }
+    return k;
+}
+
+void conv_sources(const struct conv_store *s, uint64_t uid, uint64_t cid,
+                  uint32_t counts[CONV_SOURCES])
+{
+    const struct wmap_val *u = wmap_get(s->users, uid);
+    const uint64_t *slot = u ? conv_slot(u, cid) : NULL;
+    const struct conv_ext *e = NULL;
+    struct cst c;
+
+    if (slot != NULL) {
+        cst_load(*slot, &c);
+        e = cst_ext(&c);
+    }
+    for (unsigned k = 0; k < CONV_SOURCES; k++)
+        counts[k] = e ? sv_n(e->tag[1 + k]) : 0;
+}
+
+/* ---- Loading and walking ------------------------------------------------ */
+
+/* Whether vals[0..n) ascend strictly within (lo, hi]. */
+static bool ascending_in(const uint64_t *vals, uint32_t n, uint64_t lo,
+                         uint64_t hi)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (vals[i] <= (i ? vals[i - 1] : lo) || vals[i] > hi)
             return false;
     return true;
 }
 
+static bool in_sorted(const uint64_t *vals, uint32_t n, uint64_t x)
+{
+    uint32_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+
+        if (vals[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && vals[lo] == x;
+}
+
+/* Whether some sequence of commands leads to the timeline ci describes
+ * (thread: a thread's; its sources and flags other than sparse unused). */
+static bool info_valid(const struct conv_info *ci, bool thread, bool sparse,
+                       uint32_t threads)
+{
+    uint64_t rec_floor = sparse ? ci->max : ci->read;
+    uint32_t ntags = 0;
+
+    if (ci->read > ci->max || ci->nrecall > CONV_RECALL_MAX ||
+        !ascending_in(ci->recall, ci->nrecall, rec_floor, UINT64_MAX))
+        return false;
+    if (sparse) {
+        if (ci->max > CONV_ID_MAX || ci->nids > CONV_WINDOW_MAX ||
+            !ascending_in(ci->ids, ci->nids, ci->read, ci->max))
+            return false;
+        if (ci->lost != 0 && (ci->lost <= ci->read || ci->lost > ci->max ||
+                              (ci->nids > 0 && ci->lost >= ci->ids[0])))
+            return false;
+    } else if (ci->nids != 0 || ci->lost != 0) {
+        return false;
+    }
+    for (unsigned k = 0; k < CONV_TAGS; k++) {
+        uint32_t n = ci->ntag[k];
+
+        if (n == 0)
+            continue;
+        if (n > CONV_TAG_MAX || (thread && k != CONV_TAG_MENTION) ||
+            !ascending_in(ci->tag[k], n, ci->read, ci->max))
+            return false;
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t q = ci->tag[k][i];
+
+            if (sparse ? !in_sorted(ci->ids, ci->nids, q)
+                       : in_sorted(ci->recall, ci->nrecall, q))
+                return false;
+            for (unsigned j = 1; k > 0 && j < k; j++)
+                if (in_sorted(ci->tag[j], ci->ntag[j], q))
+                    return false; /* one source per message */
+        }
+        ntags += n;
+    }
+    if (thread)
+        return ci->read || ci->max || ci->nrecall;
+    return ci->read || ci->max || ci->muted || ci->nrecall || ci->collapsed ||
+           ntags || threads;
+}
+
+/*
+ * Builds the timeline ci describes into c (record, ext and vectors as
+ * needed; an ext is kept when `keep_ext`, for threads to come). 0 or
+ * CONV_ENOMEM with nothing allocated.
+ */
+static int tl_build(struct conv_store *s, const struct conv_info *ci,
+                    bool thread, bool sparse, bool keep_ext, struct cst *c)
+{
+    bool tags = false;
+    struct conv_ext *e;
+
+    for (unsigned k = 0; k < CONV_TAGS; k++)
+        tags |= ci->ntag[k] > 0;
+    *c = (struct cst){ci->read, ci->max, !thread && ci->muted, 0, NULL};
+    if (sparse)
+        c->flags |= F_SPARSE;
+    if (!thread && ci->collapsed)
+        c->flags |= F_COLLAPSED;
+    if (ci->nrecall == 0 && !sparse && !tags && !keep_ext)
+        return 0;
+    c->f = full_alloc(s, ci->nrecall);
+    if (c->f == NULL)
+        return CONV_ENOMEM;
+    memcpy(c->f->rec, ci->recall, ci->nrecall * sizeof(uint64_t));
+    c->f->nrec = ci->nrecall;
+    if (ci->nids == 0 && ci->lost == 0 && !tags && !keep_ext)
+        return 0;
+    e = c->f->ext = heap_alloc(s, sizeof(*e));
+    if (e == NULL)
+        goto nomem;
+    e->lost = ci->lost;
+    if (sv_reserve(s, &e->ids, ci->nids) != 0)
+        goto nomem;
+    if (ci->nids)
+        memcpy(e->ids->v, ci->ids, ci->nids * sizeof(uint64_t));
+    if (e->ids)
+        e->ids->n = ci->nids;
+    for (unsigned k = 0; k < CONV_TAGS; k++) {
+        if (sv_reserve(s, &e->tag[k], ci->ntag[k]) != 0)
+            goto nomem;
+        if (ci->ntag[k]) {
+            memcpy(e->tag[k]->v, ci->tag[k], ci->ntag[k] * sizeof(uint64_t));
+            e->tag[k]->n = ci->ntag[k];
+        }
+    }
+    return 0;
+nomem:
+    ext_free(s, c->f->ext);
+    full_free(s, c->f);
+    c->f = NULL;
+    return CONV_ENOMEM;
+}
+
 int conv_put(struct conv_store *s, uint64_t uid, uint64_t cid,
-             const struct conv_info *ci)
+             const struct conv_info *ci, uint32_t threads)
 {
     struct wmap_val *u = wmap_ref(s->users, uid);
-    struct cst c = {ci->read, ci->max, ci->muted, NULL};
     uint64_t w, total;
+    struct cst c;
     int rc;
 
     if (u != NULL && conv_slot(u, cid) != NULL)
         return 1;
-    if (!info_valid(ci))
+    if (!info_valid(ci, false, ci->sparse, threads))
         return CONV_EINVAL;
-    if (ci->nrecall > 0) {
-        c.f = full_alloc(s, ci->nrecall);
-        if (c.f == NULL)
-            return CONV_ENOMEM;
-        memcpy(c.f->rec, ci->recall, ci->nrecall * sizeof(uint64_t));
-        c.f->nrec = ci->nrecall;
+    rc = tl_build(s, ci, false, ci->sparse, threads > 0, &c);
+    if (rc != 0)
+        return rc;
+    if (threads > 0) {
+        w = (uint64_t)(uintptr_t)c.f; /* canonical once its threads come */
+        c.f->read = c.read;
+        c.f->max = c.max;
+        c.f->muted = c.muted;
+        c.f->flags = c.flags;
+    } else if ((rc = cst_encode(s, &c, &w)) != 0) {
+        ext_free(s, cst_ext(&c));
+        if (c.f)
+            full_free(s, c.f);
+        return rc;
     }
-    rc = cst_encode(s, &c, &w);
-    if (rc == 0) {
-        rc = user_insert(s, uid, u, cid, w, &total);
-        if (rc != 0)
-            word_free(s, w);
-    }
+    rc = user_insert(s, uid, u, cid, w, &total);
+    if (rc != 0)
+        word_free(s, w);
     return rc;
 }
 
-static void info_of(uint64_t w, struct conv_info *ci)
+int conv_put_thread(struct conv_store *s, uint64_t uid, uint64_t cid,
+                    uint64_t tid, const struct conv_info *ti)
 {
+    struct wmap_val *u = wmap_ref(s->users, uid);
+    uint64_t *slot = u ? conv_slot(u, cid) : NULL, tw;
+    uint32_t before, after, i;
+    struct conv_ext *e;
+    struct conv_arr *a;
+    struct tsum ts;
+    struct cst c, t;
+    int rc;
+
+    if (slot == NULL || is_compact(*slot) || (e = full_of(*slot)->ext) == NULL)
+        return 1;
+    cst_load(*slot, &c);
+    if (thread_slot(e, tid) != NULL)
+        return 1;
+    if (tid > CONV_ID_MAX || (e->thr && e->thr->n == CONV_THREAD_MAX) ||
+        !info_valid(ti, true, c.flags & F_SPARSE, 0))
+        return CONV_EINVAL;
+    a = e->thr;
+    if (a == NULL || a->n == a->cap) {
+        uint32_t n = a ? a->n : 0;
+        struct conv_arr *na =
+            a ? heap_realloc(s, a, arr_size(a->cap), arr_size(n + 1))
+              : heap_alloc(s, arr_size(1));
+
+        if (na == NULL)
+            return CONV_ENOMEM;
+        na->cap = n + 1;
+        a = e->thr = na;
+    }
+    rc = tl_build(s, ti, true, c.flags & F_SPARSE, false, &t);
+    if (rc == 0 && (rc = cst_encode(s, &t, &tw)) != 0) {
+        ext_free(s, cst_ext(&t));
+        if (t.f)
+            full_free(s, t.f);
+    }
+    if (rc != 0)
+        return rc;
+    before = cst_contrib(&c);
+    tsum_of(&t, &ts);
+    e->thr_unread += ts.unread;
+    e->thr_ment += ts.ment;
+    e->thr_busy += ts.busy;
+    i = arr_index(a, tid);
+    memmove(&a->r[i + 1], &a->r[i], (a->n - i) * sizeof(struct crec));
+    a->r[i] = (struct crec){tid, tw};
+    a->n++;
+    after = cst_contrib(&c);
+    if (user_tag(u))
+        u->a = u->a - before + after;
+    return 0;
+}
+
+static void info_of(uint64_t w, bool thread, bool sparse, struct conv_info *ci)
+{
+    const struct conv_ext *e;
     struct cst c;
 
-    cst_load(w, &c);
+    if (thread)
+        thread_load(w, sparse, &c);
+    else
+        cst_load(w, &c);
+    e = cst_ext(&c);
+    memset(ci, 0, sizeof(*ci));
     ci->read = c.read;
     ci->max = c.max;
-    ci->unread = cst_unread(&c);
+    ci->unread = thread ? sat32(tl_unread(&c)) : cst_unread(&c);
     ci->muted = c.muted;
     ci->nrecall = c.f ? c.f->nrec : 0;
     ci->recall = c.f ? c.f->rec : NULL;
+    ci->sparse = c.flags & F_SPARSE;
+    ci->collapsed = c.flags & F_COLLAPSED;
+    if (e == NULL)
+        return;
+    ci->lost = e->lost;
+    ci->nids = sv_n(e->ids);
+    ci->ids = e->ids ? e->ids->v : NULL;
+    for (unsigned k = 0; k < CONV_TAGS; k++) {
+        ci->ntag[k] = sv_n(e->tag[k]);
+        ci->tag[k] = e->tag[k] ? e->tag[k]->v : NULL;
+    }
+    ci->nthreads = e->thr ? e->thr->n : 0;
+    ci->priv = e->thr;
+}
+
+void conv_info_thread(const struct conv_info *ci, uint32_t i, uint64_t *tid,
+                      struct conv_info *ti)
+{
+    const struct conv_arr *a = ci->priv;
+
+    *tid = a->r[i].cid;
+    info_of(a->r[i].w, true, ci->sparse, ti);
 }
 
 struct scan_ctx {
@@ -853,29 +2172,16 @@ static void scan_word_visit(uint64_t cid, uint64_t w, void *ctx)
     struct scan_ctx *sc = ctx;
     struct conv_info ci;
 
-    info_of(w, &ci);
+    info_of(w, false, false, &ci);
     sc->fn(sc->uid, cid, &ci, sc->ctx);
 }
 
 static void scan_user_visit(uint64_t uid, const struct wmap_val *u, void *ctx)
 {
     struct scan_ctx *sc = ctx;
-    uint64_t cursor = 0;
 
     sc->uid = uid;
-    switch (user_tag(u)) {
-    case TAG_ARR:
-        for (uint32_t i = 0; i < arr_of(u)->n; i++)
-            scan_word_visit(arr_of(u)->r[i].cid, arr_of(u)->r[i].w, sc);
-        break;
-    case TAG_MAP:
-        do
-            u64map_scan(map_of(u), &cursor, SIZE_MAX, scan_word_visit, sc);
-        while (cursor != 0);
-        break;
-    default:
-        scan_word_visit(u->a, u->b, sc);
-    }
+    user_words(u, scan_word_visit, sc);
 }
 
 size_t conv_scan(const struct conv_store *s, uint64_t *cursor, size_t max,
@@ -911,24 +2217,91 @@ struct audit_ctx {
     uint64_t sum; /* contributions of the user being checked */
 };
 
-/* One stored word: canonical, not the zero state, recalled seqs in order
- * above the watermark. */
+/* A vector held by an ext: not empty, within its room. */
+static void audit_sv(struct audit_ctx *ac, const struct seqv *v)
+{
+    if (v == NULL)
+        return;
+    ac->bytes += sv_size(v->cap);
+    ac->bad += v->n == 0 || v->n > v->cap;
+}
+
+/* One timeline (a conversation's main one, or a thread: `thread`):
+ * canonical, in range, in order; its own numbers against its tags. */
+static void audit_tl(struct audit_ctx *ac, uint64_t w, bool thread, bool sparse)
+{
+    struct conv_info ci;
+    const struct conv_ext *e;
+    uint64_t tagged = 0;
+    struct cst c;
+
+    if (thread)
+        thread_load(w, sparse, &c);
+    else
+        cst_load(w, &c);
+    if (is_compact(w)) {
+        ac->bad +=
+            w == W_ZERO || (thread && sparse) || (thread && (w & W_MUTED) != 0);
+        return;
+    }
+    e = c.f->ext;
+    ac->bytes += full_size(c.f->cap) + (e ? sizeof(*e) : 0);
+    info_of(w, thread, sparse, &ci);
+    ac->bad += fits_compact(&c) || c.f->nrec > c.f->cap ||
+               c.f->cap > CONV_RECALL_MAX || c.f->muted > 1 ||
+               (c.f->flags & ~F_ALL) != 0 ||
+               (thread && (c.f->muted || (c.f->flags & F_COLLAPSED))) ||
+               ((c.f->flags & F_SPARSE) != 0) != sparse;
+    ac->bad += !info_valid(&ci, thread, sparse, ci.nthreads);
+    if (e == NULL)
+        return;
+    ac->bad += ext_empty(e) || (thread && e->thr != NULL);
+    audit_sv(ac, e->ids);
+    for (unsigned k = 0; k < CONV_TAGS; k++) {
+        audit_sv(ac, e->tag[k]);
+        ac->bad += sv_n(e->tag[k]) > tl_unread(&c); /* each <= unread */
+        tagged += k != CONV_TAG_MENTION ? sv_n(e->tag[k]) : 0;
+    }
+    ac->bad += tagged > tl_unread(&c); /* the sources' sum <= unread */
+}
+
 static void audit_word(struct audit_ctx *ac, uint64_t w)
 {
+    const struct conv_ext *e;
+    struct tsum sum = {0, 0, 0};
+    bool sparse;
     struct cst c;
 
     cst_load(w, &c);
+    sparse = c.flags & F_SPARSE;
     ac->convs++;
     ac->sum += cst_contrib(&c);
-    if (is_compact(w)) {
-        ac->bad += w == W_ZERO;
+    audit_tl(ac, w, false, sparse);
+    e = cst_ext(&c);
+    if (e == NULL || e->thr == NULL) {
+        ac->bad += e != NULL && (e->thr_unread || e->thr_ment || e->thr_busy);
         return;
     }
-    ac->bytes += full_size(c.f->cap);
-    ac->bad += c.read > c.max || fits_compact(&c) || c.f->nrec > c.f->cap ||
-               c.f->cap > CONV_RECALL_MAX || c.f->muted > 1;
-    for (uint32_t i = 0; i < c.f->nrec; i++)
-        ac->bad += c.f->rec[i] <= (i ? c.f->rec[i - 1] : c.read);
+    ac->bytes += arr_size(e->thr->cap);
+    ac->bad += e->thr->n == 0 || e->thr->n > e->thr->cap ||
+               e->thr->n > CONV_THREAD_MAX;
+    for (uint32_t i = 0; i < e->thr->n; i++) {
+        struct tsum ts;
+        struct cst t;
+
+        ac->bad += e->thr->r[i].cid > CONV_ID_MAX ||
+                   (i > 0 && e->thr->r[i].cid <= e->thr->r[i - 1].cid);
+        audit_tl(ac, e->thr->r[i].w, true, sparse);
+        thread_load(e->thr->r[i].w, sparse, &t);
+        tsum_of(&t, &ts);
+        sum.unread += ts.unread;
+        sum.ment += ts.ment;
+        sum.busy += ts.busy;
+    }
+    /* The roll-up sums are the sums of their parts. */
+    ac->bad += sum.unread != e->thr_unread || sum.ment != e->thr_ment ||
+               sum.busy != e->thr_busy;
+    ac->bad += cst_mentions(&c) > cst_unread(&c);
 }
 
 static void audit_map_visit(uint64_t cid, uint64_t w, void *ctx)

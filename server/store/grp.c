@@ -9,8 +9,16 @@
  *            full, up to `window` (most groups never see unread-cap + 1
  *            messages: a group of 12 posts holds 16 slots, not 101);
  *   members  a listmap: uid -> the user's memberships, one u64 entry each,
- *            index << 33 | seen << 1 | 1 (31 bits of group index, the low
- *            32 bits of seen), by ascending index.
+ *            index << 34 | muted << 33 | seen << 1 | 1 (30 bits of group
+ *            index, the mute flag, the low 32 bits of seen), by ascending
+ *            index;
+ *   recs     a u64map: group index -> its recalled seqs (an exact-size
+ *            ascending array), for the groups with some; a group's
+ *            `nrec` says how many, so a group without recalls costs no
+ *            lookup;
+ *   ment     a u64map: uid -> the user's mentions, one u64 each, index <<
+ *            32 | the low 32 bits of the seq, ascending, for the users
+ *            with some.
  *
  * So a membership is 8 bytes, inline in the user's map slot when it is the
  * user's only one: one slot (~20 bytes) for a user in one group, ~20 + 8 +
@@ -26,13 +34,15 @@
 #include "denseid.h"
 #include "listmap.h"
 #include "mem.h"
+#include "u64map.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Group indexes fill the top 31 bits of a membership entry. */
-#define GIDX_BITS 31
+/* Group indexes fill the top 30 bits of a membership entry. */
+#define GIDX_BITS 30
 #define MEMB_SHIFT (64 - GIDX_BITS)
+#define MEMB_MUTED (UINT64_C(1) << 33)
 
 /* A ring's first size, and its growth step's smallest. */
 #define RING_MIN 4u
@@ -44,17 +54,32 @@ struct grp_group {
     uint32_t window; /* timestamps kept at most; 0 before the first post */
     uint32_t cap;    /* ring slots: known <= cap <= window */
     uint32_t known;  /* kept timestamps: seqs head - known + 1 .. head */
+    uint32_t nrec;   /* recalled seqs (in recs) */
+};
+
+/* A user's mentions: index << 32 | low 32 bits of the seq, ascending. */
+struct gml {
+    uint32_t n, cap;
+    uint64_t e[];
 };
 
 struct grp_store {
     struct denseid *groups;  /* gid -> index, struct grp_group */
     struct listmap *members; /* uid -> membership entries */
-    struct mem_acct mem;     /* both, and the windows */
+    struct u64map *recs;     /* group index -> uint64_t[nrec] */
+    struct u64map *ment;     /* uid -> struct gml */
+    struct mem_acct mem;     /* all four, the windows, recalls, mentions */
 };
 
-static inline uint64_t memb_entry(uint32_t gidx, uint32_t seen)
+static inline uint64_t memb_entry(uint32_t gidx, uint32_t seen, bool muted)
 {
-    return (uint64_t)gidx << MEMB_SHIFT | (uint64_t)seen << 1 | 1;
+    return (uint64_t)gidx << MEMB_SHIFT | (muted ? MEMB_MUTED : 0) |
+           (uint64_t)seen << 1 | 1;
+}
+
+static inline bool memb_muted(uint64_t e)
+{
+    return e & MEMB_MUTED;
 }
 
 static inline uint32_t memb_gidx(uint64_t e)
@@ -68,10 +93,196 @@ static inline struct grp_group *group_at(const struct grp_store *s,
     return denseid_val(s->groups, gidx);
 }
 
-/* Unread modulo 2^32 (grp.h, "Widths"). */
-static inline uint64_t memb_unread(const struct grp_group *g, uint64_t e)
+/* head - seen, modulo 2^32 (grp.h, "Widths"), recalls not subtracted. */
+static inline uint64_t memb_raw(const struct grp_group *g, uint64_t e)
 {
     return (uint32_t)((uint32_t)g->head - (uint32_t)(e >> 1));
+}
+
+static inline uint64_t memb_seen(const struct grp_group *g, uint64_t e)
+{
+    return g->head - memb_raw(g, e);
+}
+
+/* Group gidx's recalled seqs (g->nrec of them), or NULL. */
+static inline const uint64_t *
+group_recs(const struct grp_store *s, uint32_t gidx, const struct grp_group *g)
+{
+    return g->nrec ? (const uint64_t *)(uintptr_t)u64map_get(s->recs, gidx)
+                   : NULL;
+}
+
+/* How many of the n ascending seqs r are <= x. */
+static uint32_t seqs_upto(const uint64_t *r, uint32_t n, uint64_t x)
+{
+    uint32_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+
+        if (r[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A member's unread: head - seen, minus the recalled seqs above seen. */
+static uint64_t memb_unread(const struct grp_store *s, uint32_t gidx,
+                            const struct grp_group *g, uint64_t e)
+{
+    uint64_t raw = memb_raw(g, e);
+
+    if (g->nrec == 0 || raw == 0)
+        return raw;
+    return raw - (g->nrec -
+                  seqs_upto(group_recs(s, gidx, g), g->nrec, g->head - raw));
+}
+
+/* ---- Mentions ----------------------------------------------------------- */
+
+static inline size_t gml_size(uint32_t cap)
+{
+    return sizeof(struct gml) + (size_t)cap * sizeof(uint64_t);
+}
+
+static struct gml *gml_of(const struct grp_store *s, uint64_t uid)
+{
+    return (struct gml *)(uintptr_t)u64map_get(s->ment, uid);
+}
+
+/* The full seq of a mention entry of group g (within 2^32 of its head). */
+static inline uint64_t ment_seq(const struct grp_group *g, uint64_t m)
+{
+    return g->head - (uint32_t)((uint32_t)g->head - (uint32_t)m);
+}
+
+/* The range [*lo, *hi) of l's entries of group gidx. */
+static void gml_range(const struct gml *l, uint32_t gidx, uint32_t *lo,
+                      uint32_t *hi)
+{
+    uint64_t first = (uint64_t)gidx << 32;
+
+    *lo = l ? seqs_upto(l->e, l->n, first - 1) : 0;
+    if (gidx == 0)
+        *lo = 0;
+    *hi = l ? seqs_upto(l->e, l->n, first | UINT32_MAX) : 0;
+}
+
+/* The member's mentions: entries of its group above seen, not recalled. */
+static uint64_t memb_mentions(const struct grp_store *s, uint64_t uid,
+                              uint32_t gidx, const struct grp_group *g,
+                              uint64_t e)
+{
+    const struct gml *l = gml_of(s, uid);
+    const uint64_t *rec = group_recs(s, gidx, g);
+    uint64_t seen = memb_seen(g, e), n = 0;
+    uint32_t lo, hi;
+
+    gml_range(l, gidx, &lo, &hi);
+    for (uint32_t i = lo; i < hi; i++) {
+        uint64_t q = ment_seq(g, l->e[i]);
+        uint32_t k = rec ? seqs_upto(rec, g->nrec, q) : 0;
+
+        n += q > seen && !(k > 0 && rec[k - 1] == q);
+    }
+    return n;
+}
+
+static void gml_free(struct grp_store *s, uint64_t uid, struct gml *l)
+{
+    u64map_del(s->ment, uid);
+    mem_free(&s->mem, l, gml_size(l->cap));
+}
+
+/* Room for k more mentions of uid: 0, or GRP_ENOMEM (a list created for it
+ * stays, empty: gml_tidy removes it). */
+static int gml_reserve(struct grp_store *s, uint64_t uid, uint32_t k)
+{
+    struct gml *l = gml_of(s, uid), *nl;
+    uint32_t want;
+
+    if (l != NULL && l->cap >= l->n + k)
+        return GRP_OK;
+    if (l == NULL) {
+        nl = mem_zalloc(&s->mem, gml_size(k));
+        if (nl == NULL)
+            return GRP_ENOMEM;
+        if (u64map_put(s->ment, uid, (uint64_t)(uintptr_t)nl) != 0) {
+            mem_free(&s->mem, nl, gml_size(k));
+            return GRP_ENOMEM;
+        }
+        nl->cap = k;
+        return GRP_OK;
+    }
+    want = l->n + k;
+    nl = mem_realloc(&s->mem, l, gml_size(l->cap), gml_size(want));
+    if (nl == NULL)
+        return GRP_ENOMEM;
+    nl->cap = want;
+    *u64map_ref(s->ment, uid) = (uint64_t)(uintptr_t)nl;
+    return GRP_OK;
+}
+
+/* Frees uid's list when empty, shrinks it when loose. */
+static void gml_tidy(struct grp_store *s, uint64_t uid)
+{
+    struct gml *l = gml_of(s, uid), *nl;
+
+    if (l == NULL || l->n == l->cap)
+        return;
+    if (l->n == 0) {
+        gml_free(s, uid, l);
+        return;
+    }
+    /* a shrink: never fails (mem.h) */
+    nl = mem_realloc(&s->mem, l, gml_size(l->cap), gml_size(l->n));
+    nl->cap = nl->n;
+    *u64map_ref(s->ment, uid) = (uint64_t)(uintptr_t)nl;
+}
+
+/* Adds seq (of group gidx) to uid's mentions, room reserved; past
+ * GRP_MENTION_MAX of the group the oldest is forgotten. */
+static void gml_add(struct grp_store *s, uint64_t uid, uint32_t gidx,
+                    uint64_t seq)
+{
+    struct gml *l = gml_of(s, uid);
+    uint64_t m = (uint64_t)gidx << 32 | (uint32_t)seq;
+    uint32_t lo, hi, i;
+
+    gml_range(l, gidx, &lo, &hi);
+    i = seqs_upto(l->e, l->n, m);
+    if (i > 0 && l->e[i - 1] == m)
+        return;
+    if (hi - lo == GRP_MENTION_MAX) {
+        memmove(&l->e[lo], &l->e[lo + 1], (l->n - lo - 1) * sizeof(uint64_t));
+        l->n--;
+        i--;
+    }
+    memmove(&l->e[i + 1], &l->e[i], (l->n - i) * sizeof(uint64_t));
+    l->e[i] = m;
+    l->n++;
+}
+
+/* Forgets uid's mentions of group gidx at or below seen (all: UINT64_MAX). */
+static void gml_prune(struct grp_store *s, uint64_t uid, uint32_t gidx,
+                      uint64_t seen)
+{
+    struct gml *l = gml_of(s, uid);
+    const struct grp_group *g = group_at(s, gidx);
+    uint32_t lo, hi, k;
+
+    if (l == NULL)
+        return;
+    gml_range(l, gidx, &lo, &hi);
+    k = lo;
+    for (uint32_t i = lo; i < hi; i++)
+        if (seen != UINT64_MAX && ment_seq(g, l->e[i]) > seen)
+            l->e[k++] = l->e[i];
+    memmove(&l->e[k], &l->e[hi], (l->n - hi) * sizeof(uint64_t));
+    l->n -= hi - k;
+    gml_tidy(s, uid);
 }
 
 /* gid's index, adding the group when new. GRP_OK or GRP_ENOMEM (also when
@@ -203,10 +414,12 @@ static int memb_place(struct grp_store *s, uint64_t uid, uint64_t gid,
         if (advance) {
             uint64_t at = group_seen_at(g, ts);
 
-            if (g->head - at < memb_unread(g, *e))
-                *e = memb_entry(gidx, (uint32_t)at);
+            if (g->head - at < memb_raw(g, *e)) {
+                *e = memb_entry(gidx, (uint32_t)at, memb_muted(*e));
+                gml_prune(s, uid, gidx, at);
+            }
         }
-        *unread = memb_unread(g, *e);
+        *unread = memb_unread(s, gidx, g, *e);
         return GRP_OK;
     }
     if (listmap_get(s->members, uid, &list, &one) >= max_groups)
@@ -214,14 +427,14 @@ static int memb_place(struct grp_store *s, uint64_t uid, uint64_t gid,
     if (!known && group_get(s, gid, &gidx) != GRP_OK)
         return GRP_ENOMEM;
     g = group_at(s, gidx);
-    nm = memb_entry(gidx, (uint32_t)group_seen_at(g, ts));
+    nm = memb_entry(gidx, (uint32_t)group_seen_at(g, ts), false);
     if (listmap_add(s->members, uid, nm) != 0) {
         /* Fixed: the group created for this join used to stay behind. */
         if (!known)
             denseid_unintern(s->groups, gid);
         return GRP_ENOMEM;
     }
-    *unread = memb_unread(g, nm);
+    *unread = memb_unread(s, gidx, g, nm);
     return GRP_OK;
 }
 
@@ -235,11 +448,23 @@ struct grp_store *grp_create(void)
     s->groups = denseid_create(&s->mem, sizeof(struct grp_group),
                                UINT32_C(1) << GIDX_BITS);
     s->members = listmap_create(&s->mem, GIDX_BITS);
-    if (s->groups == NULL || s->members == NULL) {
+    s->recs = u64map_create(&s->mem);
+    s->ment = u64map_create(&s->mem);
+    if (s->groups == NULL || s->members == NULL || s->recs == NULL ||
+        s->ment == NULL) {
         grp_destroy(s);
         return NULL;
     }
     return s;
+}
+
+static void free_ment_visit(uint64_t key, uint64_t val, void *ctx)
+{
+    struct grp_store *s = ctx;
+    struct gml *l = (struct gml *)(uintptr_t)val;
+
+    (void)key;
+    mem_free(&s->mem, l, gml_size(l->cap));
 }
 
 void grp_destroy(struct grp_store *s)
@@ -247,36 +472,241 @@ void grp_destroy(struct grp_store *s)
     if (s == NULL)
         return;
     if (s->groups != NULL)
-        for (uint32_t i = 0; i < denseid_count(s->groups); i++)
-            mem_free(&s->mem, group_at(s, i)->ring,
-                     (size_t)group_at(s, i)->cap * sizeof(uint32_t));
+        for (uint32_t i = 0; i < denseid_count(s->groups); i++) {
+            const struct grp_group *g = group_at(s, i);
+
+            mem_free(&s->mem, g->ring, (size_t)g->cap * sizeof(uint32_t));
+            if (g->nrec)
+                mem_free(&s->mem, (void *)(uintptr_t)u64map_get(s->recs, i),
+                         g->nrec * sizeof(uint64_t));
+        }
+    if (s->ment != NULL) {
+        uint64_t cursor = 0;
+
+        do
+            u64map_scan(s->ment, &cursor, SIZE_MAX, free_ment_visit, s);
+        while (cursor != 0);
+    }
     denseid_destroy(s->groups);
     listmap_destroy(s->members);
+    u64map_destroy(s->recs);
+    u64map_destroy(s->ment);
     mem_free(NULL, s, sizeof(*s));
 }
 
 int grp_post(struct grp_store *s, uint64_t gid, uint64_t ts, uint32_t window,
              uint64_t *seq)
 {
+    return grp_post_mention(s, gid, ts, window, NULL, 0, seq);
+}
+
+/* Frees the lists reserve left empty for uids[0..n). */
+static void tidy_all(struct grp_store *s, const uint64_t *uids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        gml_tidy(s, uids[i]);
+}
+
+int grp_post_mention(struct grp_store *s, uint64_t gid, uint64_t ts,
+                     uint32_t window, const uint64_t *uids, size_t n,
+                     uint64_t *seq)
+{
     struct grp_group *g;
     uint32_t gidx;
     bool known = denseid_find(s->groups, gid, &gidx);
+    uint64_t e;
 
     if (window == 0)
         window = 1;
     if (!known && group_get(s, gid, &gidx) != GRP_OK)
         return GRP_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        if (listmap_lookup(s->members, uids[i], gidx, &e) &&
+            gml_reserve(s, uids[i], 1) != GRP_OK) {
+            tidy_all(s, uids, i + 1);
+            goto nomem;
+        }
     g = group_at(s, gidx);
     if (ring_make_room(s, g, window) != GRP_OK) {
-        /* Fixed: the group created for this post used to stay behind. */
-        if (!known)
-            denseid_unintern(s->groups, gid);
-        return GRP_ENOMEM;
+        tidy_all(s, uids, n);
+        goto nomem;
     }
     g->window = window;
     ring_append(g, ts);
     *seq = g->head;
+    for (size_t i = 0; i < n; i++)
+        if (listmap_lookup(s->members, uids[i], gidx, &e))
+            gml_add(s, uids[i], gidx, g->head);
+    tidy_all(s, uids, n);
     return GRP_OK;
+nomem:
+    /* The group created for this post goes again (no member can have
+     * joined it meanwhile: nothing was reserved for it). */
+    if (!known)
+        denseid_unintern(s->groups, gid);
+    return GRP_ENOMEM;
+}
+
+int grp_recall(struct grp_store *s, uint64_t gid, uint64_t seq)
+{
+    struct grp_group *g;
+    uint64_t *r, *ref;
+    uint32_t gidx, i;
+
+    if (!denseid_find(s->groups, gid, &gidx))
+        return GRP_EINVAL;
+    g = group_at(s, gidx);
+    if (seq == 0 || seq > g->head)
+        return GRP_EINVAL;
+    r = (uint64_t *)(uintptr_t)u64map_get(s->recs, gidx);
+    i = seqs_upto(r, g->nrec, seq);
+    if (i > 0 && r[i - 1] == seq)
+        return 0;
+    if (g->nrec == GRP_RECALL_MAX) { /* the oldest is forgotten */
+        if (i == 0)
+            return 1; /* this one: older than every one kept */
+        memmove(r, r + 1, --i * sizeof(uint64_t));
+        r[i] = seq;
+        return 1;
+    }
+    r = mem_realloc(&s->mem, r, g->nrec * sizeof(uint64_t),
+                    (g->nrec + 1) * sizeof(uint64_t));
+    if (r == NULL)
+        return GRP_ENOMEM;
+    if (g->nrec == 0) {
+        if (u64map_put(s->recs, gidx, (uint64_t)(uintptr_t)r) != 0) {
+            mem_free(&s->mem, r, sizeof(uint64_t));
+            return GRP_ENOMEM;
+        }
+    } else {
+        ref = u64map_ref(s->recs, gidx);
+        *ref = (uint64_t)(uintptr_t)r;
+    }
+    memmove(r + i + 1, r + i, (g->nrec - i) * sizeof(uint64_t));
+    r[i] = seq;
+    g->nrec++;
+    return 1;
+}
+
+int grp_mute(struct grp_store *s, uint64_t uid, uint64_t gid, bool muted)
+{
+    uint32_t gidx;
+    uint64_t *e;
+
+    if (!denseid_find(s->groups, gid, &gidx) ||
+        (e = listmap_find(s->members, uid, gidx)) == NULL)
+        return 1;
+    *e = muted ? *e | MEMB_MUTED : *e & ~MEMB_MUTED;
+    return GRP_OK;
+}
+
+int grp_markunread(struct grp_store *s, uint64_t uid, uint64_t gid,
+                   uint64_t seq, uint32_t max_groups, uint64_t *unread)
+{
+    const struct grp_group *g;
+    const uint64_t *list;
+    uint64_t *e, one, nm;
+    uint32_t gidx;
+
+    if (!denseid_find(s->groups, gid, &gidx))
+        return GRP_EINVAL;
+    g = group_at(s, gidx);
+    if (seq == 0 || seq > g->head || g->head - (seq - 1) > UINT32_MAX)
+        return GRP_EINVAL;
+    e = listmap_find(s->members, uid, gidx);
+    if (e != NULL) {
+        *e = memb_entry(gidx, (uint32_t)(seq - 1), memb_muted(*e));
+        gml_prune(s, uid, gidx, seq - 1);
+        e = listmap_find(s->members, uid, gidx);
+    } else {
+        if (listmap_get(s->members, uid, &list, &one) >= max_groups)
+            return GRP_ELIMIT;
+        nm = memb_entry(gidx, (uint32_t)(seq - 1), false);
+        if (listmap_add(s->members, uid, nm) != 0)
+            return GRP_ENOMEM;
+        e = &nm;
+    }
+    *unread = memb_unread(s, gidx, g, *e);
+    return GRP_OK;
+}
+
+void grp_seen_all(struct grp_store *s, uint64_t uid)
+{
+    struct gml *l = gml_of(s, uid);
+    uint64_t *e;
+    uint32_t n = listmap_edit(s->members, uid, &e);
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t gidx = memb_gidx(e[i]);
+
+        e[i] = memb_entry(gidx, (uint32_t)group_at(s, gidx)->head,
+                          memb_muted(e[i]));
+    }
+    if (l != NULL)
+        gml_free(s, uid, l);
+}
+
+/* The state of membership e of group gidx. */
+static void state_of(const struct grp_store *s, uint64_t uid, uint32_t gidx,
+                     uint64_t e, struct grp_state *st)
+{
+    const struct grp_group *g = group_at(s, gidx);
+    const uint64_t *rec = group_recs(s, gidx, g);
+
+    st->head = g->head;
+    st->seen = memb_seen(g, e);
+    st->unread = memb_unread(s, gidx, g, e);
+    st->muted = memb_muted(e);
+    st->mentions = memb_mentions(s, uid, gidx, g, e);
+    st->first_unread = 0;
+    if (st->unread > 0) {
+        uint64_t q = st->seen + 1;
+
+        for (uint32_t i = seqs_upto(rec, g->nrec, st->seen);
+             rec && i < g->nrec && rec[i] == q; i++)
+            q++;
+        st->first_unread = q;
+    }
+    st->recency = g->known ? ring_ts(g, g->head) : 0;
+}
+
+void grp_state(const struct grp_store *s, uint64_t uid, uint64_t gid,
+               struct grp_state *st)
+{
+    uint32_t gidx;
+    uint64_t e;
+
+    memset(st, 0, sizeof(*st));
+    if (denseid_find(s->groups, gid, &gidx) &&
+        listmap_lookup(s->members, uid, gidx, &e))
+        state_of(s, uid, gidx, e, st);
+}
+
+uint64_t grp_mentions(const struct grp_store *s, uint64_t uid)
+{
+    const uint64_t *e;
+    uint64_t one, n = 0;
+    uint32_t k = listmap_get(s->members, uid, &e, &one);
+
+    if (gml_of(s, uid) == NULL)
+        return 0;
+    for (uint32_t i = 0; i < k; i++)
+        n += memb_mentions(s, uid, memb_gidx(e[i]),
+                           group_at(s, memb_gidx(e[i])), e[i]);
+    return n;
+}
+
+uint32_t grp_chats(const struct grp_store *s, uint64_t uid)
+{
+    const uint64_t *e;
+    uint64_t one;
+    uint32_t n = listmap_get(s->members, uid, &e, &one), k = 0;
+
+    for (uint32_t i = 0; i < n; i++)
+        k += !memb_muted(e[i]) &&
+             memb_unread(s, memb_gidx(e[i]), group_at(s, memb_gidx(e[i])),
+                         e[i]) != 0;
+    return k;
 }
 
 int grp_join(struct grp_store *s, uint64_t uid, uint64_t gid,
@@ -376,8 +806,11 @@ bool grp_leave(struct grp_store *s, uint64_t uid, uint64_t gid)
 {
     uint32_t gidx;
 
-    return denseid_find(s->groups, gid, &gidx) &&
-           listmap_del(s->members, uid, gidx);
+    if (!denseid_find(s->groups, gid, &gidx) ||
+        !listmap_del(s->members, uid, gidx))
+        return false;
+    gml_prune(s, uid, gidx, UINT64_MAX);
+    return true;
 }
 
 uint64_t grp_unread(const struct grp_store *s, uint64_t uid, uint64_t gid)
@@ -388,7 +821,7 @@ uint64_t grp_unread(const struct grp_store *s, uint64_t uid, uint64_t gid)
     if (!denseid_find(s->groups, gid, &gidx) ||
         !listmap_lookup(s->members, uid, gidx, &e))
         return 0;
-    return memb_unread(group_at(s, gidx), e);
+    return memb_unread(s, gidx, group_at(s, gidx), e);
 }
 
 uint64_t grp_total(const struct grp_store *s, uint64_t uid, uint64_t limit)
@@ -398,7 +831,9 @@ uint64_t grp_total(const struct grp_store *s, uint64_t uid, uint64_t limit)
     uint32_t n = listmap_get(s->members, uid, &e, &one);
 
     for (uint32_t i = 0; i < n && sum <= limit; i++)
-        sum += memb_unread(group_at(s, memb_gidx(e[i])), e[i]);
+        if (!memb_muted(e[i]))
+            sum += memb_unread(s, memb_gidx(e[i]), group_at(s, memb_gidx(e[i])),
+                               e[i]);
     return sum;
 }
 
@@ -426,10 +861,12 @@ uint32_t grp_list(const struct grp_store *s, uint64_t uid, struct grp_item *out)
 
     for (uint32_t i = 0; i < n; i++) {
         uint32_t gidx = memb_gidx(e[i]);
-        uint64_t u = memb_unread(group_at(s, gidx), e[i]);
 
-        if (u > 0)
-            out[k++] = (struct grp_item){denseid_id(s->groups, gidx), u};
+        if (memb_unread(s, gidx, group_at(s, gidx), e[i]) == 0)
+            continue;
+        out[k].gid = denseid_id(s->groups, gidx);
+        state_of(s, uid, gidx, e[i], &out[k].st);
+        k++;
     }
     /* Lists are in index order (first use); replies go by gid. */
     qsort(out, k, sizeof(*out), item_cmp);
@@ -446,8 +883,9 @@ void grp_group_info(const struct grp_store *s, uint32_t i,
 {
     const struct grp_group *g = group_at(s, i);
 
-    *gi = (struct grp_group_info){denseid_id(s->groups, i), g->head, g->window,
-                                  g->known};
+    *gi = (struct grp_group_info){
+        denseid_id(s->groups, i), g->head, g->window, g->known, g->nrec,
+        group_recs(s, i, g)};
 }
 
 uint64_t grp_group_ts(const struct grp_store *s, uint32_t i, uint32_t k)
@@ -466,10 +904,20 @@ struct member_walk {
 static void member_visit(uint64_t uid, uint32_t n, const uint64_t *e, void *ctx)
 {
     const struct member_walk *mw = ctx;
+    const struct gml *l = gml_of(mw->s, uid);
+    uint64_t ment[GRP_MENTION_MAX];
 
-    for (uint32_t i = 0; i < n; i++)
-        mw->fn(uid, memb_gidx(e[i]),
-               memb_unread(group_at(mw->s, memb_gidx(e[i])), e[i]), mw->ctx);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t gidx = memb_gidx(e[i]), lo, hi;
+        const struct grp_group *g = group_at(mw->s, gidx);
+        struct grp_member_info mi = {memb_raw(g, e[i]), memb_muted(e[i]), 0,
+                                     ment};
+
+        gml_range(l, gidx, &lo, &hi);
+        for (uint32_t k = lo; k < hi && mi.nment < GRP_MENTION_MAX; k++)
+            ment[mi.nment++] = ment_seq(g, l->e[k]);
+        mw->fn(uid, gidx, &mi, mw->ctx);
+    }
 }
 
 size_t grp_scan_members(const struct grp_store *s, uint64_t *cursor, size_t max,
@@ -518,20 +966,72 @@ int grp_restore_group(struct grp_store *s, uint64_t gid, uint64_t head,
     return 0;
 }
 
+int grp_restore_recalls(struct grp_store *s, uint64_t gid, uint32_t n,
+                        const uint64_t *seqs)
+{
+    struct grp_group *g;
+    uint32_t gidx;
+    uint64_t *r;
+
+    if (!denseid_find(s->groups, gid, &gidx) || n > GRP_RECALL_MAX)
+        return 1;
+    g = group_at(s, gidx);
+    if (g->nrec != 0)
+        return 1;
+    for (uint32_t i = 0; i < n; i++)
+        if (seqs[i] <= (i ? seqs[i - 1] : 0) || seqs[i] > g->head)
+            return 1;
+    if (n == 0)
+        return 0;
+    r = mem_alloc(&s->mem, n * sizeof(*r));
+    if (r == NULL)
+        return GRP_ENOMEM;
+    memcpy(r, seqs, n * sizeof(*r));
+    if (u64map_put(s->recs, gidx, (uint64_t)(uintptr_t)r) != 0) {
+        mem_free(&s->mem, r, n * sizeof(*r));
+        return GRP_ENOMEM;
+    }
+    g->nrec = n;
+    return 0;
+}
+
 int grp_restore_member(struct grp_store *s, uint64_t uid, uint32_t group,
-                       uint64_t unread)
+                       const struct grp_member_info *mi)
 {
     const struct grp_group *g;
+    uint64_t seen;
+    struct gml *l;
+    uint32_t lo, hi;
 
     if (group >= denseid_count(s->groups))
         return 1;
     g = group_at(s, group);
-    if (unread > g->head || unread > UINT32_MAX ||
+    if (mi->unread > g->head || mi->unread > UINT32_MAX ||
+        mi->nment > GRP_MENTION_MAX ||
         listmap_find(s->members, uid, group) != NULL)
         return 1;
-    if (listmap_add(s->members, uid,
-                    memb_entry(group, (uint32_t)(g->head - unread))) != 0)
+    seen = g->head - mi->unread;
+    for (uint32_t i = 0; i < mi->nment; i++)
+        if (mi->ment[i] <= (i ? mi->ment[i - 1] : seen) ||
+            mi->ment[i] > g->head)
+            return 1;
+    if (mi->nment > 0 && gml_reserve(s, uid, mi->nment) != GRP_OK) {
+        gml_tidy(s, uid);
         return GRP_ENOMEM;
+    }
+    if (listmap_add(s->members, uid,
+                    memb_entry(group, (uint32_t)seen, mi->muted)) != 0) {
+        gml_tidy(s, uid);
+        return GRP_ENOMEM;
+    }
+    if (mi->nment == 0)
+        return 0;
+    l = gml_of(s, uid);
+    gml_range(l, group, &lo, &hi);
+    memmove(&l->e[lo + mi->nment], &l->e[lo], (l->n - lo) * sizeof(uint64_t));
+    for (uint32_t i = 0; i < mi->nment; i++)
+        l->e[lo + i] = (uint64_t)group << 32 | (uint32_t)mi->ment[i];
+    l->n += mi->nment;
     return 0;
 }
 
@@ -554,7 +1054,7 @@ static size_t audit_memb(uint64_t e, const void *ctx)
     if (memb_gidx(e) >= denseid_count(s->groups))
         return 1;
     g = group_at(s, memb_gidx(e));
-    return memb_unread(g, e) > g->head;
+    return memb_raw(g, e) > g->head;
 }
 
 /* Violations in group gidx's window: shape, and timestamps in seq order. */
@@ -572,15 +1072,72 @@ static size_t audit_group(const struct grp_group *g)
     return bad;
 }
 
+struct audit_ment {
+    const struct grp_store *s;
+    size_t bad, bytes;
+};
+
+/* One user's mentions: ascending, of groups it is in, above seen and at
+ * most the head, at most GRP_MENTION_MAX a group, and no more than the
+ * membership's unread. */
+static void audit_ment_visit(uint64_t uid, uint64_t val, void *ctx)
+{
+    struct audit_ment *am = ctx;
+    const struct gml *l = (const struct gml *)(uintptr_t)val;
+    uint64_t e;
+
+    am->bytes += gml_size(l->cap);
+    am->bad += l->n == 0 || l->n > l->cap;
+    for (uint32_t i = 0; i < l->n; i++) {
+        uint32_t gidx = (uint32_t)(l->e[i] >> 32), lo, hi;
+        const struct grp_group *g;
+        uint64_t q;
+
+        am->bad += i > 0 && l->e[i] <= l->e[i - 1];
+        if (gidx >= denseid_count(am->s->groups) ||
+            !listmap_lookup(am->s->members, uid, gidx, &e)) {
+            am->bad++;
+            continue;
+        }
+        g = group_at(am->s, gidx);
+        q = ment_seq(g, l->e[i]);
+        am->bad += q <= memb_seen(g, e) || q > g->head;
+        gml_range(l, gidx, &lo, &hi);
+        if (i == lo)
+            am->bad += hi - lo > GRP_MENTION_MAX ||
+                       memb_mentions(am->s, uid, gidx, g, e) >
+                           memb_unread(am->s, gidx, g, e);
+    }
+}
+
 size_t grp_audit(const struct grp_store *s)
 {
-    size_t bad = 0, ring_bytes = 0;
+    struct audit_ment am = {s, 0, 0};
+    size_t bad = 0, ring_bytes = 0, nrecs = 0;
+    uint64_t cursor = 0;
 
     for (uint32_t i = 0; i < denseid_count(s->groups); i++) {
-        bad += audit_group(group_at(s, i));
-        ring_bytes += (size_t)group_at(s, i)->cap * sizeof(uint32_t);
+        const struct grp_group *g = group_at(s, i);
+        const uint64_t *r = group_recs(s, i, g);
+
+        bad += audit_group(g);
+        ring_bytes += (size_t)g->cap * sizeof(uint32_t);
+        /* Recalled seqs: ascending, 1..head, bounded, present iff nrec. */
+        bad += g->nrec > GRP_RECALL_MAX || (g->nrec != 0) != (r != NULL) ||
+               (g->nrec == 0 && u64map_get(s->recs, i) != 0);
+        for (uint32_t k = 0; r && k < g->nrec; k++)
+            bad += r[k] <= (k ? r[k - 1] : 0) || r[k] > g->head;
+        nrecs += g->nrec;
+        am.bytes += g->nrec * sizeof(uint64_t);
     }
-    bad += ring_bytes + denseid_bytes(s->groups) + listmap_bytes(s->members) !=
+    do
+        u64map_scan(s->ment, &cursor, SIZE_MAX, audit_ment_visit, &am);
+    while (cursor != 0);
+    bad += am.bad + u64map_audit(s->recs) + u64map_audit(s->ment);
+    /* The account against the shapes. */
+    bad += am.bytes + u64map_bytes(s->recs) + u64map_bytes(s->ment) +
+               ring_bytes + denseid_bytes(s->groups) +
+               listmap_bytes(s->members) !=
            s->mem.bytes;
     bad += denseid_audit(s->groups);
     bad += listmap_audit(s->members, audit_memb, s);
@@ -589,6 +1146,10 @@ size_t grp_audit(const struct grp_store *s)
 
 size_t grp_forget_user(struct grp_store *s, uint64_t uid)
 {
+    struct gml *l = gml_of(s, uid);
+
+    if (l != NULL)
+        gml_free(s, uid, l);
     return listmap_del_user(s->members, uid);
 }
 
@@ -600,10 +1161,10 @@ uint32_t grp_user_info(const struct grp_store *s, uint64_t uid, grp_user_fn fn,
     uint32_t n = listmap_get(s->members, uid, &e, &one);
 
     for (uint32_t i = 0; i < n; i++) {
-        const struct grp_group *g = group_at(s, memb_gidx(e[i]));
+        struct grp_state st;
 
-        fn(denseid_id(s->groups, memb_gidx(e[i])), g->head,
-           memb_unread(g, e[i]), ctx);
+        state_of(s, uid, memb_gidx(e[i]), e[i], &st);
+        fn(denseid_id(s->groups, memb_gidx(e[i])), &st, ctx);
     }
     return n;
 }

@@ -26,6 +26,20 @@
  * than 2^32 ms (49.7 days) the oldest are recorded at the base, so a
  * GRP.SEEN ts older than that base counts them as unread.
  *
+ * Chat features, held only where used:
+ *   mute      a membership flag: a muted group leaves grp_total (its
+ *             unread still reads in grp_unread and the lists);
+ *   recalls   per group the recalled seqs, at most GRP_RECALL_MAX (past
+ *             that the oldest is forgotten and counts again for members
+ *             still behind it): a member's unread is head - seen minus the
+ *             recalled seqs above seen;
+ *   mentions  per membership the seqs of unread posts that mention the
+ *             member (a post names them), at most GRP_MENTION_MAX (past
+ *             that the oldest is forgotten); mentions = those above seen
+ *             and not recalled, so reads and recalls clear them as they
+ *             clear unread. Kept as 8 bytes each (group index, low 32 bits
+ *             of the seq) in a per-user list.
+ *
  * Plain data structure: no requests, no sockets. Counts returned here are
  * exact (within the widths above); capping for display is the caller's.
  */
@@ -44,6 +58,13 @@
 #define GRP_OK 0
 #define GRP_ENOMEM (-1)
 #define GRP_ELIMIT (-2) /* the user is already in max_groups groups */
+#define GRP_EINVAL                                                             \
+    (-3) /* no such message (seq 0 or above the head), or                      \
+            one more than 2^32 - 1 behind the head */
+
+/* Recalled seqs remembered per group; mentions kept per membership. */
+#define GRP_RECALL_MAX 1024
+#define GRP_MENTION_MAX 1024
 
 struct grp_store;
 
@@ -58,6 +79,51 @@ void grp_destroy(struct grp_store *s);
  */
 int grp_post(struct grp_store *s, uint64_t gid, uint64_t ts, uint32_t window,
              uint64_t *seq);
+
+/* grp_post whose message mentions the users uids[0..n): those that are
+ * members of gid get it in their mentions (the others are ignored). *seq,
+ * and GRP_OK or GRP_ENOMEM with nothing changed. */
+int grp_post_mention(struct grp_store *s, uint64_t gid, uint64_t ts,
+                     uint32_t window, const uint64_t *uids, size_t n,
+                     uint64_t *seq);
+
+/*
+ * Post seq of gid was recalled: it stops counting for every member who has
+ * not seen it. 1 when newly recalled, 0 when it already was; GRP_EINVAL
+ * for no such message (unknown group, seq 0 or above the head); GRP_ENOMEM.
+ */
+int grp_recall(struct grp_store *s, uint64_t gid, uint64_t seq);
+
+/* Mutes (muted) or unmutes uid's membership of gid: GRP_OK, or 1 when uid
+ * is not a member (nothing stored). */
+int grp_mute(struct grp_store *s, uint64_t uid, uint64_t gid, bool muted);
+
+/*
+ * Makes post seq (1..head) of gid the first unread for uid: seen = seq - 1,
+ * back or forward; a non-member joins there. *unread after. GRP_OK,
+ * GRP_ENOMEM, GRP_ELIMIT (max_groups), GRP_EINVAL (no such post, or more
+ * than 2^32 - 1 behind the head).
+ */
+int grp_markunread(struct grp_store *s, uint64_t uid, uint64_t gid,
+                   uint64_t seq, uint32_t max_groups, uint64_t *unread);
+
+/* Marks every group of uid seen at its head (muted ones too). Never
+ * fails. */
+void grp_seen_all(struct grp_store *s, uint64_t uid);
+
+/* What an app shows of one membership; all zero for a non-member. */
+struct grp_state {
+    uint64_t head, seen, unread;
+    bool muted;
+    uint64_t mentions;
+    uint64_t first_unread; /* seen + 1, recalled ones skipped; 0: none */
+    uint64_t recency;      /* the group's newest post time, 0: none */
+};
+void grp_state(const struct grp_store *s, uint64_t uid, uint64_t gid,
+               struct grp_state *st);
+
+/* uid's unread mentions over all its groups, muted ones included. */
+uint64_t grp_mentions(const struct grp_store *s, uint64_t uid);
 
 /*
  * Makes uid a member of gid at the head (past messages are not unread); a
@@ -102,20 +168,25 @@ uint64_t grp_unread(const struct grp_store *s, uint64_t uid, uint64_t gid);
  * lookahead. */
 void grp_prefetch_user(const struct grp_store *s, uint64_t uid, int stage);
 
-/* The sum of uid's unread over its groups, stopping as soon as it exceeds
- * limit: the result is exact when <= limit, else some value > limit. */
+/* The sum of uid's unread over its unmuted groups, stopping as soon as it
+ * exceeds limit: the result is exact when <= limit, else some value >
+ * limit. */
 uint64_t grp_total(const struct grp_store *s, uint64_t uid, uint64_t limit);
+
+/* The number of uid's unmuted groups with unread (all of them visited). */
+uint32_t grp_chats(const struct grp_store *s, uint64_t uid);
 
 /* Number of groups uid is in. */
 uint32_t grp_groups(const struct grp_store *s, uint64_t uid);
 
 struct grp_item {
     uint64_t gid;
-    uint64_t unread;
+    struct grp_state st;
 };
 
 /* Fills out[] (room for grp_groups(uid) items) with uid's groups that have
- * unread messages, by ascending gid; returns how many. */
+ * unread messages (muted ones included), by ascending gid; returns how
+ * many. */
 uint32_t grp_list(const struct grp_store *s, uint64_t uid,
                   struct grp_item *out);
 
@@ -129,8 +200,10 @@ uint32_t grp_list(const struct grp_store *s, uint64_t uid,
 struct grp_group_info {
     uint64_t gid;
     uint64_t head;
-    uint32_t window; /* timestamps kept at most; 0 before the first post */
-    uint32_t known;  /* timestamps kept now: of seqs head - known + 1 .. */
+    uint32_t window;  /* timestamps kept at most; 0 before the first post */
+    uint32_t known;   /* timestamps kept now: of seqs head - known + 1 .. */
+    uint32_t nrecall; /* recalled seqs, ascending, <= head */
+    const uint64_t *recall;
 };
 
 /* The largest window: unread-cap's maximum plus one. */
@@ -144,11 +217,22 @@ void grp_group_info(const struct grp_store *s, uint32_t i,
  * non-decreasing in k. */
 uint64_t grp_group_ts(const struct grp_store *s, uint32_t i, uint32_t k);
 
+/* One membership as the snapshot keeps it: the unread (which hides the
+ * widths kept inside), the mute flag and the mentioned seqs above seen,
+ * ascending (mentions of recalled posts included: they count again when
+ * the recall is forgotten). */
+struct grp_member_info {
+    uint64_t unread; /* head - seen, recalls not subtracted */
+    bool muted;
+    uint32_t nment;
+    const uint64_t *ment;
+};
+
 /* Cursor walk over the users (as u64map_scan: start with *cursor = 0,
  * done when it is 0 again), up to max users a call: fn once per
  * membership, a user's memberships in a row. */
-typedef void (*grp_member_fn)(uint64_t uid, uint32_t group, uint64_t unread,
-                              void *ctx);
+typedef void (*grp_member_fn)(uint64_t uid, uint32_t group,
+                              const struct grp_member_info *mi, void *ctx);
 size_t grp_scan_members(const struct grp_store *s, uint64_t *cursor, size_t max,
                         grp_member_fn fn, void *ctx);
 
@@ -162,14 +246,20 @@ size_t grp_scan_members(const struct grp_store *s, uint64_t *cursor, size_t max,
 int grp_restore_group(struct grp_store *s, uint64_t gid, uint64_t head,
                       uint32_t window, uint32_t known, const uint64_t *ts);
 
-/* Loading: uid is a member of group number `group` with `unread` unread
- * (the limit of max groups does not apply). 0; 1 when no such group,
- * unread over its head or 2^32 - 1, or already a member: nothing changed;
- * GRP_ENOMEM. */
-int grp_restore_member(struct grp_store *s, uint64_t uid, uint32_t group,
-                       uint64_t unread);
+/* Loading: the recalled seqs of the group just restored (ascending, 1..head,
+ * at most GRP_RECALL_MAX). 0; 1 when they are not; GRP_ENOMEM. */
+int grp_restore_recalls(struct grp_store *s, uint64_t gid, uint32_t n,
+                        const uint64_t *seqs);
 
-/* Memberships held. */
+/* Loading: uid is a member of group number `group` as mi says (the limit
+ * of max groups does not apply). 0; 1 when no such group, unread over its
+ * head or 2^32 - 1, mentions not ascending within (seen, head] or over
+ * GRP_MENTION_MAX, or already a member: nothing changed; GRP_ENOMEM. */
+int grp_restore_member(struct grp_store *s, uint64_t uid, uint32_t group,
+                       const struct grp_member_info *mi);
+
+/* Memberships held. (Mentions are not entries: they live in the
+ * memberships' bytes.) */
 size_t grp_entries(const struct grp_store *s);
 /* Bytes held: tables, groups, windows, membership records (requested
  * sizes). */
@@ -189,7 +279,7 @@ size_t grp_audit(const struct grp_store *s);
  * for each membership of uid (in group number order) and returns how
  * many. */
 size_t grp_forget_user(struct grp_store *s, uint64_t uid);
-typedef void (*grp_user_fn)(uint64_t gid, uint64_t head, uint64_t unread,
+typedef void (*grp_user_fn)(uint64_t gid, const struct grp_state *st,
                             void *ctx);
 uint32_t grp_user_info(const struct grp_store *s, uint64_t uid, grp_user_fn fn,
                        void *ctx);

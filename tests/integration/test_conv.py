@@ -158,18 +158,55 @@ def test_wrong_arity_is_an_error_for_every_conv_command(conv):
     too_few = {"CONV.INCR": [1], "CONV.SEQ": [1, 2], "CONV.READ": [1],
                "CONV.MARKUNREAD": [1, 2], "CONV.RECALL": [1, 2],
                "CONV.MUTE": [1, 2], "CONV.DEL": [1], "CONV.GET": [1],
-               "CONV.TOTAL": [], "CONV.LIST": []}
-    too_many = {"CONV.INCR": [1, 2, 3, 4], "CONV.SEQ": [1, 2, 3, 4],
-                "CONV.READ": [1, 2, 3, 4], "CONV.MARKUNREAD": [1, 2, 3, 4],
-                "CONV.RECALL": [1, 2, 3, 4], "CONV.MUTE": [1, 2, 1, 4],
-                "CONV.DEL": [1, 2, 3], "CONV.GET": [1, 2, 3],
-                "CONV.TOTAL": [1, "WITHEXPIRY", 3], "CONV.LIST": [1, 2, 3]}
+               "CONV.TOTAL": [], "CONV.LIST": [], "CONV.STATE": [1],
+               "CONV.THREADS": [1], "CONV.ROLLUP": [1, 2],
+               "CONV.MENTIONS": [], "CONV.READALL": [], "CONV.SOURCES": [1]}
+    most = {"CONV.INCR": 9, "CONV.SEQ": 9, "CONV.READ": 7,
+            "CONV.MARKUNREAD": 7, "CONV.RECALL": 7, "CONV.MUTE": 3,
+            "CONV.DEL": 2, "CONV.GET": 2, "CONV.TOTAL": 4, "CONV.LIST": 6,
+            "CONV.STATE": 4, "CONV.THREADS": 2, "CONV.ROLLUP": 3,
+            "CONV.MENTIONS": 1, "CONV.READALL": 1, "CONV.SOURCES": 2,
+            "CONV.MTOTAL": None}
+    too_many = {name: [1] * (n + 1) for name, n in most.items() if n}
     for table in (too_few, too_many):
         for name, args in table.items():
             r = conv(name, *args)
             conv.bad(r, "ERR wrong number of arguments for '%s'" % name,
                      E["ARITY"])
     assert conv("CONV.LIST", 1) == []  # nothing was written
+
+
+@each_way
+def test_unknown_and_repeated_options_are_refused(conv):
+    conv("CONV.SEQ", 1, 10, 5)
+    bad = [("CONV.SEQ", 1, 10, 6, "LOUD"), ("CONV.SEQ", 1, 10, 6, "MENTION",
+                                             "MENTION"),
+           ("CONV.INCR", 1, 10, 1, "SPARSE"), ("CONV.READ", 1, 10, "MENTION"),
+           ("CONV.RECALL", 1, 10, 6, "SOURCE", 1),
+           ("CONV.STATE", 1, 10, "MENTION"), ("CONV.SEQ", 1, 10, 6, "THREAD"),
+           ("CONV.SEQ", 1, 10, 6, "SOURCE"), ("CONV.TOTAL", 1, "CHATS",
+                                              "CHATS"),
+           ("CONV.TOTAL", 1, "BOTH"), ("CONV.LIST", 1, "STATE", "STATE"),
+           ("CONV.LIST", 1, "CURSOR"), ("CONV.LIST", 1, 5, "OLDEST")]
+    for cmd in bad:
+        r = conv(*cmd)
+        conv.bad(r, "ERR ")
+        assert "option" in str(r) or "needs" in str(r) or "CURSOR" in str(r) \
+            or conv.kind == "binary", (cmd, r)
+    conv.bad(conv("CONV.SEQ", 1, 10, 6, "SOURCE", 8),
+             "ERR unknown source '8' (use 0..7 or a name from conv-sources)")
+    conv.bad(conv("CONV.SEQ", 1, 10, 6, "SOURCE", "orders"),
+             "ERR unknown source 'orders'")
+    conv.bad(conv("CONV.SEQ", 1, 10, 6, "THREAD", 1 << 63),
+             "ERR tid must be at most 9223372036854775807")
+    conv.bad(conv("CONV.SEQ", 1, 10, "MENTION"),
+             "ERR CONV.SEQ needs a seq before its options")
+    conv.bad(conv("CONV.LIST", 1, 0, "CURSOR", 0),
+             "ERR count must be at least 1 with CURSOR")
+    # Nothing changed.
+    assert conv("CONV.STATE", 1, 10) == [5, 0, 5, 0, 0, 1]
+    assert conv("CONV.TOTAL", 1) == 5
+    assert conv("DEBUG", "AUDIT") == 0
 
 
 @each_way

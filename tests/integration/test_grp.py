@@ -191,14 +191,22 @@ def test_bad_numbers_are_refused(grp):
 
 @each_way(unread_cap=CAP)
 def test_wrong_arity(grp):
-    for name, args in (("GRP.POST", []), ("GRP.POST", [1, 2, 3]),
+    for name, args in (("GRP.POST", []),
                        ("GRP.JOIN", [1]),
                        ("GRP.LEAVE", [1]), ("GRP.LEAVE", [1, 2, 3]),
                        ("GRP.SEEN", [1]), ("GRP.SEEN", [1, 2, 3, 4]),
                        ("GRP.UNREAD", [1]),
                        ("GRP.UNREAD", [1, 2, "WITHEXPIRY", 4]),
-                       ("GRP.TOTAL", []), ("GRP.TOTAL", [1, "WITHEXPIRY", 3]),
-                       ("GRP.LIST", []), ("GRP.LIST", [1, 2])):
+                       ("GRP.TOTAL", []),
+                       ("GRP.TOTAL", [1, "CHATS", "WITHEXPIRY", 4]),
+                       ("GRP.LIST", []), ("GRP.LIST", [1] * 7),
+                       ("GRP.STATE", [1]), ("GRP.STATE", [1, 2, 3]),
+                       ("GRP.MUTE", [1, 2]), ("GRP.MUTE", [1, 2, 1, 4]),
+                       ("GRP.MARKUNREAD", [1, 2]),
+                       ("GRP.MARKUNREAD", [1, 2, 3, 4]),
+                       ("GRP.RECALL", [1]), ("GRP.RECALL", [1, 2, 3]),
+                       ("GRP.SEENALL", []), ("GRP.SEENALL", [1, 2]),
+                       ("GRP.MENTIONS", []), ("GRP.MENTIONS", [1, 2])):
         grp.bad(grp(name, *args),
                 "ERR wrong number of arguments for '%s'" % name, E["ARITY"])
     assert grp("GRP.LIST", 1) == []

@@ -44,7 +44,8 @@ def test_info_explains_every_count(via):
     assert lines == [
         "cnt: mention=3 dm=1 total=4",
         "conv 77: max=12 read=9 unread=2 muted=0 recalled=[11]",
-        "conv: conversations=1 total=2 (unmuted unread)",
+        "conv: conversations=1 total=2 (unmuted unread) mentions=0 chats=1 "
+        "threads=0",
         "grp 5: head=14 seen=0 unread=14",
         "grp: groups=1 total=14",
         "bc 1: head=2 offset=0 unread=2",

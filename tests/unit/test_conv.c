@@ -13,6 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A conv_info of the plain fields, the chat features all zero. */
+#define CI(r_, m_, u_, mu_, n_, rec_)                                          \
+    ((struct conv_info){.read = (r_),                                          \
+                        .max = (m_),                                           \
+                        .unread = (u_),                                        \
+                        .muted = (mu_),                                        \
+                        .nrecall = (n_),                                       \
+                        .recall = (rec_)})
+
 /* One mutation that must succeed with the given [unread, total]. */
 #define UPD(s, op, uid, cid, arg, want_unread, want_total)                     \
     do {                                                                       \
@@ -442,29 +451,29 @@ static void test_put(void)
 {
     struct conv_store *s = conv_create();
     uint64_t rec[] = {5, 7, 40}, many[CONV_RECALL_MAX + 1];
-    struct conv_info ok = {3, 20, 0, true, 3, rec}, ci;
+    struct conv_info ok = CI(3, 20, 0, true, 3, rec), ci;
     struct scan_sum ss = {0, 0, 0, 0};
     uint64_t cursor = 0;
 
-    CHECK_EQ_U64(conv_put(s, 1, 10, &ok), 0); /* recall 40 above max */
+    CHECK_EQ_U64(conv_put(s, 1, 10, &ok, 0), 0); /* recall 40 above max */
     CHECK_EQ_U64(conv_get(s, 1, 10), 20 - 3 - 2);
     CHECK_EQ_U64(conv_total(s, 1), 0); /* muted */
-    ci = (struct conv_info){0, 9, 0, false, 0, NULL};
-    CHECK_EQ_U64(conv_put(s, 1, 11, &ci), 0);
-    ci = (struct conv_info){UINT64_C(1) << 50, UINT64_MAX, 0, false, 0, NULL};
-    CHECK_EQ_U64(conv_put(s, 1, 12, &ci), 0);
+    ci = CI(0, 9, 0, false, 0, NULL);
+    CHECK_EQ_U64(conv_put(s, 1, 11, &ci, 0), 0);
+    ci = CI(UINT64_C(1) << 50, UINT64_MAX, 0, false, 0, NULL);
+    CHECK_EQ_U64(conv_put(s, 1, 12, &ci, 0), 0);
     CHECK_EQ_U64(conv_total(s, 1), 9 + (uint64_t)CONV_UNREAD_MAX);
-    ci = (struct conv_info){0, 0, 0, true, 0, NULL}; /* muted only */
-    CHECK_EQ_U64(conv_put(s, 2, 10, &ci), 0);
+    ci = CI(0, 0, 0, true, 0, NULL); /* muted only */
+    CHECK_EQ_U64(conv_put(s, 2, 10, &ci, 0), 0);
     for (uint64_t c = 100; c < 100 + 2 * CONV_SMALL_MAX; c++) {
-        ci = (struct conv_info){c, c + 1, 0, false, 0, NULL};
-        CHECK_EQ_U64(conv_put(s, 3, c, &ci), 0); /* through every form */
+        ci = CI(c, c + 1, 0, false, 0, NULL);
+        CHECK_EQ_U64(conv_put(s, 3, c, &ci, 0), 0); /* through every form */
     }
     CHECK_EQ_U64(conv_total(s, 3), 2 * CONV_SMALL_MAX);
     /* Already held: refused, unchanged. */
-    ci = (struct conv_info){0, 1, 0, false, 0, NULL};
-    CHECK_EQ_U64(conv_put(s, 1, 10, &ci), 1);
-    CHECK_EQ_U64(conv_put(s, 3, 150, &ci), 1);
+    ci = CI(0, 1, 0, false, 0, NULL);
+    CHECK_EQ_U64(conv_put(s, 1, 10, &ci, 0), 1);
+    CHECK_EQ_U64(conv_put(s, 3, 150, &ci, 0), 1);
     CHECK_EQ_U64(conv_get(s, 1, 10), 15);
     /* Impossible states. */
     for (unsigned i = 0; i <= CONV_RECALL_MAX; i++)
@@ -472,21 +481,21 @@ static void test_put(void)
     {
         uint64_t low[] = {3}, down[] = {9, 8}, twice[] = {9, 9};
         struct conv_info bad[] = {
-            {5, 4, 0, false, 0, NULL},  /* read > max */
-            {0, 0, 0, false, 0, NULL},  /* all zero */
-            {3, 9, 0, false, 1, low},   /* recall at the watermark */
-            {3, 9, 0, false, 2, down},  /* not ascending */
-            {3, 9, 0, false, 2, twice}, /* twice */
-            {3, 9, 0, false, CONV_RECALL_MAX + 1, many},
+            CI(5, 4, 0, false, 0, NULL),  /* read > max */
+            CI(0, 0, 0, false, 0, NULL),  /* all zero */
+            CI(3, 9, 0, false, 1, low),   /* recall at the watermark */
+            CI(3, 9, 0, false, 2, down),  /* not ascending */
+            CI(3, 9, 0, false, 2, twice), /* twice */
+            CI(3, 9, 0, false, CONV_RECALL_MAX + 1, many),
         };
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-            CHECK_EQ_U64(conv_put(s, 9, 9, &bad[i]), CONV_EINVAL);
+            CHECK_EQ_U64(conv_put(s, 9, 9, &bad[i], 0), CONV_EINVAL);
     }
     CHECK_EQ_U64(conv_get(s, 9, 9), 0);
     CHECK_EQ_U64(conv_entries(s), 4 + 2 * CONV_SMALL_MAX);
-    ci = (struct conv_info){3, 2000, 0, false, CONV_RECALL_MAX, many};
-    CHECK_EQ_U64(conv_put(s, 9, 9, &ci), 0); /* exactly the limit */
+    ci = CI(3, 2000, 0, false, CONV_RECALL_MAX, many);
+    CHECK_EQ_U64(conv_put(s, 9, 9, &ci, 0), 0); /* exactly the limit */
     CHECK_EQ_U64(conv_get(s, 9, 9), 2000 - 3 - CONV_RECALL_MAX);
     do
         conv_scan(s, &cursor, 3, scan_visit, &ss);
@@ -498,15 +507,34 @@ static void test_put(void)
 
 /* ---- The randomized run against a plain model ------------------------- */
 
-#define MU 6    /* users */
-#define MC 160  /* cids in the pool: user 3 goes past CONV_SMALL_MAX */
-#define MREC 64 /* recalled seqs a model conversation can hold */
+/*
+ * The model says what docs/COMMANDS.md says, as plainly as possible:
+ * sorted arrays, linear scans. A conversation is a main timeline, flags
+ * and up to MT threads; each timeline holds read, max, the recalled seqs,
+ * the kept sparse ids and lost, and its tag lists (mentions, sources
+ * 0..MS-1). Sparse conversations keep a window of M_WINDOW ids, small so
+ * that the overflow paths run often.
+ */
+#define MU 6        /* users */
+#define MC 160      /* cids in the pool: user 3 goes past CONV_SMALL_MAX */
+#define MT 3        /* tids in a conversation's pool */
+#define MREC 64     /* recalled seqs a model timeline can hold */
+#define MTAG 64     /* seqs a model tag list can hold */
+#define MS 3        /* sources the run uses */
+#define MK (1 + MS) /* tag lists */
+#define M_WINDOW 5u
+
+struct mtl {
+    uint64_t read, max, lost;
+    unsigned nrec, nids, ntag[MK];
+    uint64_t rec[MREC], ids[M_WINDOW + 1], tag[MK][MTAG]; /* ascending */
+};
 
 struct mconv {
-    uint64_t read, max;
-    bool muted;
-    unsigned nrec;
-    uint64_t rec[MREC]; /* unordered, all > read */
+    struct mtl main;
+    bool muted, sparse, collapsed;
+    bool has[MT]; /* thread MT-pool index held */
+    struct mtl thr[MT];
 };
 
 static const uint64_t m_uids[MU] = {0, 1, 42, UINT64_MAX, 123456789012345ULL,
@@ -519,13 +547,115 @@ static uint64_t m_cid(unsigned j)
     return j == 0 ? 0 : j == 1 ? UINT64_MAX : j * 1000003ULL;
 }
 
+static uint64_t m_tid(unsigned t)
+{
+    return t == 0 ? 0 : t == 1 ? CONV_ID_MAX : 77 + t;
+}
+
+/* Conversations whose index is 2 mod 5 are sparse: their writes say so. */
+static bool m_wants_sparse(unsigned j)
+{
+    return j % 5 == 2;
+}
+
+static bool arr_has(const uint64_t *v, unsigned n, uint64_t x)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (v[i] == x)
+            return true;
+    return false;
+}
+
+/* Inserts x into the ascending v (room checked by the caller). */
+static void arr_add(uint64_t *v, unsigned *n, uint64_t x)
+{
+    unsigned i = *n;
+
+    if (arr_has(v, *n, x))
+        return;
+    while (i > 0 && v[i - 1] > x) {
+        v[i] = v[i - 1];
+        i--;
+    }
+    v[i] = x;
+    (*n)++;
+}
+
+static void arr_del(uint64_t *v, unsigned *n, uint64_t x)
+{
+    unsigned k = 0;
+
+    for (unsigned i = 0; i < *n; i++)
+        if (v[i] != x)
+            v[k++] = v[i];
+    *n = k;
+}
+
+/* Keeps the entries > x. */
+static void arr_keep_above(uint64_t *v, unsigned *n, uint64_t x)
+{
+    unsigned k = 0;
+
+    for (unsigned i = 0; i < *n; i++)
+        if (v[i] > x)
+            v[k++] = v[i];
+    *n = k;
+}
+
+static uint64_t m_tl_unread(const struct mtl *t, bool sparse)
+{
+    uint64_t u;
+
+    if (sparse)
+        return t->nids + (t->lost != 0);
+    u = t->max - t->read;
+    for (unsigned i = 0; i < t->nrec; i++)
+        u -= t->rec[i] <= t->max;
+    return u;
+}
+
+static uint32_t m_sat(uint64_t u)
+{
+    return u > CONV_UNREAD_MAX ? CONV_UNREAD_MAX : (uint32_t)u;
+}
+
+static bool m_tl_zero(const struct mtl *t)
+{
+    unsigned tags = 0;
+
+    for (unsigned k = 0; k < MK; k++)
+        tags += t->ntag[k];
+    return !t->read && !t->max && !t->nrec && !t->nids && !t->lost && !tags;
+}
+
 static uint32_t m_unread(const struct mconv *c)
 {
-    uint64_t u = c->max - c->read;
+    uint64_t u = m_tl_unread(&c->main, c->sparse);
 
-    for (unsigned i = 0; i < c->nrec; i++)
-        u -= c->rec[i] <= c->max;
-    return u > CONV_UNREAD_MAX ? CONV_UNREAD_MAX : (uint32_t)u;
+    if (u >= CONV_UNREAD_MAX)
+        return CONV_UNREAD_MAX;
+    for (unsigned t = 0; t < MT && !c->collapsed; t++)
+        if (c->has[t])
+            u += m_sat(m_tl_unread(&c->thr[t], c->sparse));
+    return m_sat(u);
+}
+
+static uint32_t m_mentions(const struct mconv *c, bool all)
+{
+    uint32_t n = c->main.ntag[0];
+
+    for (unsigned t = 0; t < MT && (all || !c->collapsed); t++)
+        n += c->has[t] ? c->thr[t].ntag[0] : 0;
+    return n;
+}
+
+static bool m_exists(const struct mconv *c)
+{
+    bool thr = false;
+
+    for (unsigned t = 0; t < MT; t++)
+        thr |= c->has[t];
+    return !m_tl_zero(&c->main) || c->muted || c->collapsed || thr;
 }
 
 static uint64_t m_total(unsigned u)
@@ -544,74 +674,314 @@ static size_t m_count(void)
 
     for (unsigned u = 0; u < MU; u++)
         for (unsigned j = 0; j < MC; j++)
-            n += model[u][j].read || model[u][j].max || model[u][j].muted ||
-                 model[u][j].nrec;
+            n += m_exists(&model[u][j]);
     return n;
 }
 
-static void m_set_read(struct mconv *c, uint64_t read)
+static void m_set_read(struct mtl *t, bool sparse, uint64_t read)
 {
-    unsigned k = 0;
+    t->read = read;
+    if (t->max < read)
+        t->max = read;
+    arr_keep_above(t->rec, &t->nrec, sparse ? t->max : read);
+    arr_keep_above(t->ids, &t->nids, read);
+    if (t->lost <= read)
+        t->lost = 0;
+    for (unsigned k = 0; k < MK; k++)
+        arr_keep_above(t->tag[k], &t->ntag[k], read);
+}
 
-    c->read = read;
-    if (c->max < read)
-        c->max = read;
-    for (unsigned i = 0; i < c->nrec; i++)
-        if (c->rec[i] > read)
-            c->rec[k++] = c->rec[i];
-    c->nrec = k;
+static void m_untag(struct mtl *t, uint64_t q)
+{
+    for (unsigned k = 0; k < MK; k++)
+        arr_del(t->tag[k], &t->ntag[k], q);
+}
+
+/* Tags q with the lists of mask; a source replaces another source. */
+static void m_tag(struct mtl *t, uint32_t mask, uint64_t q)
+{
+    for (unsigned k = 0; k < MK; k++) {
+        if (!(mask & (1u << k)))
+            continue;
+        if (k > 0)
+            for (unsigned j = 1; j < MK; j++)
+                if (j != k)
+                    arr_del(t->tag[j], &t->ntag[j], q);
+        arr_add(t->tag[k], &t->ntag[k], q);
+    }
+}
+
+/* Whether the model's own bounds hold one more recall and `more` tags
+ * (else the caller skips the request). */
+static bool m_tl_fits(const struct mtl *t, const struct conv_req *rq,
+                      uint32_t mask)
+{
+    unsigned more = rq->op == CONV_OP_INCR ? (unsigned)rq->arg : 1;
+
+    for (unsigned k = 0; k < MK; k++)
+        if ((mask & (1u << k)) && t->ntag[k] + more > MTAG)
+            return false;
+    return rq->op != CONV_OP_RECALL || t->nrec < MREC;
+}
+
+/* Applies one request to a model timeline. */
+static void m_tl_apply(struct mtl *t, bool sparse, const struct conv_req *rq)
+{
+    uint32_t mask = (rq->flags & CONV_MENTION ? 1u : 0) |
+                    (rq->flags & CONV_SOURCE ? 1u << (1 + rq->source) : 0);
+    uint64_t arg = rq->arg, old;
+    bool recalled;
+
+    switch (rq->op) {
+    case CONV_OP_INCR:
+        old = t->max;
+        t->max = arg > UINT64_MAX - t->max ? UINT64_MAX : t->max + arg;
+        for (uint64_t q = old + 1; mask && q <= t->max && q > old; q++)
+            if (!arr_has(t->rec, t->nrec, q))
+                m_tag(t, mask, q);
+        break;
+    case CONV_OP_SEQ:
+        if (!sparse) {
+            t->max = arg > t->max ? arg : t->max;
+            if (arg > t->read && !arr_has(t->rec, t->nrec, arg))
+                m_tag(t, mask, arg);
+        } else if (arg > t->max) {
+            t->max = arg;
+            recalled = arr_has(t->rec, t->nrec, arg);
+            arr_keep_above(t->rec, &t->nrec, t->max);
+            if (recalled)
+                break;
+            if (t->nids == M_WINDOW) {
+                t->lost = t->ids[0];
+                arr_del(t->ids, &t->nids, t->lost);
+                m_untag(t, t->lost);
+            }
+            arr_add(t->ids, &t->nids, arg);
+            m_tag(t, mask, arg);
+        } else if (arg > t->read && arr_has(t->ids, t->nids, arg)) {
+            m_tag(t, mask, arg);
+        }
+        break;
+    case CONV_OP_READ:
+        if (arg > t->read)
+            m_set_read(t, sparse, arg);
+        break;
+    case CONV_OP_READ_ALL:
+        m_set_read(t, sparse, t->max);
+        break;
+    case CONV_OP_MARKUNREAD:
+        recalled = sparse && arg > t->max && arr_has(t->rec, t->nrec, arg);
+        m_set_read(t, sparse, arg - 1);
+        t->max = arg > t->max ? arg : t->max;
+        if (!sparse)
+            break;
+        arr_keep_above(t->rec, &t->nrec, t->max);
+        if (recalled || arr_has(t->ids, t->nids, arg) || t->lost >= arg)
+            break;
+        if (t->nids >= M_WINDOW)
+            t->lost = arg;
+        else
+            arr_add(t->ids, &t->nids, arg);
+        break;
+    case CONV_OP_RECALL:
+        if (sparse) {
+            if (arr_has(t->ids, t->nids, arg)) {
+                arr_del(t->ids, &t->nids, arg);
+                m_untag(t, arg);
+            } else if (arg > t->max) {
+                arr_add(t->rec, &t->nrec, arg);
+            }
+        } else if (arg > t->read) {
+            arr_add(t->rec, &t->nrec, arg);
+            m_untag(t, arg);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+static uint64_t m_first_unread(const struct mtl *t, bool sparse)
+{
+    if (sparse)
+        return t->lost ? t->lost : t->nids ? t->ids[0] : 0;
+    for (uint64_t q = t->read + 1; q <= t->max && q > t->read; q++)
+        if (!arr_has(t->rec, t->nrec, q))
+            return q;
+    return 0;
+}
+
+static bool m_blank(const struct mconv *c)
+{
+    for (unsigned t = 0; t < MT; t++)
+        if (c->has[t])
+            return false;
+    return !c->sparse && c->main.max == 0 && c->main.nrec == 0;
+}
+
+/*
+ * The model's answer to rq on conversation c: a CONV_E* code (nothing
+ * changed), 0 with the change made, or 1 when the model cannot hold the
+ * result (skip the request). *tun the thread's unread.
+ */
+static int m_apply(struct mconv *c, const struct conv_req *rq, uint32_t *tun)
+{
+    bool carries = rq->op == CONV_OP_SEQ || rq->op == CONV_OP_READ ||
+                   rq->op == CONV_OP_MARKUNREAD || rq->op == CONV_OP_RECALL ||
+                   rq->op == CONV_OP_INCR;
+    bool want = rq->flags & CONV_SPARSE, sparse = c->sparse;
+    uint32_t mask = (rq->flags & CONV_MENTION ? 1u : 0) |
+                    (rq->flags & CONV_SOURCE ? 1u << (1 + rq->source) : 0);
+    struct mtl *t = &c->main;
+    unsigned ti = 0;
+
+    if (carries && sparse != want) {
+        if (sparse || !m_blank(c))
+            return CONV_EMODE;
+        sparse = true;
+    }
+    if (rq->op == CONV_OP_MUTE) {
+        c->muted = rq->arg;
+        return 0;
+    }
+    if (rq->op == CONV_OP_ROLLUP) {
+        c->collapsed = !rq->arg;
+        return 0;
+    }
+    if (rq->flags & CONV_THREAD) {
+        for (ti = 0; ti < MT && m_tid(ti) != rq->tid; ti++)
+            ;
+        t = &c->thr[ti];
+        if (!c->has[ti])
+            memset(t, 0, sizeof(*t));
+    }
+    if (!m_tl_fits(t, rq, mask))
+        return 1;
+    if (rq->op == CONV_OP_RECALL && !sparse && rq->arg > t->read &&
+        !arr_has(t->rec, t->nrec, rq->arg) && t->nrec == CONV_RECALL_MAX)
+        return CONV_ELIMIT;
+    c->sparse = sparse;
+    m_tl_apply(t, sparse, rq);
+    if (rq->flags & CONV_THREAD) {
+        c->has[ti] = !m_tl_zero(t);
+        *tun = m_sat(m_tl_unread(t, sparse));
+    }
+    if (!m_exists(c))
+        memset(c, 0, sizeof(*c));
+    return 0;
 }
 
 /* Mostly small seqs, so that they collide; now and then one at the edges
- * of the compact encoding or of the u64 range. */
-static uint64_t m_seq(void)
+ * of the compact encoding or of the u64 range (sparse: of the id range). */
+static uint64_t m_seq(bool sparse)
 {
     static const uint64_t edges[] = {UINT64_C(1) << 21, UINT64_C(1) << 41,
                                      3000000, UINT64_MAX - 3};
 
     if (t_rng() % 50 != 0)
         return t_rng() % 120;
-    return edges[t_rng() % 4] + t_rng() % 4;
+    return sparse ? CONV_ID_MAX - t_rng() % 4 - (t_rng() % 2 ? 0 : 1u << 30)
+                  : edges[t_rng() % 4] + t_rng() % 4;
 }
 
-static void m_apply(struct mconv *c, enum conv_op op, uint64_t arg)
+/* A random request for conversation j; it may be one the store refuses
+ * (a mode mismatch now and then). */
+static void m_request(unsigned j, struct conv_req *rq)
 {
-    bool have = false;
+    unsigned r = (unsigned)(t_rng() % 100);
+    bool sparse = m_wants_sparse(j) != (t_rng() % 200 == 0);
 
-    switch (op) {
-    case CONV_OP_INCR:
-        c->max = arg > UINT64_MAX - c->max ? UINT64_MAX : c->max + arg;
-        break;
-    case CONV_OP_SEQ:
-        c->max = arg > c->max ? arg : c->max;
-        break;
-    case CONV_OP_READ:
-        if (arg > c->read)
-            m_set_read(c, arg);
-        break;
-    case CONV_OP_READ_ALL:
-        m_set_read(c, c->max);
-        break;
-    case CONV_OP_MARKUNREAD:
-        m_set_read(c, arg - 1);
-        c->max = arg > c->max ? arg : c->max;
-        break;
-    case CONV_OP_RECALL:
-        for (unsigned i = 0; i < c->nrec; i++)
-            have |= c->rec[i] == arg;
-        if (arg > c->read && !have && c->nrec < MREC)
-            c->rec[c->nrec++] = arg;
-        break;
-    case CONV_OP_MUTE:
-        c->muted = arg;
-        break;
+    memset(rq, 0, sizeof(*rq));
+    rq->window = M_WINDOW;
+    rq->op = r < 8    ? CONV_OP_INCR
+             : r < 44 ? CONV_OP_SEQ
+             : r < 58 ? CONV_OP_READ
+             : r < 64 ? CONV_OP_READ_ALL
+             : r < 72 ? CONV_OP_MARKUNREAD
+             : r < 86 ? CONV_OP_RECALL
+             : r < 94 ? CONV_OP_MUTE
+                      : CONV_OP_ROLLUP;
+    if (sparse && rq->op == CONV_OP_INCR)
+        rq->op = CONV_OP_SEQ;
+    rq->arg = m_seq(sparse);
+    if (sparse && rq->op != CONV_OP_MUTE && rq->op != CONV_OP_ROLLUP)
+        rq->flags |= CONV_SPARSE;
+    if (rq->op == CONV_OP_INCR)
+        rq->arg = t_rng() % 30 == 0 ? UINT64_C(1) << 33 : t_rng() % 4;
+    if (rq->op == CONV_OP_MARKUNREAD && rq->arg == 0)
+        rq->arg = 1;
+    if (rq->op == CONV_OP_MUTE || rq->op == CONV_OP_ROLLUP) {
+        rq->arg = t_rng() % 2;
+        return;
     }
+    if (t_rng() % 4 == 0) {
+        rq->flags |= CONV_THREAD;
+        rq->tid = m_tid((unsigned)(t_rng() % MT));
+    }
+    if ((rq->op == CONV_OP_SEQ || (rq->op == CONV_OP_INCR && rq->arg < 8)) &&
+        t_rng() % 3 == 0)
+        rq->flags |= CONV_MENTION;
+    if ((rq->op == CONV_OP_SEQ || (rq->op == CONV_OP_INCR && rq->arg < 8)) &&
+        !(rq->flags & CONV_THREAD) && t_rng() % 4 == 0) {
+        rq->flags |= CONV_SOURCE;
+        rq->source = (uint32_t)(t_rng() % MS);
+    }
+}
+
+/* The store's state of one conversation (or thread) against the model's. */
+static size_t m_check_state(const struct conv_store *s, unsigned u, unsigned j)
+{
+    const struct mconv *c = &model[u][j];
+    struct conv_state st;
+    uint32_t counts[CONV_SOURCES];
+    size_t wrong = 0;
+
+    conv_state(s, m_uids[u], m_cid(j), NULL, &st);
+    wrong += st.max != c->main.max || st.read != c->main.read ||
+             st.unread != m_unread(c) || st.muted != c->muted ||
+             st.mentions != m_mentions(c, false) ||
+             st.first_unread != m_first_unread(&c->main, c->sparse);
+    for (unsigned t = 0; t < MT; t++) {
+        const struct mtl *tl = &c->thr[t];
+        uint64_t tid = m_tid(t);
+        bool h = c->has[t];
+
+        conv_state(s, m_uids[u], m_cid(j), &tid, &st);
+        wrong += st.max != (h ? tl->max : 0) || st.read != (h ? tl->read : 0) ||
+                 st.unread != (h ? m_sat(m_tl_unread(tl, c->sparse)) : 0) ||
+                 st.mentions != (h ? tl->ntag[0] : 0) ||
+                 st.first_unread != (h ? m_first_unread(tl, c->sparse) : 0);
+    }
+    conv_sources(s, m_uids[u], m_cid(j), counts);
+    for (unsigned k = 0; k < CONV_SOURCES; k++)
+        wrong += counts[k] != (k < MS ? c->main.ntag[1 + k] : 0);
+    return wrong;
+}
+
+static size_t m_check_user(const struct conv_store *s, unsigned u)
+{
+    struct conv_user_counts uc;
+    uint64_t ment = 0, chats = 0, threads = 0;
+
+    for (unsigned j = 0; j < MC; j++) {
+        const struct mconv *c = &model[u][j];
+
+        ment += m_mentions(c, true);
+        if (c->muted)
+            continue;
+        chats += m_unread(c) != 0;
+        for (unsigned t = 0; t < MT; t++)
+            threads += c->has[t] && m_tl_unread(&c->thr[t], c->sparse) != 0;
+    }
+    conv_user_counts(s, m_uids[u], &uc);
+    return (uc.mentions != ment) + (uc.chats != chats) +
+           (uc.threads != threads) + (conv_total(s, m_uids[u]) != m_total(u));
 }
 
 static void test_random_vs_model(void)
 {
     struct conv_store *s = conv_create();
-    size_t wrong = 0, audits = 0;
+    size_t wrong = 0, audits = 0, refused = 0;
     const long ops = 300000;
     struct flat f;
 
@@ -619,54 +989,65 @@ static void test_random_vs_model(void)
     for (long i = 0; i < ops; i++) {
         unsigned u = (unsigned)(t_rng() % MU),
                  j = (unsigned)(t_rng() % m_pool[u]);
-        struct mconv *mc = &model[u][j];
-        uint64_t uid = m_uids[u], cid = m_cid(j), arg = m_seq(), t;
+        struct mconv *mc = &model[u][j], before;
+        uint64_t uid = m_uids[u], cid = m_cid(j), t;
         unsigned r = (unsigned)(t_rng() % 100);
-        enum conv_op op;
-        uint32_t un;
+        uint32_t un, tun = 0;
+        struct conv_req rq;
+        int want, got;
 
         if (t_rng() % 4000 == 0) { /* expiry or USER.DEL of the user */
             size_t had = 0;
 
-            for (unsigned k = 0; k < MC; k++) {
-                const struct mconv *c = &model[u][k];
-
-                had += c->read || c->max || c->muted || c->nrec;
-            }
+            for (unsigned k = 0; k < MC; k++)
+                had += m_exists(&model[u][k]);
             memset(model[u], 0, sizeof(model[u]));
             wrong += conv_forget_user(s, uid) != had;
             wrong += conv_total(s, uid) != 0;
             continue;
         }
-        if (r < 8) {
+        if (t_rng() % 3000 == 0) { /* mark all read */
+            for (unsigned k = 0; k < MC; k++) {
+                struct mconv *c = &model[u][k];
+
+                m_set_read(&c->main, c->sparse, c->main.max);
+                for (unsigned tt = 0; tt < MT; tt++)
+                    if (c->has[tt])
+                        m_set_read(&c->thr[tt], c->sparse, c->thr[tt].max);
+            }
+            wrong += conv_read_all_user(s, uid, &t) != 0 || t != 0;
+            continue;
+        }
+        if (r < 6) {
             wrong += conv_get(s, uid, cid) != m_unread(mc);
             continue;
+        } else if (r < 9) {
+            wrong += m_check_user(s, u);
+            continue;
         } else if (r < 12) {
-            wrong += conv_total(s, uid) != m_total(u);
+            wrong += m_check_state(s, u, j);
             continue;
         } else if (r < 14) {
             memset(mc, 0, sizeof(*mc));
             wrong += conv_del(s, uid, cid) != m_total(u);
             continue;
         }
-        op = r < 20   ? CONV_OP_INCR
-             : r < 50 ? CONV_OP_SEQ
-             : r < 62 ? CONV_OP_READ
-             : r < 68 ? CONV_OP_READ_ALL
-             : r < 76 ? CONV_OP_MARKUNREAD
-             : r < 92 ? CONV_OP_RECALL
-                      : CONV_OP_MUTE;
-        if (op == CONV_OP_INCR)
-            arg = t_rng() % 30 == 0 ? UINT64_C(1) << 33 : t_rng() % 4;
-        if (op == CONV_OP_MARKUNREAD && arg == 0)
-            arg = 1;
-        if (op == CONV_OP_MUTE)
-            arg = t_rng() % 2;
-        if (op == CONV_OP_RECALL && mc->nrec == MREC)
-            continue; /* the model's own bound, far below the store's */
-        m_apply(mc, op, arg);
-        wrong += conv_update(s, op, uid, cid, arg, &un, &t) != 0;
-        wrong += un != m_unread(mc) || t != m_total(u);
+        m_request(j, &rq);
+        before = *mc;
+        want = m_apply(mc, &rq, &tun);
+        if (want == 1) {
+            *mc = before; /* the model's own bounds, far below the store's */
+            continue;
+        }
+        got = conv_apply(s, uid, cid, &rq, &un, &t);
+        refused += want != 0;
+        wrong += got != want;
+        if (want != 0) {
+            *mc = before;
+            continue;
+        }
+        wrong += un != (rq.flags & CONV_THREAD ? tun : m_unread(mc)) ||
+                 t != m_total(u);
         if (i % 20000 == 0) {
             audits += conv_audit(s);
             wrong += conv_entries(s) != m_count();
@@ -674,9 +1055,10 @@ static void test_random_vs_model(void)
     }
     CHECK_EQ_U64(wrong, 0);
     CHECK_EQ_U64(audits, 0);
+    CHECK(refused > 0); /* mode mismatches were tried */
     CHECK_EQ_U64(conv_audit(s), 0);
     CHECK_EQ_U64(conv_entries(s), m_count());
-    /* Every user's list: the non-zero ones of the model, by cid. */
+    /* Every user's list, counts and states. */
     for (unsigned u = 0; u < MU; u++) {
         size_t k = 0;
 
@@ -685,6 +1067,7 @@ static void test_random_vs_model(void)
         for (unsigned j = 0; j < m_pool[u]; j++) {
             unsigned jj = j == 0 ? 0 : j == m_pool[u] - 1 ? 1 : j + 1;
 
+            wrong += m_check_state(s, u, jj);
             if (m_unread(&model[u][jj]) == 0)
                 continue;
             wrong += k >= f.n || f.v[2 * k] != m_cid(jj) ||
@@ -692,6 +1075,7 @@ static void test_random_vs_model(void)
             k++;
         }
         wrong += k != f.n;
+        wrong += m_check_user(s, u);
     }
     CHECK_EQ_U64(wrong, 0);
     conv_destroy(s);

@@ -204,8 +204,8 @@ static void test_leave_and_non_members(void)
     CHECK_EQ_U64(grp_unread(s, 1, 99), 0);
     CHECK_EQ_U64(grp_total(s, 1, CAP), 2);
     CHECK_EQ_U64(grp_list(s, 1, items), 2);
-    CHECK(items[0].gid == 5 && items[0].unread == 1);
-    CHECK(items[1].gid == 7 && items[1].unread == 1);
+    CHECK(items[0].gid == 5 && items[0].st.unread == 1);
+    CHECK(items[1].gid == 7 && items[1].st.unread == 1);
     CHECK(grp_leave(s, 1, 5));
     CHECK(grp_leave(s, 1, 7));
     CHECK_EQ_U64(grp_groups(s, 1), 0);
@@ -229,10 +229,10 @@ static void test_list_by_gid(void)
             post(s, gids[i], 1);
     seen(s, 1, 42, UINT64_MAX); /* no unread: left out */
     CHECK_EQ_U64(grp_list(s, 1, items), 4);
-    CHECK(items[0].gid == 0 && items[0].unread == 4);
-    CHECK(items[1].gid == 3 && items[1].unread == 2);
-    CHECK(items[2].gid == 900 && items[2].unread == 1);
-    CHECK(items[3].gid == UINT64_MAX && items[3].unread == 3);
+    CHECK(items[0].gid == 0 && items[0].st.unread == 4);
+    CHECK(items[1].gid == 3 && items[1].st.unread == 2);
+    CHECK(items[2].gid == 900 && items[2].st.unread == 1);
+    CHECK(items[3].gid == UINT64_MAX && items[3].st.unread == 3);
     CHECK_EQ_U64(grp_list(s, 2, items), 0);
     grp_destroy(s);
 }
@@ -367,6 +367,15 @@ static void test_wide_timestamps(void)
 
 /* Loading refuses what cannot be a group or a membership, and what it
  * accepts behaves as the store it came from. */
+/* grp_restore_member of a plain membership: not muted, no mentions. */
+static int restore_member(struct grp_store *s, uint64_t uid, uint32_t group,
+                          uint64_t unread)
+{
+    struct grp_member_info mi = {unread, false, 0, NULL};
+
+    return grp_restore_member(s, uid, group, &mi);
+}
+
 static void test_restore(void)
 {
     struct grp_store *s = grp_create();
@@ -387,11 +396,11 @@ static void test_restore(void)
     CHECK_EQ_U64(grp_group_ts(s, 0, 0), 100);
     CHECK_EQ_U64(grp_group_ts(s, 0, 3), 400);
 
-    CHECK_EQ_U64(grp_restore_member(s, 1, 0, 3), 0);
-    CHECK_EQ_U64(grp_restore_member(s, 1, 0, 3), 1);  /* twice */
-    CHECK_EQ_U64(grp_restore_member(s, 2, 2, 0), 1);  /* no group 2 */
-    CHECK_EQ_U64(grp_restore_member(s, 2, 0, 11), 1); /* over the head */
-    CHECK_EQ_U64(grp_restore_member(s, 1, 1, 0), 0);
+    CHECK_EQ_U64(restore_member(s, 1, 0, 3), 0);
+    CHECK_EQ_U64(restore_member(s, 1, 0, 3), 1);  /* twice */
+    CHECK_EQ_U64(restore_member(s, 2, 2, 0), 1);  /* no group 2 */
+    CHECK_EQ_U64(restore_member(s, 2, 0, 11), 1); /* over the head */
+    CHECK_EQ_U64(restore_member(s, 1, 1, 0), 0);
     CHECK_EQ_U64(grp_entries(s), 2);
     CHECK_EQ_U64(grp_unread(s, 1, 5), 3);
     CHECK_EQ_U64(seen(s, 1, 5, 250), 1); /* seqs 7..10 kept: 9 at 200 */
@@ -545,8 +554,8 @@ static void test_random_vs_model(void)
                 /* The model's groups in gid order are the store's. */
                 for (k = 0; k < n && items[k].gid != mg[x].gid; k++)
                     ;
-                bad +=
-                    k == n || capped(items[k].unread) != capped(m_unread(u, x));
+                bad += k == n ||
+                       capped(items[k].st.unread) != capped(m_unread(u, x));
                 want++;
             }
             bad += n != want;
@@ -564,14 +573,14 @@ struct memb {
     uint64_t unread, heads;
 };
 
-static void user_visit(uint64_t gid, uint64_t head, uint64_t unread, void *ctx)
+static void user_visit(uint64_t gid, const struct grp_state *st, void *ctx)
 {
     struct memb *m = ctx;
 
     (void)gid;
     m->n++;
-    m->unread += unread;
-    m->heads += head;
+    m->unread += st->unread;
+    m->heads += st->head;
 }
 
 /* USER.INFO's view of a user adds up to GRP.TOTAL; forgetting the user

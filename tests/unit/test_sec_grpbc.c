@@ -5,6 +5,7 @@
  * answer afterwards, posts included). The stores' restore calls, which
  * judge the content, are tested in test_grp.c and test_bc.c.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <xxhash.h>
@@ -53,6 +54,24 @@ static void fill(struct db *db)
                                &u) == GRP_OK);
         }
     }
+    /* Chat features: mutes, posts that mention members, recalls. */
+    for (unsigned i = 0; i < USERS; i += 3) {
+        uint64_t gid = t_rng() % GROUPS * 31;
+
+        grp_mute(db->grp, i, gid, true);
+    }
+    for (unsigned g = 0; g < GROUPS; g += 3) {
+        uint64_t uids[6];
+
+        for (unsigned k = 0; k < 6; k++)
+            uids[k] = t_rng() % USERS;
+        ts += 10;
+        CHECK(grp_post_mention(db->grp, g * 31, ts, 100, uids, 6, &seq) ==
+              GRP_OK);
+        CHECK(grp_recall(db->grp, g * 31, 1 + t_rng() % seq) >= 0);
+        if (g % 2)
+            CHECK(grp_recall(db->grp, g * 31, seq) >= 0);
+    }
     for (unsigned c = 0; c < CHANS; c++)
         for (unsigned i = 0; i < USERS; i++) {
             if (t_rng() % 3 == 0)
@@ -63,11 +82,14 @@ static void fill(struct db *db)
 }
 
 /* An order-independent digest of the walks' visits. */
-static void grp_visit(uint64_t uid, uint32_t group, uint64_t unread, void *ctx)
+static void grp_visit(uint64_t uid, uint32_t group,
+                      const struct grp_member_info *mi, void *ctx)
 {
-    uint64_t *sum = ctx, v[2] = {group, unread};
+    uint64_t *sum = ctx, v[3] = {group, mi->unread, mi->muted};
 
     *sum += XXH3_64bits_withSeed(v, sizeof(v), uid);
+    for (uint32_t i = 0; i < mi->nment; i++)
+        *sum += XXH3_64bits_withSeed(&mi->ment[i], 8, uid ^ group);
 }
 
 static uint64_t grp_digest(const struct grp_store *s)
@@ -81,9 +103,12 @@ static uint64_t grp_digest(const struct grp_store *s)
         struct grp_group_info gi;
 
         grp_group_info(s, i, &gi);
-        sum += XXH3_64bits_withSeed(&gi, sizeof(gi), i);
+        sum += XXH3_64bits_withSeed(&gi,
+                                    offsetof(struct grp_group_info, recall), i);
         for (uint32_t k = 0; k < gi.known; k++)
             sum += grp_group_ts(s, i, k) * (k + 1);
+        for (uint32_t k = 0; k < gi.nrecall; k++)
+            sum += gi.recall[k] * (k + 7);
     }
     return sum;
 }
@@ -155,6 +180,8 @@ static void test_round_trip(void)
 
         bad +=
             grp_total(a.grp, i, UINT64_MAX) != grp_total(b.grp, i, UINT64_MAX);
+        bad += grp_mentions(a.grp, i) != grp_mentions(b.grp, i);
+        bad += grp_chats(a.grp, i) != grp_chats(b.grp, i);
         bad += grp_unread(a.grp, i, gid) != grp_unread(b.grp, i, gid);
         bad += grp_seen(a.grp, i, gid, t, 100, &u1) !=
                grp_seen(b.grp, i, gid, t, 100, &u2);
