@@ -505,6 +505,520 @@ static void test_put(void)
     conv_destroy(s);
 }
 
+/* ---- The chat features ------------------------------------------------ */
+
+/* One request that must succeed with the given [unread, total]. */
+#define REQ(s, uid, cid, rq, want_unread, want_total)                          \
+    do {                                                                       \
+        uint32_t u_ = 0xdead;                                                  \
+        uint64_t t_ = 0xdead;                                                  \
+        CHECK_EQ_U64(conv_apply(s, uid, cid, rq, &u_, &t_), 0);                \
+        CHECK_EQ_U64(u_, want_unread);                                         \
+        CHECK_EQ_U64(t_, want_total);                                          \
+    } while (0)
+
+static struct conv_req rq_of(enum conv_op op, uint64_t arg, uint32_t flags)
+{
+    struct conv_req rq = {op, flags, arg, 0, 0, 0};
+
+    return rq;
+}
+
+static void state(const struct conv_store *s, uint64_t uid, uint64_t cid,
+                  const uint64_t *tid, uint64_t max, uint64_t read,
+                  uint32_t unread, bool muted, uint32_t mentions,
+                  uint64_t first)
+{
+    struct conv_state st;
+
+    conv_state(s, uid, cid, tid, &st);
+    CHECK_EQ_U64(st.max, max);
+    CHECK_EQ_U64(st.read, read);
+    CHECK_EQ_U64(st.unread, unread);
+    CHECK_EQ_U64(st.muted, muted);
+    CHECK_EQ_U64(st.mentions, mentions);
+    CHECK_EQ_U64(st.first_unread, first);
+}
+
+/* The issue's scenario: seqs 1..5, 2 and 4 mention the user, muted: total
+ * 0, mentions 2; read to 3: 1; recall 4: 0. */
+static void test_mentions(void)
+{
+    struct conv_store *s = conv_create();
+    struct conv_user_counts uc;
+    struct conv_req rq;
+
+    for (uint64_t q = 1; q <= 5; q++) {
+        rq = rq_of(CONV_OP_SEQ, q, q % 2 ? 0 : CONV_MENTION);
+        REQ(s, 1, 10, &rq, q, q);
+    }
+    rq = rq_of(CONV_OP_SEQ, 4, CONV_MENTION); /* a retry: once */
+    REQ(s, 1, 10, &rq, 5, 5);
+    UPD(s, CONV_OP_MUTE, 1, 10, 1, 5, 0);
+    conv_user_counts(s, 1, &uc);
+    CHECK_EQ_U64(uc.mentions, 2); /* muted: still counted */
+    CHECK_EQ_U64(uc.chats, 0);
+    state(s, 1, 10, NULL, 5, 0, 5, true, 2, 1);
+    UPD(s, CONV_OP_READ, 1, 10, 3, 2, 0);
+    conv_user_counts(s, 1, &uc);
+    CHECK_EQ_U64(uc.mentions, 1);
+    UPD(s, CONV_OP_RECALL, 1, 10, 4, 1, 0);
+    conv_user_counts(s, 1, &uc);
+    CHECK_EQ_U64(uc.mentions, 0);
+    state(s, 1, 10, NULL, 5, 3, 1, true, 0, 5);
+    /* A mention at or below the watermark, or recalled, is not one. */
+    rq = rq_of(CONV_OP_SEQ, 2, CONV_MENTION);
+    REQ(s, 1, 10, &rq, 1, 0);
+    rq = rq_of(CONV_OP_SEQ, 4, CONV_MENTION);
+    REQ(s, 1, 10, &rq, 1, 0);
+    state(s, 1, 10, NULL, 5, 3, 1, true, 0, 5);
+    /* INCR MENTION: every new message mentions. */
+    rq = rq_of(CONV_OP_INCR, 3, CONV_MENTION);
+    REQ(s, 1, 10, &rq, 4, 0);
+    state(s, 1, 10, NULL, 8, 3, 4, true, 3, 5);
+    UPD(s, CONV_OP_MARKUNREAD, 1, 10, 7, 2, 0); /* forward: clears 6 */
+    state(s, 1, 10, NULL, 8, 6, 2, true, 2, 7);
+    /* Back: the mentions behind stay gone; recall 4, forgotten when read
+     * passed it, counts again (re-send it to fix that). */
+    UPD(s, CONV_OP_MARKUNREAD, 1, 10, 1, 8, 0);
+    state(s, 1, 10, NULL, 8, 0, 8, true, 2, 1);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    /* Read all: the record goes back to the compact word. */
+    UPD(s, CONV_OP_READ_ALL, 1, 10, 0, 0, 0);
+    UPD(s, CONV_OP_MUTE, 1, 10, 0, 0, 0);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+/* Past CONV_TAG_MAX mentions, the oldest are forgotten: they still count
+ * as unread. */
+static void test_mention_bound(void)
+{
+    struct conv_store *s = conv_create();
+    struct conv_req rq;
+    const uint64_t n = CONV_TAG_MAX + 10;
+
+    for (uint64_t q = 1; q <= n; q++) {
+        rq = rq_of(CONV_OP_SEQ, q, CONV_MENTION);
+        REQ(s, 1, 10, &rq, q, q);
+    }
+    state(s, 1, 10, NULL, n, 0, n, false, CONV_TAG_MAX, 1);
+    UPD(s, CONV_OP_READ, 1, 10, 20, n - 20, n - 20);
+    state(s, 1, 10, NULL, n, 20, n - 20, false, n - 20, 21);
+    rq = rq_of(CONV_OP_INCR, 5000, CONV_MENTION);
+    REQ(s, 1, 10, &rq, n - 20 + 5000, n - 20 + 5000);
+    state(s, 1, 10, NULL, n + 5000, 20, n - 20 + 5000, false, CONV_TAG_MAX, 21);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+/* Sources: per-source counts inside one conversation, cleared by reads;
+ * one source per message. */
+static void test_sources(void)
+{
+    struct conv_store *s = conv_create();
+    uint32_t c[CONV_SOURCES];
+    struct conv_req rq;
+
+    for (uint64_t q = 1; q <= 6; q++) {
+        rq = rq_of(CONV_OP_SEQ, q, CONV_SOURCE);
+        rq.source = q % 3 == 0 ? 7 : (uint32_t)(q % 2);
+        REQ(s, 1, 10, &rq, q, q);
+    }
+    conv_sources(s, 1, 10, c);
+    CHECK(c[0] == 2 && c[1] == 2 && c[7] == 2 && c[3] == 0);
+    rq = rq_of(CONV_OP_SEQ, 1, CONV_SOURCE); /* 1 comes from 7 after all */
+    rq.source = 7;
+    REQ(s, 1, 10, &rq, 6, 6);
+    conv_sources(s, 1, 10, c);
+    CHECK(c[0] == 2 && c[1] == 1 && c[7] == 3);
+    UPD(s, CONV_OP_READ, 1, 10, 3, 3, 3);
+    conv_sources(s, 1, 10, c);
+    CHECK(c[0] == 1 && c[1] == 1 && c[7] == 1);
+    UPD(s, CONV_OP_RECALL, 1, 10, 6, 2, 2);
+    conv_sources(s, 1, 10, c);
+    CHECK(c[0] == 1 && c[1] == 1 && c[7] == 0);
+    rq = rq_of(CONV_OP_INCR, 4, CONV_SOURCE | CONV_MENTION);
+    rq.source = 2;
+    REQ(s, 1, 10, &rq, 6, 6);
+    conv_sources(s, 1, 10, c);
+    CHECK(c[2] == 4);
+    state(s, 1, 10, NULL, 10, 3, 6, false, 4, 4);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    rq = rq_of(CONV_OP_SEQ, 11, CONV_SOURCE);
+    rq.source = CONV_SOURCES;
+    CHECK_EQ_U64(conv_apply(s, 1, 10, &rq, &c[0], &(uint64_t){0}), CONV_EINVAL);
+    conv_destroy(s);
+}
+
+/* The sparse example, the window, recalls and mark-unread. */
+static void test_sparse(void)
+{
+    struct conv_store *s = conv_create();
+    struct conv_req rq = rq_of(CONV_OP_SEQ, 1000001, CONV_SPARSE);
+    uint64_t snow = UINT64_C(1234567890123456789), t;
+    uint32_t u;
+
+    rq.window = 3;
+    REQ(s, 1, 10, &rq, 1, 1);
+    rq.arg = 1000005;
+    REQ(s, 1, 10, &rq, 2, 2);
+    rq.arg = 1000009;
+    REQ(s, 1, 10, &rq, 3, 3);
+    rq.arg = 1000005; /* a retry, and an id below max: nothing */
+    REQ(s, 1, 10, &rq, 3, 3);
+    rq.arg = 1000007;
+    REQ(s, 1, 10, &rq, 3, 3);
+    rq.op = CONV_OP_READ;
+    rq.arg = 1000005;
+    REQ(s, 1, 10, &rq, 1, 1);
+    state(s, 1, 10, NULL, 1000009, 1000005, 1, false, 0, 1000009);
+    rq.op = CONV_OP_SEQ;
+    rq.arg = snow;
+    REQ(s, 2, 10, &rq, 1, 1);
+    /* Mixing modes is refused, nothing changed. */
+    CHECK_EQ_U64(conv_update(s, CONV_OP_SEQ, 1, 10, 1000010, &u, &t),
+                 CONV_EMODE);
+    UPD(s, CONV_OP_SEQ, 1, 11, 5, 5, 6);
+    rq.arg = 9;
+    CHECK_EQ_U64(conv_apply(s, 1, 11, &rq, &u, &t), CONV_EMODE);
+    rq.arg = CONV_ID_MAX + 1;
+    CHECK_EQ_U64(conv_apply(s, 1, 12, &rq, &u, &t), CONV_EINVAL);
+    rq = rq_of(CONV_OP_INCR, 1, CONV_SPARSE);
+    CHECK_EQ_U64(conv_apply(s, 1, 12, &rq, &u, &t), CONV_EINVAL);
+    CHECK_EQ_U64(conv_update(s, CONV_OP_INCR, 1, 10, 1, &u, &t), CONV_EMODE);
+    /* The window: 3 kept; beyond, unread reads window + 1. */
+    rq = rq_of(CONV_OP_SEQ, 0, CONV_SPARSE);
+    rq.window = 3;
+    for (uint64_t k = 1; k <= 5; k++) {
+        rq.arg = 100 * k;
+        REQ(s, 3, 30, &rq, k < 4 ? k : 4, k < 4 ? k : 4);
+    }
+    state(s, 3, 30, NULL, 500, 0, 4, false, 0, 200); /* 200: newest lost */
+    rq.op = CONV_OP_READ;
+    rq.arg = 150; /* below the newest lost: still "more than kept" */
+    REQ(s, 3, 30, &rq, 4, 4);
+    rq.arg = 200; /* at it: exact again */
+    REQ(s, 3, 30, &rq, 3, 3);
+    state(s, 3, 30, NULL, 500, 200, 3, false, 0, 300);
+    rq.op = CONV_OP_RECALL;
+    rq.arg = 400;
+    REQ(s, 3, 30, &rq, 2, 2);
+    REQ(s, 3, 30, &rq, 2, 2);
+    rq.arg = 900; /* above max: remembered, never counts */
+    REQ(s, 3, 30, &rq, 2, 2);
+    rq.op = CONV_OP_SEQ;
+    REQ(s, 3, 30, &rq, 2, 2);
+    rq.arg = 901;
+    REQ(s, 3, 30, &rq, 3, 3);
+    rq.op = CONV_OP_MARKUNREAD; /* back: 250 itself counts again */
+    rq.arg = 250;
+    REQ(s, 3, 30, &rq, 4, 4); /* window full: 250 reads as "one more" */
+    state(s, 3, 30, NULL, 901, 249, 4, false, 0, 250);
+    rq.op = CONV_OP_READ_ALL;
+    REQ(s, 3, 30, &rq, 0, 0);
+    state(s, 3, 30, NULL, 901, 901, 0, false, 0, 0);
+    rq.op = CONV_OP_MARKUNREAD;
+    rq.arg = 901;
+    REQ(s, 3, 30, &rq, 1, 1);
+    /* Mentions of sparse ids. */
+    rq = rq_of(CONV_OP_SEQ, 1000, CONV_SPARSE | CONV_MENTION);
+    rq.window = 3;
+    REQ(s, 3, 30, &rq, 2, 2);
+    state(s, 3, 30, NULL, 1000, 900, 2, false, 1, 901);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+/* Threads: their own unread, read position and mentions; rolled up into
+ * the conversation's or not; reading one leaves the main count alone. */
+static void test_threads(void)
+{
+    struct conv_store *s = conv_create();
+    struct conv_req rq = rq_of(CONV_OP_SEQ, 0, CONV_THREAD);
+    struct conv_user_counts uc;
+    uint64_t t7 = 7, t9 = 9;
+
+    UPD(s, CONV_OP_SEQ, 1, 10, 4, 4, 4);
+    rq.tid = 7;
+    rq.arg = 3;
+    REQ(s, 1, 10, &rq, 3, 7);
+    rq.tid = 9;
+    rq.arg = 2;
+    rq.flags |= CONV_MENTION;
+    REQ(s, 1, 10, &rq, 2, 9);
+    state(s, 1, 10, NULL, 4, 0, 9, false, 1, 1);
+    state(s, 1, 10, &t7, 3, 0, 3, false, 0, 1);
+    state(s, 1, 10, &t9, 2, 0, 2, false, 1, 1);
+    conv_user_counts(s, 1, &uc);
+    CHECK(uc.threads == 2 && uc.chats == 1 && uc.mentions == 1);
+    /* Collapsed: thread unread and mentions leave the conversation's. */
+    UPD(s, CONV_OP_ROLLUP, 1, 10, 0, 4, 4);
+    state(s, 1, 10, NULL, 4, 0, 4, false, 0, 1);
+    conv_user_counts(s, 1, &uc);
+    CHECK(uc.threads == 2 && uc.mentions == 1);
+    UPD(s, CONV_OP_ROLLUP, 1, 10, 1, 9, 9);
+    /* Reading a thread leaves the main timeline alone. */
+    rq = rq_of(CONV_OP_READ_ALL, 0, CONV_THREAD);
+    rq.tid = 9;
+    REQ(s, 1, 10, &rq, 0, 7);
+    state(s, 1, 10, NULL, 4, 0, 7, false, 0, 1);
+    UPD(s, CONV_OP_READ_ALL, 1, 10, 0, 3, 3);
+    conv_user_counts(s, 1, &uc);
+    CHECK(uc.threads == 1 && uc.chats == 1 && uc.mentions == 0);
+    /* Muted: out of the total and of the thread count. */
+    UPD(s, CONV_OP_MUTE, 1, 10, 1, 3, 0);
+    conv_user_counts(s, 1, &uc);
+    CHECK(uc.threads == 0 && uc.chats == 0);
+    UPD(s, CONV_OP_MUTE, 1, 10, 0, 3, 3);
+    /* A thread of a conversation without messages of its own. */
+    rq = rq_of(CONV_OP_INCR, 2, CONV_THREAD | CONV_MENTION);
+    rq.tid = 1;
+    REQ(s, 1, 20, &rq, 2, 5);
+    state(s, 1, 20, NULL, 0, 0, 2, false, 2, 0);
+    /* Thread ops refused. */
+    rq = rq_of(CONV_OP_MUTE, 1, CONV_THREAD);
+    CHECK_EQ_U64(conv_apply(s, 1, 20, &rq, &(uint32_t){0}, &(uint64_t){0}),
+                 CONV_EINVAL);
+    rq = rq_of(CONV_OP_SEQ, 3, CONV_THREAD | CONV_SOURCE);
+    CHECK_EQ_U64(conv_apply(s, 1, 20, &rq, &(uint32_t){0}, &(uint64_t){0}),
+                 CONV_EINVAL);
+    rq = rq_of(CONV_OP_SEQ, 3, CONV_THREAD);
+    rq.tid = CONV_ID_MAX + 1;
+    CHECK_EQ_U64(conv_apply(s, 1, 20, &rq, &(uint32_t){0}, &(uint64_t){0}),
+                 CONV_EINVAL);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    /* Reading the thread away leaves nothing: the conversation goes. */
+    rq = rq_of(CONV_OP_READ_ALL, 0, CONV_THREAD);
+    rq.tid = 1;
+    REQ(s, 1, 20, &rq, 0, 3);
+    CHECK_EQ_U64(conv_entries(s), 2);
+    CHECK_EQ_U64(conv_del(s, 1, 20), 3);
+    CHECK_EQ_U64(conv_del(s, 1, 10), 0);
+    CHECK_EQ_U64(conv_entries(s), 0);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+struct tlist {
+    size_t n;
+    uint64_t first;
+};
+
+static void tlist_add(uint64_t tid, uint32_t unread, void *ctx)
+{
+    struct tlist *l = ctx;
+
+    (void)unread;
+    if (l->n++ == 0)
+        l->first = tid;
+}
+
+/* CONV_THREAD_MAX threads: a new one replaces the lowest read one; with
+ * all unread, a new one is refused. */
+static void test_thread_bound(void)
+{
+    struct conv_store *s = conv_create();
+    struct conv_req rq = rq_of(CONV_OP_SEQ, 1, CONV_THREAD);
+    struct tlist l = {0, 0};
+    uint32_t u;
+    uint64_t t;
+
+    for (uint64_t k = 0; k < CONV_THREAD_MAX; k++) {
+        rq.tid = 100 + k;
+        REQ(s, 1, 10, &rq, 1, k + 1);
+    }
+    rq.tid = 5;
+    CHECK_EQ_U64(conv_apply(s, 1, 10, &rq, &u, &t), CONV_ETHREADS);
+    rq = rq_of(CONV_OP_READ_ALL, 0, CONV_THREAD);
+    rq.tid = 300;
+    REQ(s, 1, 10, &rq, 0, CONV_THREAD_MAX - 1);
+    rq.tid = 200;
+    REQ(s, 1, 10, &rq, 0, CONV_THREAD_MAX - 2);
+    rq = rq_of(CONV_OP_SEQ, 4, CONV_THREAD);
+    rq.tid = 5; /* replaces read thread 200 */
+    REQ(s, 1, 10, &rq, 4, CONV_THREAD_MAX + 2);
+    CHECK_EQ_U64(conv_threads(s, 1, 10, tlist_add, &l), CONV_THREAD_MAX - 1);
+    CHECK_EQ_U64(l.first, 5);
+    rq.tid = 200; /* counts afresh: it was forgotten */
+    rq.arg = 1;
+    REQ(s, 1, 10, &rq, 1, CONV_THREAD_MAX + 3);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+/* Mark all read: every conversation and thread, muted ones too, every
+ * storage form; a watermark leaving the compact form gets its record. */
+static void test_read_all_user(void)
+{
+    struct conv_store *s = conv_create();
+    struct conv_req rq = rq_of(CONV_OP_SEQ, 3, CONV_THREAD | CONV_MENTION);
+    struct conv_user_counts uc;
+    uint64_t t;
+
+    uint64_t want = 0;
+
+    for (uint64_t c = 0; c < 2 * CONV_SMALL_MAX; c++) {
+        want += 1 + c % 3;
+        UPD(s, CONV_OP_SEQ, 1, c, 1 + c % 3, 1 + c % 3, want);
+        if (c % 5 == 0) {
+            want -= 1 + c % 3;
+            UPD(s, CONV_OP_MUTE, 1, c, 1, 1 + c % 3, want);
+        }
+    }
+    rq.tid = 4;
+    REQ(s, 1, 7, &rq, 3, want + 3); /* a thread's reply: its unread */
+    /* Compact, near the edge of the compact form. */
+    UPD(s, CONV_OP_READ, 2, 1, (UINT64_C(1) << 41) - 2, 0, 0);
+    UPD(s, CONV_OP_SEQ, 2, 1, (UINT64_C(1) << 41) + 5, 7, 7);
+    rq.tid = 1;
+    rq.arg = (UINT64_C(1) << 41) + 1;
+    rq.flags = CONV_THREAD;
+    REQ(s, 2, 1, &rq, CONV_UNREAD_MAX, CONV_UNREAD_MAX); /* saturated */
+    UPD(s, CONV_OP_SEQ, 3, 1, 4, 4, 4);
+    CHECK_EQ_U64(conv_read_all_user(s, 1, &t), 0);
+    CHECK_EQ_U64(t, 0);
+    CHECK_EQ_U64(conv_read_all_user(s, 2, &t), 0);
+    CHECK_EQ_U64(t, 0);
+    CHECK_EQ_U64(conv_read_all_user(s, 9, &t), 0);
+    conv_user_counts(s, 1, &uc);
+    CHECK(uc.mentions == 0 && uc.chats == 0 && uc.threads == 0);
+    CHECK_EQ_U64(conv_total(s, 3), 4); /* another user */
+    CHECK_EQ_U64(conv_get(s, 1, 7), 0);
+    state(s, 2, 1, NULL, (UINT64_C(1) << 41) + 5, (UINT64_C(1) << 41) + 5, 0,
+          false, 0, 0);
+    /* Later messages count from there. */
+    UPD(s, CONV_OP_SEQ, 1, 7, 9, 7, 7);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
+/* Loading: conv_put and conv_put_thread give back what the walk saw. */
+struct copy_ctx {
+    struct conv_store *to;
+    size_t bad;
+};
+
+static void copy_visit(uint64_t uid, uint64_t cid, const struct conv_info *ci,
+                       void *ctx)
+{
+    struct copy_ctx *cc = ctx;
+
+    cc->bad += conv_put(cc->to, uid, cid, ci, ci->nthreads) != 0;
+    for (uint32_t i = 0; i < ci->nthreads; i++) {
+        struct conv_info ti;
+        uint64_t tid;
+
+        conv_info_thread(ci, i, &tid, &ti);
+        cc->bad += conv_put_thread(cc->to, uid, cid, tid, &ti) != 0;
+    }
+}
+
+static void test_put_features(void)
+{
+    struct conv_store *a = conv_create(), *b = conv_create();
+    struct copy_ctx cc = {b, 0};
+    struct conv_req rq;
+    uint64_t cursor = 0;
+    uint64_t bad_ids[] = {5, 3};
+
+    for (uint64_t u = 0; u < 40; u++)
+        for (uint64_t c = 0; c < (u % 4 == 3 ? 140 : u % 4 + 1); c++) {
+            rq = rq_of(CONV_OP_SEQ, 1 + (u * c) % 9,
+                       (c % 3 ? CONV_MENTION : 0) | (c % 4 ? 0 : CONV_SPARSE));
+            rq.window = 4;
+            conv_apply(a, u, c, &rq, &(uint32_t){0}, &(uint64_t){0});
+            rq.arg += 7;
+            rq.flags |= c % 2 ? CONV_THREAD : CONV_SOURCE;
+            rq.tid = c;
+            rq.source = 3;
+            conv_apply(a, u, c, &rq, &(uint32_t){0}, &(uint64_t){0});
+            if (c % 7 == 0)
+                conv_update(a, CONV_OP_ROLLUP, u, c, 0, &(uint32_t){0},
+                            &(uint64_t){0});
+        }
+    CHECK_EQ_U64(conv_audit(a), 0);
+    do
+        conv_scan(a, &cursor, 5, copy_visit, &cc);
+    while (cursor != 0);
+    CHECK_EQ_U64(cc.bad, 0);
+    CHECK_EQ_U64(conv_audit(b), 0);
+    CHECK_EQ_U64(conv_entries(b), conv_entries(a));
+    CHECK_EQ_U64(conv_bytes(b), conv_bytes(a));
+    for (uint64_t u = 0; u < 40; u++) {
+        struct conv_user_counts x, y;
+
+        conv_user_counts(a, u, &x);
+        conv_user_counts(b, u, &y);
+        cc.bad += conv_total(a, u) != conv_total(b, u) ||
+                  x.mentions != y.mentions || x.threads != y.threads ||
+                  x.chats != y.chats;
+    }
+    CHECK_EQ_U64(cc.bad, 0);
+    /* Impossible extended states are refused. */
+    {
+        struct conv_info ci = CI(3, 9, 0, false, 0, NULL);
+
+        ci.sparse = true;
+        ci.nids = 2;
+        ci.ids = bad_ids; /* not ascending */
+        CHECK_EQ_U64(conv_put(b, 99, 1, &ci, 0), CONV_EINVAL);
+        ci.sparse = false; /* ids in a dense conversation */
+        bad_ids[0] = 4;
+        bad_ids[1] = 5;
+        CHECK_EQ_U64(conv_put(b, 99, 1, &ci, 0), CONV_EINVAL);
+        ci.nids = 0;
+        ci.ntag[CONV_TAG_MENTION] = 1;
+        ci.tag[CONV_TAG_MENTION] = &bad_ids[1];
+        ci.ntag[2] = 1;
+        ci.tag[2] = &bad_ids[1]; /* a mention may have a source too */
+        CHECK_EQ_U64(conv_put(b, 99, 1, &ci, 0), 0);
+        ci.ntag[3] = 1;
+        ci.tag[3] = &bad_ids[1]; /* but only one source */
+        CHECK_EQ_U64(conv_put(b, 99, 2, &ci, 0), CONV_EINVAL);
+        ci = CI(0, 0, 0, false, 0, NULL);
+        CHECK_EQ_U64(conv_put(b, 99, 3, &ci, 0), CONV_EINVAL);
+        CHECK_EQ_U64(conv_put(b, 99, 3, &ci, 1), 0); /* threads follow */
+        ci = CI(0, 0, 0, false, 0, NULL);
+        CHECK_EQ_U64(conv_put_thread(b, 99, 3, 5, &ci), CONV_EINVAL);
+        ci = CI(1, 4, 0, false, 0, NULL);
+        CHECK_EQ_U64(conv_put_thread(b, 99, 3, 5, &ci), 0);
+        CHECK_EQ_U64(conv_put_thread(b, 99, 3, 5, &ci), 1);
+        CHECK_EQ_U64(conv_put_thread(b, 99, 4, 5, &ci), 1);
+        CHECK_EQ_U64(conv_get(b, 99, 3), 3);
+    }
+    CHECK_EQ_U64(conv_audit(b), 0);
+    conv_destroy(a);
+    conv_destroy(b);
+}
+
+/* Memory: a kept mention or sparse id costs 8 bytes. */
+static void test_memory_of_features(void)
+{
+    struct conv_store *s = conv_create();
+    struct conv_req rq = rq_of(CONV_OP_SEQ, 1, CONV_MENTION);
+    size_t before;
+
+    REQ(s, 1, 10, &rq, 1, 1);
+    before = conv_bytes(s);
+    for (uint64_t q = 2; q <= 101; q++) {
+        rq.arg = q;
+        REQ(s, 1, 10, &rq, q, q);
+    }
+    CHECK(conv_bytes(s) - before <= 8 * 100);
+    rq = rq_of(CONV_OP_SEQ, 1000, CONV_SPARSE);
+    rq.window = 1000;
+    REQ(s, 2, 10, &rq, 1, 1);
+    before = conv_bytes(s);
+    for (uint64_t k = 1; k <= 100; k++) {
+        rq.arg = 1000 + 17 * k;
+        REQ(s, 2, 10, &rq, k + 1, k + 1);
+    }
+    CHECK(conv_bytes(s) - before <= 8 * 100);
+    CHECK_EQ_U64(conv_audit(s), 0);
+    conv_destroy(s);
+}
+
 /* ---- The randomized run against a plain model ------------------------- */
 
 /*
@@ -1154,6 +1668,15 @@ int main(void)
     T_RUN(test_scan);
     T_RUN(test_put);
     T_RUN(test_del_user);
+    T_RUN(test_mentions);
+    T_RUN(test_mention_bound);
+    T_RUN(test_sources);
+    T_RUN(test_sparse);
+    T_RUN(test_threads);
+    T_RUN(test_thread_bound);
+    T_RUN(test_read_all_user);
+    T_RUN(test_put_features);
+    T_RUN(test_memory_of_features);
     T_RUN(test_random_vs_model);
     T_END();
 }

@@ -417,16 +417,22 @@ static void test_restore(void)
 #define M_USERS 9
 #define M_MSGS 3000
 #define M_MAXG 4
+#define M_RECALLS 1000 /* below GRP_RECALL_MAX: the model keeps them all */
+#define M_MENTIONS 60  /* per membership; the store keeps up to 1024 */
 
 struct m_group {
     uint64_t gid;
-    uint32_t n;          /* head */
-    uint64_t ts[M_MSGS]; /* ts[seq - 1], clamped like the store */
+    uint32_t n;                /* head */
+    uint64_t ts[M_MSGS];       /* ts[seq - 1], clamped like the store */
+    bool recalled[M_MSGS + 1]; /* by seq */
+    unsigned nrecalled;
 };
 
 struct m_user {
-    bool member[M_GROUPS];
+    bool member[M_GROUPS], muted[M_GROUPS];
     uint64_t seen[M_GROUPS];
+    unsigned nment[M_GROUPS];
+    uint64_t ment[M_GROUPS][M_MENTIONS]; /* mentioned seqs above seen */
 };
 
 static struct m_group mg[M_GROUPS];
@@ -437,13 +443,16 @@ static uint64_t capped(uint64_t v)
     return v > CAP ? CAP + 1 : v;
 }
 
+/* Where SEEN ts puts a member: after the last post at or before ts, but
+ * never before the window of the last WINDOW posts (the store keeps only
+ * their times: older reads as "just before them"). */
 static uint64_t m_pos(const struct m_group *g, uint64_t ts)
 {
-    uint64_t p = 0;
+    uint64_t p = 0, floor = g->n > WINDOW ? g->n - WINDOW : 0;
 
     while (p < g->n && g->ts[p] <= ts)
         p++;
-    return p;
+    return p > floor ? p : floor;
 }
 
 static unsigned m_groups_of(unsigned u)
@@ -455,6 +464,38 @@ static unsigned m_groups_of(unsigned u)
     return n;
 }
 
+/* Forgets u's mentions in g at or below seq. */
+static void m_prune(unsigned u, unsigned g, uint64_t seq)
+{
+    unsigned k = 0;
+
+    for (unsigned i = 0; i < mu[u].nment[g]; i++)
+        if (mu[u].ment[g][i] > seq)
+            mu[u].ment[g][k++] = mu[u].ment[g][i];
+    mu[u].nment[g] = k;
+}
+
+static uint64_t m_unread(unsigned u, unsigned g)
+{
+    uint64_t n = 0;
+
+    if (!mu[u].member[g])
+        return 0;
+    for (uint64_t q = mu[u].seen[g] + 1; q <= mg[g].n; q++)
+        n += !mg[g].recalled[q];
+    return n;
+}
+
+static uint64_t m_mentions(unsigned u, unsigned g)
+{
+    uint64_t n = 0;
+
+    for (unsigned i = 0; mu[u].member[g] && i < mu[u].nment[g]; i++)
+        n += mu[u].ment[g][i] > mu[u].seen[g] &&
+             !mg[g].recalled[mu[u].ment[g][i]];
+    return n;
+}
+
 /* The model's JOIN (advance false) and SEEN (advance true). */
 static int m_place(unsigned u, unsigned g, uint64_t ts, bool advance,
                    uint64_t *unread)
@@ -462,21 +503,77 @@ static int m_place(unsigned u, unsigned g, uint64_t ts, bool advance,
     uint64_t p = m_pos(&mg[g], ts);
 
     if (mu[u].member[g]) {
-        if (advance && p > mu[u].seen[g])
+        if (advance && p > mu[u].seen[g]) {
             mu[u].seen[g] = p;
+            m_prune(u, g, p);
+        }
     } else {
         if (m_groups_of(u) >= M_MAXG)
             return GRP_ELIMIT;
         mu[u].member[g] = true;
+        mu[u].muted[g] = false;
+        mu[u].nment[g] = 0;
         mu[u].seen[g] = p;
     }
-    *unread = mg[g].n - mu[u].seen[g];
+    *unread = m_unread(u, g);
     return GRP_OK;
 }
 
-static uint64_t m_unread(unsigned u, unsigned g)
+/* A post at now (a ts backwards now and then: clamped) mentioning up to
+ * three users; false when the model cannot hold it. */
+static bool m_post(struct grp_store *s, unsigned g, uint64_t *now,
+                   const uint64_t *uids, size_t *bad)
 {
-    return mu[u].member[g] ? mg[g].n - mu[u].seen[g] : 0;
+    uint64_t ts = *now, seq = 0, who[3];
+    unsigned n = (unsigned)(t_rng() % 4), idx[3];
+
+    if (mg[g].n == M_MSGS)
+        return false;
+    for (unsigned k = 0; k < n; k++) {
+        idx[k] = (unsigned)(t_rng() % M_USERS);
+        who[k] = uids[idx[k]];
+        if (mu[idx[k]].nment[g] == M_MENTIONS)
+            return false;
+    }
+    if (t_rng() % 10 == 0)
+        ts = *now - t_rng() % 50;
+    else
+        *now = ts = *now + t_rng() % 3;
+    if (mg[g].n > 0 && ts < mg[g].ts[mg[g].n - 1])
+        mg[g].ts[mg[g].n] = mg[g].ts[mg[g].n - 1];
+    else
+        mg[g].ts[mg[g].n] = ts;
+    mg[g].n++;
+    for (unsigned k = 0; k < n; k++) {
+        struct m_user *m = &mu[idx[k]];
+        bool dup = false;
+
+        for (unsigned i = 0; i < m->nment[g]; i++)
+            dup |= m->ment[g][i] == mg[g].n;
+        if (m->member[g] && !dup)
+            m->ment[g][m->nment[g]++] = mg[g].n;
+    }
+    *bad += grp_post_mention(s, mg[g].gid, ts, WINDOW, who, n, &seq) != GRP_OK;
+    *bad += seq != mg[g].n;
+    return true;
+}
+
+/* GRP.STATE against the model. */
+static size_t m_check_state(const struct grp_store *s, const uint64_t *uids,
+                            unsigned u, unsigned g)
+{
+    struct grp_state st;
+    uint64_t first = 0;
+
+    grp_state(s, uids[u], mg[g].gid, &st);
+    if (!mu[u].member[g])
+        return st.head || st.seen || st.unread || st.muted || st.mentions ||
+               st.first_unread;
+    for (uint64_t q = mu[u].seen[g] + 1; q <= mg[g].n && !first; q++)
+        first = mg[g].recalled[q] ? 0 : q;
+    return (st.head != mg[g].n) + (st.seen != mu[u].seen[g]) +
+           (st.unread != m_unread(u, g)) + (st.muted != mu[u].muted[g]) +
+           (st.mentions != m_mentions(u, g)) + (st.first_unread != first);
 }
 
 static void test_random_vs_model(void)
@@ -491,33 +588,19 @@ static void test_random_vs_model(void)
         mg[g].gid = t_rng();
     for (unsigned u = 0; u < M_USERS; u++)
         uids[u] = t_rng();
-    for (int round = 0; round < 20000; round++) {
+    for (int round = 0; round < 30000; round++) {
         unsigned g = (unsigned)(t_rng() % M_GROUPS);
         unsigned u = (unsigned)(t_rng() % M_USERS);
-        unsigned op = (unsigned)(t_rng() % 100);
+        unsigned op = (unsigned)(t_rng() % 120);
         uint64_t got = 0, want = 0;
 
-        if (op < 30 && mg[g].n < M_MSGS) {
-            /* Mostly forward in time, sometimes several at one ms,
-             * sometimes backwards (clamped). */
-            uint64_t ts = now, seq = 0;
-
-            if (t_rng() % 10 == 0)
-                ts = now - t_rng() % 50;
-            else
-                now = ts = now + t_rng() % 3;
-            if (mg[g].n > 0 && ts < mg[g].ts[mg[g].n - 1])
-                mg[g].ts[mg[g].n] = mg[g].ts[mg[g].n - 1];
-            else
-                mg[g].ts[mg[g].n] = ts;
-            mg[g].n++;
-            bad += grp_post(s, mg[g].gid, ts, WINDOW, &seq) != GRP_OK;
-            bad += seq != mg[g].n;
+        if (op < 30) {
+            m_post(s, g, &now, uids, &bad);
         } else if (op < 40) {
             int rc = grp_join(s, uids[u], mg[g].gid, M_MAXG, &got);
 
             bad += rc != m_place(u, g, UINT64_MAX, false, &want);
-            bad += rc == GRP_OK && capped(got) != capped(want);
+            bad += rc == GRP_OK && got != want;
         } else if (op < 45) {
             bad += grp_leave(s, uids[u], mg[g].gid) != mu[u].member[g];
             mu[u].member[g] = false;
@@ -530,17 +613,77 @@ static void test_random_vs_model(void)
             int rc = grp_seen(s, uids[u], mg[g].gid, ts, M_MAXG, &got);
 
             bad += rc != m_place(u, g, ts, true, &want);
-            bad += rc == GRP_OK && capped(got) != capped(want);
-        } else if (op < 80) {
-            bad += capped(grp_unread(s, uids[u], mg[g].gid)) !=
-                   capped(m_unread(u, g));
-        } else if (op < 90) {
-            uint64_t total = 0;
+            bad += rc == GRP_OK && got != want;
+        } else if (op < 75) {
+            bad += grp_unread(s, uids[u], mg[g].gid) != m_unread(u, g);
+            bad += m_check_state(s, uids, u, g);
+        } else if (op < 82) {
+            uint64_t total = 0, ment = 0;
+            uint32_t chats = 0;
 
-            for (unsigned k = 0; k < M_GROUPS; k++)
+            for (unsigned k = 0; k < M_GROUPS; k++) {
+                ment += m_mentions(u, k);
+                if (mu[u].muted[k] || !mu[u].member[k])
+                    continue;
                 total += m_unread(u, k);
+                chats += m_unread(u, k) != 0;
+            }
             got = grp_total(s, uids[u], CAP);
             bad += total <= CAP ? got != total : got <= CAP;
+            bad += grp_total(s, uids[u], UINT64_MAX) != total;
+            bad += grp_chats(s, uids[u]) != chats;
+            bad += grp_mentions(s, uids[u]) != ment;
+        } else if (op < 87) {
+            bool f = t_rng() % 2;
+            int rc = grp_mute(s, uids[u], mg[g].gid, f);
+
+            bad += rc != (mu[u].member[g] ? GRP_OK : 1);
+            if (mu[u].member[g])
+                mu[u].muted[g] = f;
+        } else if (op < 93) {
+            uint64_t seq = t_rng() % (mg[g].n + 2);
+            int rc = grp_markunread(s, uids[u], mg[g].gid, seq, M_MAXG, &got);
+
+            if (seq == 0 || seq > mg[g].n) {
+                bad += rc != GRP_EINVAL;
+            } else if (!mu[u].member[g] && m_groups_of(u) >= M_MAXG) {
+                bad += rc != GRP_ELIMIT;
+            } else {
+                if (!mu[u].member[g]) {
+                    mu[u].member[g] = true;
+                    mu[u].muted[g] = false;
+                    mu[u].nment[g] = 0;
+                }
+                mu[u].seen[g] = seq - 1;
+                m_prune(u, g, seq - 1);
+                bad += rc != GRP_OK || got != m_unread(u, g);
+            }
+        } else if (op < 98) {
+            uint64_t seq = mg[g].n ? 1 + t_rng() % (mg[g].n + 1) : 1;
+            int rc;
+
+            if (mg[g].nrecalled == M_RECALLS)
+                continue;
+            rc = grp_recall(s, mg[g].gid, seq);
+            if (seq > mg[g].n) {
+                bad += rc != GRP_EINVAL;
+            } else {
+                bad += rc != !mg[g].recalled[seq];
+                mg[g].nrecalled += !mg[g].recalled[seq];
+                mg[g].recalled[seq] = true;
+            }
+        } else if (op < 100) {
+            grp_seen_all(s, uids[u]);
+            for (unsigned k = 0; k < M_GROUPS; k++)
+                if (mu[u].member[k]) {
+                    mu[u].seen[k] = mg[k].n;
+                    mu[u].nment[k] = 0;
+                }
+            bad += grp_total(s, uids[u], UINT64_MAX) != 0;
+            bad += grp_mentions(s, uids[u]) != 0;
+        } else if (op < 110) {
+            bad += capped(grp_unread(s, uids[u], mg[g].gid)) !=
+                   capped(m_unread(u, g));
         } else {
             struct grp_item items[M_GROUPS];
             uint32_t n = grp_list(s, uids[u], items), k = 0;
@@ -554,8 +697,9 @@ static void test_random_vs_model(void)
                 /* The model's groups in gid order are the store's. */
                 for (k = 0; k < n && items[k].gid != mg[x].gid; k++)
                     ;
-                bad += k == n ||
-                       capped(items[k].st.unread) != capped(m_unread(u, x));
+                bad += k == n || items[k].st.unread != m_unread(u, x) ||
+                       items[k].st.mentions != m_mentions(u, x) ||
+                       items[k].st.muted != mu[u].muted[x];
                 want++;
             }
             bad += n != want;
@@ -563,6 +707,9 @@ static void test_random_vs_model(void)
         if (round % 2000 == 0)
             bad += grp_audit(s);
     }
+    for (unsigned u = 0; u < M_USERS; u++)
+        for (unsigned g = 0; g < M_GROUPS; g++)
+            bad += m_check_state(s, uids, u, g);
     CHECK_EQ_U64(bad, 0);
     CHECK_EQ_U64(grp_audit(s), 0);
     grp_destroy(s);
