@@ -649,6 +649,110 @@ int unread_pipe_conv_read_all(struct unread *c, uint64_t uid, uint64_t cid);
 int unread_pipe_conv_get(struct unread *c, uint64_t uid, uint64_t cid);
 int unread_pipe_conv_total(struct unread *c, uint64_t uid);
 
+/*
+ * The chat features (docs/COMMANDS.md, CONV). Options of a write, OR'ed in
+ * unread_conv_opt.flags: the message(s) mention the user; the seq is a
+ * sparse id (every write of a sparse conversation says so, none of a
+ * dense one: UNREAD_ERR_BADARG otherwise); the write applies to thread
+ * `tid` (the reply's unread is then the thread's); the message(s) come
+ * from source `source` (0..7). A NULL opt is no option.
+ */
+#define UNREAD_CONV_MENTION 1u
+#define UNREAD_CONV_SPARSE 2u
+#define UNREAD_CONV_THREAD 4u
+#define UNREAD_CONV_SOURCE 8u
+
+struct unread_conv_opt {
+    unsigned flags;  /* UNREAD_CONV_* */
+    uint64_t tid;    /* with UNREAD_CONV_THREAD: 0..2^63-1 */
+    unsigned source; /* with UNREAD_CONV_SOURCE: 0..7 */
+};
+
+/* seq for unread_conv_read_opt: read up to the newest message. */
+#define UNREAD_CONV_ALL UINT64_MAX
+
+/* CONV.SEQ / INCR / READ / MARKUNREAD / RECALL with options; replies as
+ * their plain forms. */
+int unread_conv_seq_opt(struct unread *c, uint64_t uid, uint64_t cid,
+                        uint64_t seq, const struct unread_conv_opt *opt,
+                        uint32_t *unread, uint64_t *total);
+int unread_conv_incr_opt(struct unread *c, uint64_t uid, uint64_t cid,
+                         uint64_t delta, const struct unread_conv_opt *opt,
+                         uint32_t *unread, uint64_t *total);
+int unread_conv_read_opt(struct unread *c, uint64_t uid, uint64_t cid,
+                         uint64_t seq, const struct unread_conv_opt *opt,
+                         uint32_t *unread, uint64_t *total);
+int unread_conv_markunread_opt(struct unread *c, uint64_t uid, uint64_t cid,
+                               uint64_t seq, const struct unread_conv_opt *opt,
+                               uint32_t *unread, uint64_t *total);
+int unread_conv_recall_opt(struct unread *c, uint64_t uid, uint64_t cid,
+                           uint64_t seq, const struct unread_conv_opt *opt,
+                           uint32_t *unread, uint64_t *total);
+
+/* CONV.ROLLUP uid cid 1|0: whether thread unread counts in the
+ * conversation's (rolled_up non-zero, the default) or not. */
+int unread_conv_rollup(struct unread *c, uint64_t uid, uint64_t cid,
+                       int rolled_up, uint32_t *unread, uint64_t *total);
+
+/* The read state of a conversation, a thread or a group membership. */
+struct unread_chat_state {
+    uint64_t max;  /* newest seq (GRP: the group's head) */
+    uint64_t read; /* watermark (GRP: seen) */
+    uint64_t unread;
+    int muted;
+    uint64_t mentions;
+    uint64_t first_unread; /* 0: none */
+};
+
+/* CONV.STATE uid cid [THREAD *tid] (tid NULL: the conversation). On
+ * UNREAD_DEGRADED every field is the configured default. */
+int unread_conv_state(struct unread *c, uint64_t uid, uint64_t cid,
+                      const uint64_t *tid, struct unread_chat_state *st);
+
+/* CONV.MENTIONS uid: unread mentions over every conversation and thread,
+ * muted ones included. */
+int unread_conv_mentions(struct unread *c, uint64_t uid, uint64_t *mentions);
+
+/* CONV.READALL uid: marks every conversation and thread read; the total
+ * after (0). */
+int unread_conv_readall(struct unread *c, uint64_t uid, uint64_t *total);
+
+/* CONV.TOTAL uid CHATS THREADS: the total, the unmuted conversations with
+ * unread, the threads with unread in them (any output may be NULL). */
+int unread_conv_total_counts(struct unread *c, uint64_t uid, uint64_t *total,
+                             uint64_t *chats, uint64_t *threads);
+
+/* CONV.THREADS uid cid: the threads with unread, by ascending tid, into
+ * out[0..max) as {tid, unread} pairs; *n how many the server listed. */
+int unread_conv_threads(struct unread *c, uint64_t uid, uint64_t cid,
+                        struct unread_conv_pair *out, unsigned max,
+                        unsigned *n);
+
+/* CONV.SOURCES uid cid: counts[s] = unread messages from source s. */
+int unread_conv_sources(struct unread *c, uint64_t uid, uint64_t cid,
+                        uint32_t counts[8]);
+
+/* One entry of a listing page (CONV.LIST / GRP.LIST ... STATE). */
+struct unread_list_entry {
+    uint64_t id; /* cid or gid */
+    struct unread_chat_state st;
+};
+
+/* Orders of a listing page. */
+#define UNREAD_LIST_BY_ID 0
+#define UNREAD_LIST_RECENT 1
+
+/*
+ * CONV.LIST uid count STATE [RECENT] CURSOR cursor: one page of at most
+ * count (1..UNREAD_CONV_LIST_MAX) conversations with unread, with their
+ * state, into out (room for count); *n how many; *next the cursor of the
+ * next page, 0 after the last. Start with cursor 0.
+ */
+int unread_conv_list_page(struct unread *c, uint64_t uid, int order,
+                          uint64_t cursor, unsigned count,
+                          struct unread_list_entry *out, unsigned *n,
+                          uint64_t *next);
+
 /* ---- GRP: group unread ------------------------------------------------- */
 /*
  * Counts are capped by the server's unread-cap: exact up to it, cap + 1
@@ -717,6 +821,46 @@ int unread_pipe_grp_seen(struct unread *c, uint64_t uid, uint64_t gid,
                          uint64_t ts);
 int unread_pipe_grp_unread(struct unread *c, uint64_t uid, uint64_t gid);
 int unread_pipe_grp_total(struct unread *c, uint64_t uid);
+
+/* GRP.POST gid [ts] MENTION uid...: a post mentioning uids[0..n) (the
+ * members among them count it in their mentions); n 0 is a plain post. */
+int unread_grp_post_mention(struct unread *c, uint64_t gid, uint64_t ts,
+                            const uint64_t *uids, unsigned n, uint64_t *seq);
+
+/* GRP.STATE uid gid: the membership's read state (all zero when not a
+ * member); unread and mentions capped. */
+int unread_grp_state(struct unread *c, uint64_t uid, uint64_t gid,
+                     struct unread_chat_state *st);
+
+/* GRP.MUTE uid gid 0|1: the unread in the group and the total after. */
+int unread_grp_mute(struct unread *c, uint64_t uid, uint64_t gid, int muted,
+                    uint64_t *unread, uint64_t *total);
+
+/* GRP.MARKUNREAD uid gid seq: post seq (1..head) becomes the first unread;
+ * the unread after. */
+int unread_grp_markunread(struct unread *c, uint64_t uid, uint64_t gid,
+                          uint64_t seq, uint64_t *unread);
+
+/* GRP.RECALL gid seq: *newly 1 when newly recalled, 0 when it was. */
+int unread_grp_recall(struct unread *c, uint64_t gid, uint64_t seq, int *newly);
+
+/* GRP.SEENALL uid: every group seen; the total after (0). */
+int unread_grp_seenall(struct unread *c, uint64_t uid, uint64_t *total);
+
+/* GRP.MENTIONS uid: unread mentions over the user's groups, capped. */
+int unread_grp_mentions(struct unread *c, uint64_t uid, uint64_t *mentions);
+
+/* GRP.TOTAL uid CHATS: the total (capped) and the unmuted groups with
+ * unread. */
+int unread_grp_total_chats(struct unread *c, uint64_t uid, uint64_t *total,
+                           uint64_t *chats);
+
+/* GRP.LIST uid count STATE [RECENT] CURSOR cursor: as
+ * unread_conv_list_page, for groups (RECENT: by the last post's time). */
+int unread_grp_list_page(struct unread *c, uint64_t uid, int order,
+                         uint64_t cursor, unsigned count,
+                         struct unread_list_entry *out, unsigned *n,
+                         uint64_t *next);
 
 /* ---- BC: broadcast channels -------------------------------------------- */
 

@@ -74,6 +74,20 @@ int uc_pipe_ints(struct unread *c, uint16_t op, unsigned argc,
 bool uc_rd_int(struct ur_val_reader *rd, uint64_t *v);
 bool uc_rd_arr(struct ur_val_reader *rd, uint32_t *count);
 
+/* The six fields of a chat state (CONV.STATE, GRP.STATE, a LIST ... STATE
+ * entry after its id). */
+bool uc_rd_state(struct ur_val_reader *rd, struct unread_chat_state *st);
+
+/* A call whose reply is one chat state (on UNREAD_DEGRADED every field is
+ * the default). */
+int uc_call_state(struct unread *c, uint16_t op, unsigned argc,
+                  const struct unread_arg *argv, struct unread_chat_state *st);
+
+/* One page of CONV.LIST or GRP.LIST ... STATE CURSOR (unread_conv.c). */
+int uc_list_page(struct unread *c, uint16_t op, uint64_t uid, int order,
+                 uint64_t cursor, unsigned count, struct unread_list_entry *out,
+                 unsigned *n, uint64_t *next);
+
 /* Records the message unread_errstr gives for the failure a call is about
  * to return; returns rc. */
 int uc_set_err(struct unread *c, int rc, const char *fmt, ...)

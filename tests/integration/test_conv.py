@@ -229,6 +229,234 @@ def test_bad_numbers_are_refused(conv):
     assert conv("CONV.TOTAL", 1) == 5
 
 
+# --------------------------------------------------------------------------
+# The chat features (issue: conversations as chat apps need them).
+
+ID_MAX = (1 << 63) - 1
+
+
+@each_way
+def test_sparse_ids_count_one_each(conv):
+    """Ids from one generator for the whole service: gaps do not count."""
+    for i, mid in enumerate([1000001, 1000005, 1000009]):
+        assert conv("CONV.SEQ", 1, 10, mid, "SPARSE") == [i + 1, i + 1]
+    assert conv("CONV.SEQ", 1, 10, 1000005, "SPARSE") == [3, 3]  # a retry
+    assert conv("CONV.SEQ", 1, 10, 1000007, "SPARSE") == [3, 3]  # below max
+    assert conv("CONV.READ", 1, 10, 1000005, "SPARSE") == [1, 1]
+    assert conv("CONV.STATE", 1, 10) == [1000009, 1000005, 1, 0, 0, 1000009]
+    snow = 1234567890123456789  # a snowflake-sized id: one message
+    assert conv("CONV.SEQ", 1, 11, snow, "SPARSE") == [1, 2]
+    assert conv("CONV.SEQ", 1, 11, ID_MAX, "SPARSE") == [2, 3]
+    assert conv("CONV.RECALL", 1, 11, snow, "SPARSE") == [1, 2]
+    assert conv("CONV.READ", 1, 11, "SPARSE") == [0, 1]
+    # Mixing modes is a clear error, and changes nothing.
+    conv.bad(conv("CONV.SEQ", 1, 10, 1000010),
+             "ERR conversation 10 of user 1 has sparse ids: pass SPARSE")
+    conv.bad(conv("CONV.INCR", 1, 10), "ERR conversation 10 of user 1 has "
+             "sparse ids")
+    conv("CONV.SEQ", 1, 12, 5)
+    conv.bad(conv("CONV.SEQ", 1, 12, 6, "SPARSE"),
+             "ERR conversation 12 of user 1 has dense seqs")
+    conv.bad(conv("CONV.SEQ", 1, 13, ID_MAX + 1, "SPARSE"),
+             "ERR sparse ids must be at most 9223372036854775807")
+    assert conv("CONV.TOTAL", 1) == 6
+    assert conv("DEBUG", "AUDIT") == 0
+
+
+@each_way(unread_cap=3)
+def test_sparse_ids_kept_up_to_the_cap(conv):
+    """Memory stays bounded: unread-cap ids kept; past them the count reads
+    cap + 1, exact again once read reaches the dropped ones."""
+    for k in range(1, 7):
+        assert conv("CONV.SEQ", 1, 10, 100 * k, "SPARSE") == [min(k, 4)] * 2
+    # 100, 200, 300 dropped (300 the newest of them): first_unread says so.
+    assert conv("CONV.STATE", 1, 10) == [600, 0, 4, 0, 0, 300]
+    assert conv("CONV.READ", 1, 10, 250, "SPARSE") == [4, 4]
+    assert conv("CONV.READ", 1, 10, 300, "SPARSE") == [3, 3]
+    assert conv("CONV.STATE", 1, 10) == [600, 300, 3, 0, 0, 400]
+    assert conv("CONV.READ", 1, 10, 500, "SPARSE") == [1, 1]
+    assert conv("DEBUG", "AUDIT") == 0
+
+
+@each_way
+def test_mentions_follow_unread(conv):
+    """Seqs 1..5, 2 and 4 mention the user; muted: total 0, mentions 2;
+    read to 3: 1; recall 4: 0."""
+    for q in range(1, 6):
+        extra = ["MENTION"] if q in (2, 4) else []
+        assert conv("CONV.SEQ", 1, 10, q, *extra) == [q, q]
+    assert conv("CONV.MUTE", 1, 10, 1) == [5, 0]
+    assert conv("CONV.TOTAL", 1) == 0
+    assert conv("CONV.MENTIONS", 1) == 2
+    assert conv("CONV.STATE", 1, 10) == [5, 0, 5, 1, 2, 1]
+    assert conv("CONV.READ", 1, 10, 3) == [2, 0]
+    assert conv("CONV.MENTIONS", 1) == 1
+    assert conv("CONV.RECALL", 1, 10, 4) == [1, 0]
+    assert conv("CONV.MENTIONS", 1) == 0
+    assert conv("CONV.STATE", 1, 10) == [5, 3, 1, 1, 0, 5]
+    # Another conversation's mentions add up; INCR can mention too.
+    assert conv("CONV.INCR", 1, 11, 2, "MENTION") == [2, 2]
+    assert conv("CONV.SEQ", 1, 11, 2, "MENTION") == [2, 2]  # a retry
+    assert conv("CONV.MENTIONS", 1) == 2
+    assert conv("CONV.READ", 1, 11) == [0, 0]
+    assert conv("CONV.MENTIONS", 1) == 0
+    assert conv("DEBUG", "AUDIT") == 0
+
+
+@each_way
+def test_threads_roll_up_or_not(conv):
+    conv("CONV.SEQ", 1, 10, 4)
+    assert conv("CONV.SEQ", 1, 10, 3, "THREAD", 7) == [3, 7]
+    assert conv("CONV.SEQ", 1, 10, 2, "THREAD", 9, "MENTION") == [2, 9]
+    assert conv("CONV.STATE", 1, 10) == [4, 0, 9, 0, 1, 1]
+    assert conv("CONV.STATE", 1, 10, "THREAD", 9) == [2, 0, 2, 0, 1, 1]
+    assert conv("CONV.GET", 1, 10) == 9
+    assert conv("CONV.THREADS", 1, 10) == [7, 3, 9, 2]
+    assert conv("CONV.TOTAL", 1, "CHATS", "THREADS") == [9, 1, 2]
+    # Collapsed threads (Mattermost's choice): the conversation counts its
+    # own messages only; the threads count on their own.
+    assert conv("CONV.ROLLUP", 1, 10, 0) == [4, 4]
+    assert conv("CONV.STATE", 1, 10) == [4, 0, 4, 0, 0, 1]
+    assert conv("CONV.TOTAL", 1, "THREADS") == [4, 2]
+    assert conv("CONV.MENTIONS", 1) == 1
+    assert conv("CONV.ROLLUP", 1, 10, 1) == [9, 9]
+    # Reading a thread leaves the main timeline's count alone, and back.
+    assert conv("CONV.READ", 1, 10, 2, "THREAD", 7) == [1, 7]
+    assert conv("CONV.STATE", 1, 10, "THREAD", 7) == [3, 2, 1, 0, 0, 3]
+    assert conv("CONV.READ", 1, 10) == [3, 3]
+    assert conv("CONV.STATE", 1, 10) == [4, 4, 3, 0, 1, 0]
+    assert conv("CONV.MARKUNREAD", 1, 10, 1, "THREAD", 7) == [3, 5]
+    assert conv("CONV.RECALL", 1, 10, 2, "THREAD", 9) == [1, 4]
+    assert conv("CONV.THREADS", 1, 10) == [7, 3, 9, 1]
+    assert conv("CONV.STATE", 1, 10, "THREAD", 5) == [0, 0, 0, 0, 0, 0]
+    conv.bad(conv("CONV.MUTE", 1, 10, 1, "THREAD", 7), None if
+             conv.kind == "binary" else "ERR", E["ARITY"])
+    assert conv("DEBUG", "AUDIT") == 0
+
+
+@each_way
+def test_sources_inside_one_conversation(conv):
+    """A system-notification dialogue: the count per message source."""
+    for q, src in [(1, 0), (2, 1), (3, 1), (4, 7), (5, 1)]:
+        assert conv("CONV.SEQ", 1, 10, q, "SOURCE", src) == [q, q]
+    assert conv("CONV.SOURCES", 1, 10) == [0, 1, 1, 3, 7, 1]
+    assert conv("CONV.READ", 1, 10, 2) == [3, 3]
+    assert conv("CONV.SOURCES", 1, 10) == [1, 2, 7, 1]
+    assert conv("CONV.RECALL", 1, 10, 4) == [2, 2]
+    assert conv("CONV.SOURCES", 1, 10) == [1, 2]
+    assert conv("CONV.READ", 1, 10) == [0, 0]
+    assert conv("CONV.SOURCES", 1, 10) == []
+    assert conv("CONV.SOURCES", 2, 10) == []
+
+
+def test_source_names_from_the_configuration():
+    with Server(conv_sources="order promo security") as srv, \
+            srv.resp() as c, srv.bin() as b:
+        assert c.cmd("CONV.SEQ", 1, 10, 1, "SOURCE", "promo") == [1, 1]
+        assert b.call("CONV.SEQ", 1, 10, 2, "SOURCE", "SECURITY") == [2, 2]
+        assert c.cmd("CONV.SEQ", 1, 10, 3, "SOURCE", 0) == [3, 3]
+        assert c.cmd("CONV.SOURCES", 1, 10) == [0, 1, 1, 1, 2, 1]
+        assert is_err(c.cmd("CONV.SEQ", 1, 10, 4, "SOURCE", "spam"),
+                      "ERR unknown source 'spam'")
+        assert c.cmd("CONFIG", "GET", "conv-sources") == [
+            b"conv-sources", b"order promo security"]
+
+
+@each_way
+def test_mark_all_read(conv):
+    conv("CONV.SEQ", 1, 10, 5)
+    conv("CONV.SEQ", 1, 11, 3, "MENTION")
+    conv("CONV.MUTE", 1, 11, 1)
+    conv("CONV.SEQ", 1, 12, 2, "THREAD", 4)
+    conv("CONV.SEQ", 1, 13, 1000, "SPARSE")
+    conv("CONV.SEQ", 2, 10, 5)
+    assert conv("CONV.TOTAL", 1) == 8
+    assert conv("CONV.READALL", 1) == 0
+    assert conv("CONV.TOTAL", 1, "CHATS", "THREADS") == [0, 0, 0]
+    assert conv("CONV.MENTIONS", 1) == 0
+    assert conv("CONV.LIST", 1) == []
+    assert conv("CONV.GET", 1, 11) == 0  # muted ones too
+    assert conv("CONV.TOTAL", 2) == 5  # another user
+    assert conv("CONV.READALL", 9) == 0  # nobody
+    # Later messages count from there.
+    assert conv("CONV.SEQ", 1, 10, 7) == [2, 2]
+    assert conv("CONV.SEQ", 1, 12, 3, "THREAD", 4) == [1, 3]
+    assert conv("CONV.SEQ", 1, 13, 1001, "SPARSE") == [1, 4]
+    assert conv("DEBUG", "AUDIT") == 0
+
+
+@each_way
+def test_total_counts_the_chats(conv):
+    conv("CONV.SEQ", 1, 10, 5)
+    conv("CONV.SEQ", 1, 11, 3)
+    conv("CONV.SEQ", 1, 12, 2)
+    conv("CONV.MUTE", 1, 12, 1)
+    conv("CONV.SEQ", 1, 13, 4)
+    conv("CONV.READ", 1, 13)
+    assert conv("CONV.TOTAL", 1, "CHATS") == [8, 2]
+    assert conv("CONV.TOTAL", 1, "THREADS", "CHATS") == [8, 2, 0]
+    assert conv("CONV.TOTAL", 1) == 8
+    assert conv("CONV.TOTAL", 2, "CHATS") == [0, 0]
+
+
+@each_way
+def test_list_with_state_pages_and_recency(conv):
+    # cid: newest id; ids from one generator, so recency is comparable.
+    for cid, mid in [(30, 105), (10, 101), (20, 109), (40, 103), (50, 107)]:
+        conv("CONV.SEQ", 1, cid, mid, "SPARSE")
+    conv("CONV.READ", 1, 40, "SPARSE")  # read: not listed
+    conv("CONV.MUTE", 1, 50, 1)  # muted: listed
+    assert conv("CONV.LIST", 1) == [10, 1, 20, 1, 30, 1, 50, 1]
+    assert conv("CONV.LIST", 1, "STATE") == [
+        10, 101, 0, 1, 0, 0, 101, 20, 109, 0, 1, 0, 0, 109,
+        30, 105, 0, 1, 0, 0, 105, 50, 107, 0, 1, 1, 0, 107]
+    assert conv("CONV.LIST", 1, "RECENT") == [20, 1, 50, 1, 30, 1, 10, 1]
+    # Pages by id: the cursor is where to go on.
+    assert conv("CONV.LIST", 1, 2, "CURSOR", 0) == [21, [10, 1, 20, 1]]
+    assert conv("CONV.LIST", 1, 2, "CURSOR", 21) == [0, [30, 1, 50, 1]]
+    # A change between pages does not shift the next one.
+    conv("CONV.SEQ", 1, 15, 1)
+    assert conv("CONV.LIST", 1, 2, "CURSOR", 21) == [0, [30, 1, 50, 1]]
+    # Pages by recency.
+    page1 = conv("CONV.LIST", 1, 2, "RECENT", "CURSOR", 0)
+    assert page1 == [2, [20, 1, 50, 1]]
+    assert conv("CONV.LIST", 1, 2, "RECENT", "CURSOR", 2) == [4, [30, 1, 10, 1]]
+    assert conv("CONV.LIST", 1, 2, "CURSOR", 4, "RECENT") == [0, [15, 1]]
+    assert conv("CONV.LIST", 1, 5, "STATE", "CURSOR", 0) == [0, [
+        10, 101, 0, 1, 0, 0, 101, 15, 1, 0, 1, 0, 0, 1,
+        20, 109, 0, 1, 0, 0, 109, 30, 105, 0, 1, 0, 0, 105,
+        50, 107, 0, 1, 1, 0, 107]]
+    assert conv("CONV.LIST", 2, 5, "CURSOR", 0) == [0, []]
+
+
+@each_way
+def test_chat_features_wrong_arguments(conv):
+    conv("CONV.SEQ", 1, 10, 5, "THREAD", 2)
+    conv.bad(conv("CONV.ROLLUP", 1, 10, 2), "ERR flag must be 1")
+    conv.bad(conv("CONV.STATE", 1, 10, "THREAD", "x"), "ERR tid must be")
+    conv.bad(conv("CONV.THREADS", 1, "x"), "ERR cid must be")
+    conv.bad(conv("CONV.MENTIONS", "-1"), "ERR uid must be")
+    conv.bad(conv("CONV.READALL", "x"), "ERR uid must be")
+    conv.bad(conv("CONV.MARKUNREAD", 1, 10, 0, "THREAD", 2),
+             "ERR seq must be at least 1")
+    assert conv("CONV.STATE", 1, 10, "THREAD", 2) == [5, 0, 5, 0, 0, 1]
+    assert conv("DEBUG", "AUDIT") == 0
+
+
+def test_thread_limit():
+    with Server() as srv, srv.bin() as b:
+        b.pipeline([("CONV.SEQ", 1, 10, 1, "THREAD", t) for t in range(1024)])
+        assert b.call("CONV.TOTAL", 1) == 1024
+        r = b.call("CONV.SEQ", 1, 10, 1, "THREAD", 5000)
+        assert_err(r, None, E["LIMIT"])
+        assert "at most 1024 threads" in str(r)
+        b.call("CONV.READ", 1, 10, "THREAD", 3)
+        # A read thread gives way to a new one.
+        assert b.call("CONV.SEQ", 1, 10, 1, "THREAD", 5000) == [1, 1024]
+        assert len(b.call("CONV.THREADS", 1, 10)) == 2 * 1024
+        assert b.call("DEBUG", "AUDIT") == 0
+
+
 def test_command_names_are_case_insensitive():
     with Server() as srv, srv.resp() as c:
         assert c.cmd("conv.seq", 1, 2, 3) == [3, 3]

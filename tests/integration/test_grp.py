@@ -212,6 +212,148 @@ def test_wrong_arity(grp):
     assert grp("GRP.LIST", 1) == []
 
 
+# --------------------------------------------------------------------------
+# GRP on par with CONV: state, mute, mark-unread, recall, mentions,
+# mark-all-read, listing pages.
+
+
+@each_way(unread_cap=CAP)
+def test_mute_leaves_the_total_not_the_group(grp):
+    for u in (1, 2):
+        grp("GRP.JOIN", u, 10)
+        grp("GRP.JOIN", u, 20)
+    post_n(grp, 10, 3)
+    post_n(grp, 20, 2)
+    assert grp("GRP.TOTAL", 1, "CHATS") == [5, 2]
+    assert grp("GRP.MUTE", 1, 10, 1) == [3, 2]
+    assert grp("GRP.UNREAD", 1, 10) == 3  # still readable
+    assert grp("GRP.TOTAL", 1, "CHATS") == [2, 1]
+    assert grp("GRP.LIST", 1) == [10, 3, 20, 2]  # muted ones listed
+    assert grp("GRP.STATE", 1, 10) == [3, 0, 3, 1, 0, 1]
+    assert grp("GRP.TOTAL", 2) == 5  # another member
+    assert grp("GRP.MUTE", 1, 10, 1) == [3, 2]
+    assert grp("GRP.MUTE", 1, 99, 1) == [0, 2]  # not a member: nothing
+    assert grp("GRP.STATE", 1, 99) == [0, 0, 0, 0, 0, 0]
+    post_n(grp, 10, 10, t0=5000)
+    assert grp("GRP.MUTE", 1, 10, 0) == [CAP + 1, CAP + 1]
+    assert grp("GRP.TOTAL", 1) == CAP + 1
+    grp.bad(grp("GRP.MUTE", 1, 10, 2), "ERR flag must be 0 (unmute) or 1")
+    assert grp("DEBUG", "AUDIT") == 0
+
+
+@each_way(unread_cap=CAP)
+def test_markunread_moves_seen_back_or_forward(grp):
+    grp("GRP.JOIN", 1, 10)
+    post_n(grp, 10, 4)
+    grp("GRP.SEEN", 1, 10)
+    assert grp("GRP.MARKUNREAD", 1, 10, 3) == 2
+    assert grp("GRP.STATE", 1, 10) == [4, 2, 2, 0, 0, 3]
+    assert grp("GRP.MARKUNREAD", 1, 10, 4) == 1
+    assert grp("GRP.MARKUNREAD", 1, 10, 1) == 4
+    assert grp("GRP.MARKUNREAD", 2, 10, 2) == 3  # a non-member joins there
+    grp.bad(grp("GRP.MARKUNREAD", 1, 10, 0), "ERR no post 0 in group 10")
+    grp.bad(grp("GRP.MARKUNREAD", 1, 10, 5), "ERR no post 5 in group 10")
+    grp.bad(grp("GRP.MARKUNREAD", 1, 77, 1), "ERR no post 1 in group 77")
+    assert grp("GRP.UNREAD", 1, 10) == 4
+    assert grp("DEBUG", "AUDIT") == 0
+
+
+@each_way(unread_cap=CAP)
+def test_recall_stops_counting_for_those_behind(grp):
+    for u in (1, 2, 3):
+        grp("GRP.JOIN", u, 10)
+    post_n(grp, 10, 4)
+    grp("GRP.SEEN", 2, 10)  # user 2 has seen everything
+    grp("GRP.MARKUNREAD", 3, 10, 4)  # user 3 has seen 1..3
+    assert grp("GRP.RECALL", 10, 2) == 1
+    assert grp("GRP.RECALL", 10, 2) == 0  # once
+    assert grp("GRP.UNREAD", 1, 10) == 3
+    assert grp("GRP.UNREAD", 2, 10) == 0
+    assert grp("GRP.UNREAD", 3, 10) == 1
+    assert grp("GRP.STATE", 1, 10) == [4, 0, 3, 0, 0, 1]
+    assert grp("GRP.RECALL", 10, 1) == 1
+    assert grp("GRP.STATE", 1, 10) == [4, 0, 2, 0, 0, 3]  # skips 1 and 2
+    assert grp("GRP.MARKUNREAD", 2, 10, 1) == 2  # back: still recalled
+    grp.bad(grp("GRP.RECALL", 10, 5), "ERR no post 5 in group 10")
+    grp.bad(grp("GRP.RECALL", 10, 0), "ERR no post 0 in group 10")
+    grp.bad(grp("GRP.RECALL", 99, 1), "ERR no post 1 in group 99")
+    assert grp("GRP.TOTAL", 1, "CHATS") == [2, 1]
+    assert grp("DEBUG", "AUDIT") == 0
+
+
+@each_way(unread_cap=CAP)
+def test_posts_mention_members(grp):
+    for u in (1, 2):
+        grp("GRP.JOIN", u, 10)
+    assert grp("GRP.POST", 10, 1000) == 1
+    assert grp("GRP.POST", 10, 1001, "MENTION", 1, 3) == 2  # 3: no member
+    assert grp("GRP.POST", 10, 1002, "MENTION", 1, 2) == 3
+    assert grp("GRP.MENTIONS", 1) == 2
+    assert grp("GRP.MENTIONS", 2) == 1
+    assert grp("GRP.MENTIONS", 3) == 0
+    grp("GRP.MUTE", 1, 10, 1)
+    assert grp("GRP.MENTIONS", 1) == 2  # muted: still counted
+    assert grp("GRP.STATE", 1, 10) == [3, 0, 3, 1, 2, 1]
+    assert grp("GRP.SEEN", 1, 10, 1001) == 1
+    assert grp("GRP.MENTIONS", 1) == 1
+    assert grp("GRP.RECALL", 10, 3) == 1
+    assert grp("GRP.MENTIONS", 1) == 0
+    assert grp("GRP.MENTIONS", 2) == 0
+    assert grp("GRP.MARKUNREAD", 1, 10, 1) == 2  # seen ones stay seen
+    assert grp("GRP.MENTIONS", 1) == 0
+    grp("GRP.JOIN", 1, 11)  # MENTION without ts: the server's clock
+    assert grp("GRP.POST", 11, "MENTION", 1) == 1
+    assert grp("GRP.STATE", 1, 11) == [1, 0, 1, 0, 1, 1]
+    grp.bad(grp("GRP.POST", 10, 1002, "MENTION"),
+            "ERR GRP.POST takes gid [ts] [MENTION uid [uid ...]]")
+    grp.bad(grp("GRP.POST", 10, 1002, 5), "ERR GRP.POST takes")
+    grp.bad(grp("GRP.POST", 10, "MENTION", "x"), "ERR uid must be")
+    assert grp("GRP.POST", 10, 1003) == 4  # the refused ones posted nothing
+    assert grp("DEBUG", "AUDIT") == 0
+
+
+@each_way(unread_cap=CAP)
+def test_seenall_marks_every_group(grp):
+    for g in (10, 20, 30):
+        grp("GRP.JOIN", 1, g)
+        grp("GRP.JOIN", 2, g)
+        post_n(grp, g, 2)
+    grp("GRP.MUTE", 1, 20, 1)
+    grp("GRP.POST", 30, 2000, "MENTION", 1)
+    assert grp("GRP.SEENALL", 1) == 0
+    assert grp("GRP.LIST", 1) == []
+    assert grp("GRP.UNREAD", 1, 20) == 0  # muted ones too
+    assert grp("GRP.MENTIONS", 1) == 0
+    assert grp("GRP.TOTAL", 2) == CAP + 1  # 7, capped
+    assert grp("GRP.UNREAD", 2, 30) == 3
+    assert grp("GRP.SEENALL", 9) == 0
+    grp("GRP.POST", 10, 3000)
+    assert grp("GRP.TOTAL", 1) == 1
+    assert grp("DEBUG", "AUDIT") == 0
+
+
+@each_way(unread_cap=CAP)
+def test_list_with_state_pages_and_recency(grp):
+    for g, t in [(30, 5000), (10, 9000), (20, 7000), (40, 8000)]:
+        grp("GRP.JOIN", 1, g)
+        grp("GRP.POST", g, t)
+    grp("GRP.SEEN", 1, 40)
+    grp("GRP.POST", 20, 7100, "MENTION", 1)
+    assert grp("GRP.LIST", 1) == [10, 1, 20, 2, 30, 1]
+    assert grp("GRP.LIST", 1, "STATE") == [10, 1, 0, 1, 0, 0, 1,
+                                           20, 2, 0, 2, 0, 1, 1,
+                                           30, 1, 0, 1, 0, 0, 1]
+    assert grp("GRP.LIST", 1, "RECENT") == [10, 1, 20, 2, 30, 1]
+    grp("GRP.POST", 30, 9500)
+    assert grp("GRP.LIST", 1, "RECENT") == [30, 2, 10, 1, 20, 2]
+    assert grp("GRP.LIST", 1, 2, "CURSOR", 0) == [21, [10, 1, 20, 2]]
+    assert grp("GRP.LIST", 1, 2, "CURSOR", 21) == [0, [30, 2]]
+    assert grp("GRP.LIST", 1, 1, "RECENT", "CURSOR", 1) == [2, [10, 1]]
+    assert grp("GRP.LIST", 1, 1) == [10, 1]
+    grp.bad(grp("GRP.LIST", 1, "RECENT", "RECENT"), "ERR unknown or repeated")
+    grp.bad(grp("GRP.TOTAL", 1, "GROUPS"), "ERR unknown option")
+
+
 def test_the_cap_is_the_configured_one():
     with Server(unread_cap=2) as srv, srv.resp() as c:
         c.cmd("GRP.JOIN", 1, 5)

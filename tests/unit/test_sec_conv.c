@@ -56,8 +56,7 @@ static void fill(struct db *db)
                     apply(db->conv, u, cid, CONV_OP_RECALL, q + 3, sp | tf,
                           t_rng() % 5, 0);
                 else if (r < 9)
-                    apply(db->conv, u, cid, CONV_OP_MUTE, t_rng() % 2, 0, 0,
-                          0);
+                    apply(db->conv, u, cid, CONV_OP_MUTE, t_rng() % 2, 0, 0, 0);
                 else
                     apply(db->conv, u, cid, CONV_OP_ROLLUP, t_rng() % 2, 0, 0,
                           0);
@@ -69,9 +68,9 @@ static void fill(struct db *db)
 /* An order-independent digest of everything the walk shows. */
 static uint64_t tl_digest(uint64_t seed, const struct conv_info *ci)
 {
-    uint64_t v[9] = {ci->read,    ci->max,  ci->unread,   ci->muted,
-                     ci->nrecall, ci->sparse, ci->collapsed, ci->lost,
-                     ci->nids};
+    uint64_t v[9] = {ci->read,      ci->max,     ci->unread,
+                     ci->muted,     ci->nrecall, ci->sparse,
+                     ci->collapsed, ci->lost,    ci->nids};
     uint64_t sum = XXH3_64bits_withSeed(v, sizeof(v), seed);
 
     for (uint32_t i = 0; i < ci->nrecall; i++)
@@ -253,13 +252,13 @@ static void test_bad_extended_records(void)
 
     CHECK_EQ_U64(load_ext(2, 0, 1, ok, 4), 0);
     CHECK_EQ_U64(load_ext(2, 0, 0, thread, 6), 0);
-    CHECK(load_ext(4, 0, 1, ok, 4) != 0);         /* unknown flag */
-    CHECK(load_ext(2, 8, 1, ok, 4) != 0);         /* unknown xflag */
-    CHECK(load_ext(2, 0, 1 << 9, ok, 4) != 0);    /* no such tag list */
-    CHECK(load_ext(2, 0, 1, empty_tag, 2) != 0);  /* marked, empty */
-    CHECK(load_ext(2, 0, 1, above_max, 3) != 0);  /* mention past max */
+    CHECK(load_ext(4, 0, 1, ok, 4) != 0);                /* unknown flag */
+    CHECK(load_ext(2, 8, 1, ok, 4) != 0);                /* unknown xflag */
+    CHECK(load_ext(2, 0, 1 << 9, ok, 4) != 0);           /* no such tag list */
+    CHECK(load_ext(2, 0, 1, empty_tag, 2) != 0);         /* marked, empty */
+    CHECK(load_ext(2, 0, 1, above_max, 3) != 0);         /* mention past max */
     CHECK(load_ext(2, 0, 0, two_threads_down, 12) != 0); /* tid gap 0 */
-    CHECK(load_ext(2, 0, 0, ok + 3, 1) == 0);     /* extended, no feature */
+    CHECK(load_ext(2, 0, 0, ok + 3, 1) == 0); /* extended, no feature */
 }
 
 int main(void)
