@@ -584,6 +584,151 @@ def test_client_library_calls():
             lib.unread_close(h)
 
 
+def test_chat_client_library_calls():
+    u64, u32, vp = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p
+    p_u64, p_u32 = ctypes.POINTER(u64), ctypes.POINTER(u32)
+    p_uint = ctypes.POINTER(ctypes.c_uint)
+
+    class Opt(ctypes.Structure):
+        _fields_ = [("flags", ctypes.c_uint), ("tid", u64),
+                    ("source", ctypes.c_uint)]
+
+    class State(ctypes.Structure):
+        _fields_ = [("max", u64), ("read", u64), ("unread", u64),
+                    ("muted", ctypes.c_int), ("mentions", u64),
+                    ("first_unread", u64)]
+
+    class Entry(ctypes.Structure):
+        _fields_ = [("id", u64), ("st", State)]
+
+    class Pair(ctypes.Structure):
+        _fields_ = [("cid", u64), ("unread", u32)]
+
+    opt_args = [vp, u64, u64, u64, ctypes.POINTER(Opt), p_u32, p_u64]
+    lib = libunread({
+        "unread_conv_seq_opt": (ctypes.c_int, opt_args),
+        "unread_conv_incr_opt": (ctypes.c_int, opt_args),
+        "unread_conv_read_opt": (ctypes.c_int, opt_args),
+        "unread_conv_markunread_opt": (ctypes.c_int, opt_args),
+        "unread_conv_recall_opt": (ctypes.c_int, opt_args),
+        "unread_conv_rollup": (ctypes.c_int, [vp, u64, u64, ctypes.c_int,
+                                              p_u32, p_u64]),
+        "unread_conv_state": (ctypes.c_int, [vp, u64, u64, p_u64,
+                                             ctypes.POINTER(State)]),
+        "unread_conv_mentions": (ctypes.c_int, [vp, u64, p_u64]),
+        "unread_conv_readall": (ctypes.c_int, [vp, u64, p_u64]),
+        "unread_conv_total_counts": (ctypes.c_int, [vp, u64, p_u64, p_u64,
+                                                    p_u64]),
+        "unread_conv_threads": (ctypes.c_int, [vp, u64, u64,
+                                               ctypes.POINTER(Pair),
+                                               ctypes.c_uint, p_uint]),
+        "unread_conv_sources": (ctypes.c_int, [vp, u64, u64, p_u32]),
+        "unread_conv_list_page": (ctypes.c_int, [vp, u64, ctypes.c_int, u64,
+                                                 ctypes.c_uint,
+                                                 ctypes.POINTER(Entry), p_uint,
+                                                 p_u64]),
+    })
+    if lib is None:
+        print("libunread.so cannot be loaded here (sanitizer build): "
+              "covered by the plain build")
+        return
+    MENTION, SPARSE, THREAD, SOURCE = 1, 2, 4, 8
+    with Server() as srv:
+        h = lib_connect(lib, srv)
+        try:
+            un, tot = u32(), u64()
+
+            def call(fn, uid, cid, arg, flags=0, tid=0, source=0):
+                o = Opt(flags, tid, source)
+                rc = fn(h, uid, cid, arg, ctypes.byref(o), ctypes.byref(un),
+                        ctypes.byref(tot))
+                return rc, un.value, tot.value
+
+            for q in range(1, 6):
+                assert call(lib.unread_conv_seq_opt, 1, 10, q,
+                            MENTION if q in (2, 4) else 0) == (0, q, q)
+            assert call(lib.unread_conv_seq_opt, 1, 11, 1000001, SPARSE) == \
+                (0, 1, 6)
+            assert call(lib.unread_conv_seq_opt, 1, 11, 1000009, SPARSE) == \
+                (0, 2, 7)
+            assert call(lib.unread_conv_read_opt, 1, 11, 1000001, SPARSE) == \
+                (0, 1, 6)
+            assert call(lib.unread_conv_seq_opt, 1, 11, 5)[0] == E["BADARG"]
+            assert b"has sparse ids" in lib.unread_errstr(h)
+            assert call(lib.unread_conv_incr_opt, 1, 10, 2, THREAD | SOURCE,
+                        tid=3, source=1)[0] == E["BADARG"]
+            assert call(lib.unread_conv_incr_opt, 1, 10, 2, THREAD,
+                        tid=3) == (0, 2, 8)
+            assert call(lib.unread_conv_incr_opt, 1, 12, 2, SOURCE,
+                        source=5) == (0, 2, 10)
+            st = State()
+            assert lib.unread_conv_state(h, 1, 10, None, ctypes.byref(st)) == 0
+            assert (st.max, st.read, st.unread, st.muted, st.mentions,
+                    st.first_unread) == (5, 0, 7, 0, 2, 1)
+            tid = u64(3)
+            assert lib.unread_conv_state(h, 1, 10, ctypes.byref(tid),
+                                         ctypes.byref(st)) == 0
+            assert (st.max, st.unread, st.first_unread) == (2, 2, 1)
+            assert call(lib.unread_conv_recall_opt, 1, 10, 4) == (0, 6, 9)
+            assert call(lib.unread_conv_markunread_opt, 1, 10, 2, THREAD,
+                        tid=3) == (0, 1, 8)
+            assert lib.unread_conv_rollup(h, 1, 10, 0, ctypes.byref(un),
+                                          ctypes.byref(tot)) == 0
+            assert (un.value, tot.value) == (4, 7)
+            m = u64()
+            assert lib.unread_conv_mentions(h, 1, ctypes.byref(m)) == 0
+            assert m.value == 1
+            chats, threads = u64(), u64()
+            assert lib.unread_conv_total_counts(
+                h, 1, ctypes.byref(tot), ctypes.byref(chats),
+                ctypes.byref(threads)) == 0
+            assert (tot.value, chats.value, threads.value) == (7, 3, 1)
+            pairs, n = (Pair * 4)(), ctypes.c_uint()
+            assert lib.unread_conv_threads(h, 1, 10, pairs, 4,
+                                           ctypes.byref(n)) == 0
+            assert n.value == 1 and (pairs[0].cid, pairs[0].unread) == (3, 1)
+            counts = (u32 * 8)()
+            assert lib.unread_conv_sources(h, 1, 12, counts) == 0
+            assert list(counts) == [0, 0, 0, 0, 0, 2, 0, 0]
+            page, nxt = (Entry * 2)(), u64()
+            assert lib.unread_conv_list_page(h, 1, 0, 0, 2, page,
+                                             ctypes.byref(n),
+                                             ctypes.byref(nxt)) == 0
+            assert n.value == 2 and nxt.value == 12
+            assert [(e.id, e.st.unread, e.st.max) for e in page] == \
+                [(10, 4, 5), (11, 1, 1000009)]
+            assert lib.unread_conv_list_page(h, 1, 1, 0, 2, page,
+                                             ctypes.byref(n),
+                                             ctypes.byref(nxt)) == 0
+            assert [e.id for e in page[:n.value]] == [11, 10]
+            assert nxt.value == 2  # by recency: a position
+            assert lib.unread_conv_readall(h, 1, ctypes.byref(tot)) == 0
+            assert tot.value == 0
+            assert call(lib.unread_conv_read_opt, 1, 10, U64_MAX, THREAD,
+                        tid=3) == (0, 0, 0)  # UNREAD_CONV_ALL
+            assert lib.unread_ping(h) == 0
+        finally:
+            lib.unread_close(h)
+
+
+def test_cli_runs_the_chat_commands():
+    """unread-cli sends any command of the table by name."""
+    with Server() as srv:
+        for args, want in [
+                (("CONV.SEQ", 1, 10, 2, "MENTION", "THREAD", 4), ["2", "2"]),
+                (("CONV.STATE", 1, 10, "THREAD", 4),
+                 ["2", "0", "2", "0", "1", "1"]),
+                (("CONV.MENTIONS", 1), ["1"]),
+                (("CONV.THREADS", 1, 10), ["4", "2"]),
+                (("CONV.SEQ", 1, 11, 1000001, "SPARSE"), ["1", "3"]),
+                (("CONV.LIST", 1, 1, "CURSOR", 0), ["11", "10", "2"]),
+                (("CONV.READALL", 1), ["0"])]:
+            out = run_cli(srv, *args)
+            assert out.returncode == 0, out.stderr
+            got = [w for w in out.stdout.split() if w.isdigit()]
+            assert got == want, (args, out.stdout)
+
+
 def test_errors_do_not_change_state():
     with Server() as srv, srv.resp() as c:
         c.cmd("CONV.SEQ", 50, 1, 5)
@@ -602,70 +747,245 @@ def test_errors_do_not_change_state():
 # --------------------------------------------------------------------------
 # The randomized model test.
 
+MODEL_CAP = 4  # unread-cap of the model runs: a sparse conversation keeps 4
+TAG_KINDS = 1 + 8  # mentions, then sources 0..7
 
-class Model:
-    """The documented model, as plainly as possible: per (uid, cid) read, max,
-    muted and the set of recalled seqs above read."""
+
+class Timeline:
+    """One timeline as docs/COMMANDS.md says: read, max, the recalled seqs,
+    a sparse one's kept ids and the newest lost id, and the tags."""
 
     def __init__(self):
-        self.users = {}  # uid -> {cid: [read, max, muted, recalled]}
+        self.read = self.max = self.lost = 0
+        self.rec = set()
+        self.ids = []
+        self.tags = [set() for _ in range(TAG_KINDS)]
 
-    def get(self, uid, cid):
-        return self.users.setdefault(uid, {}).setdefault(
-            cid, [0, 0, False, set()])
+    def zero(self):
+        return not (self.read or self.max or self.rec or self.ids or
+                    self.lost or any(self.tags))
 
-    @staticmethod
-    def count(s):
-        read, mx, _, rec = s
-        return min(mx - read - sum(1 for r in rec if r <= mx), U32_MAX)
+    def unread(self, sparse):
+        if sparse:
+            return len(self.ids) + (1 if self.lost else 0)
+        return self.max - self.read - sum(1 for r in self.rec
+                                          if r <= self.max)
+
+    def first_unread(self, sparse):
+        if sparse:
+            return self.lost or (self.ids[0] if self.ids else 0)
+        if self.unread(False) == 0:
+            return 0
+        q = self.read + 1
+        while q in self.rec:
+            q += 1
+        return q
+
+    def set_read(self, read, sparse):
+        self.read = read
+        self.max = max(self.max, read)
+        floor = self.max if sparse else read
+        self.rec = {r for r in self.rec if r > floor}
+        self.ids = [i for i in self.ids if i > read]
+        if self.lost <= read:
+            self.lost = 0
+        self.tags = [{q for q in t if q > read} for t in self.tags]
+
+    def untag(self, q):
+        for t in self.tags:
+            t.discard(q)
+
+    def tag(self, kinds, q):
+        for k in kinds:
+            if k > 0:
+                for j in range(1, TAG_KINDS):
+                    if j != k:
+                        self.tags[j].discard(q)
+            self.tags[k].add(q)
+
+    def apply(self, name, arg, sparse, kinds):
+        if name == "CONV.INCR":
+            old = self.max
+            self.max = min(self.max + arg, U64_MAX)
+            for q in range(old + 1, self.max + 1) if kinds else ():
+                if q not in self.rec:
+                    self.tag(kinds, q)
+        elif name == "CONV.SEQ" and not sparse:
+            self.max = max(self.max, arg)
+            if arg > self.read and arg not in self.rec:
+                self.tag(kinds, arg)
+        elif name == "CONV.SEQ" and arg > self.max:
+            self.max = arg
+            recalled = arg in self.rec
+            self.rec = {r for r in self.rec if r > self.max}
+            if not recalled:
+                if len(self.ids) == MODEL_CAP:
+                    self.lost = self.ids.pop(0)
+                    self.untag(self.lost)
+                self.ids.append(arg)
+                self.tag(kinds, arg)
+        elif name == "CONV.SEQ":
+            if arg > self.read and arg in self.ids:
+                self.tag(kinds, arg)
+        elif name == "CONV.READ":
+            target = self.max if arg is None else arg
+            if arg is None or target > self.read:
+                self.set_read(target, sparse)
+        elif name == "CONV.MARKUNREAD":
+            recalled = sparse and arg > self.max and arg in self.rec
+            self.set_read(arg - 1, sparse)
+            self.max = max(self.max, arg)
+            if sparse:
+                self.rec = {r for r in self.rec if r > self.max}
+                if not (recalled or arg in self.ids or self.lost >= arg):
+                    if len(self.ids) >= MODEL_CAP:
+                        self.lost = arg
+                    else:
+                        self.ids.insert(0, arg)
+        elif name == "CONV.RECALL":
+            if sparse:
+                if arg in self.ids:
+                    self.ids.remove(arg)
+                    self.untag(arg)
+                elif arg > self.max:
+                    self.rec.add(arg)
+            elif arg > self.read:
+                self.rec.add(arg)
+                self.untag(arg)
+
+
+class Conversation:
+    def __init__(self):
+        self.main = Timeline()
+        self.muted = self.sparse = self.collapsed = False
+        self.threads = {}  # tid -> Timeline
+
+    def exists(self):
+        return (not self.main.zero() or self.muted or self.collapsed or
+                bool(self.threads))
+
+    def blank(self):
+        return (not self.sparse and self.main.max == 0 and not self.main.rec
+                and not self.threads)
+
+    def tunread(self, t):
+        return min(t.unread(self.sparse), U32_MAX)
+
+    def unread(self):
+        u = self.main.unread(self.sparse)
+        if u >= U32_MAX:
+            return U32_MAX
+        if not self.collapsed:
+            u += sum(self.tunread(t) for t in self.threads.values())
+        return min(u, U32_MAX)
+
+    def mentions(self, every=False):
+        n = len(self.main.tags[0])
+        if every or not self.collapsed:
+            n += sum(len(t.tags[0]) for t in self.threads.values())
+        return n
+
+    def state(self, tid=None):
+        if tid is None:
+            t = self.main
+            return [t.max, t.read, self.unread(), int(self.muted),
+                    self.mentions(), t.first_unread(self.sparse)]
+        t = self.threads.get(tid)
+        if t is None:
+            return [0, 0, 0, int(self.muted), 0, 0]
+        return [t.max, t.read, self.tunread(t), int(self.muted),
+                len(t.tags[0]), t.first_unread(self.sparse)]
+
+
+class Model:
+    """The documented model, as plainly as possible: per (uid, cid) a
+    Conversation."""
+
+    def __init__(self):
+        self.users = {}  # uid -> {cid: Conversation}
+
+    def conv(self, uid, cid):
+        return self.users.get(uid, {}).get(cid)
 
     def unread(self, uid, cid):
-        s = self.users.get(uid, {}).get(cid)
-        return self.count(s) if s else 0
+        c = self.conv(uid, cid)
+        return c.unread() if c else 0
+
+    def state(self, uid, cid, tid=None):
+        c = self.conv(uid, cid)
+        return c.state(tid) if c else [0, 0, 0, 0, 0, 0]
 
     def total(self, uid):
-        return sum(self.count(s) for s in self.users.get(uid, {}).values()
-                   if not s[2])
+        return sum(c.unread() for c in self.users.get(uid, {}).values()
+                   if not c.muted)
+
+    def counts(self, uid):
+        convs = self.users.get(uid, {}).values()
+        return (sum(c.mentions(True) for c in convs),
+                sum(1 for c in convs if not c.muted and c.unread()),
+                sum(1 for c in convs if not c.muted
+                    for t in c.threads.values() if c.tunread(t)))
 
     def listing(self, uid):
         convs = self.users.get(uid, {})
-        return [x for c in sorted(convs) if self.count(convs[c])
-                for x in (c, self.count(convs[c]))]
+        return [x for c in sorted(convs) if convs[c].unread()
+                for x in (c, convs[c].unread())]
 
-    @staticmethod
-    def set_read(s, read):
-        s[0] = read
-        s[1] = max(s[1], read)
-        s[3] = {r for r in s[3] if r > read}
+    def read_all(self, uid):
+        for c in self.users.get(uid, {}).values():
+            c.main.set_read(c.main.max, c.sparse)
+            for t in c.threads.values():
+                t.set_read(t.max, c.sparse)
 
-    def apply(self, name, uid, cid, arg):
+    def apply(self, name, uid, cid, arg, opts):
+        """opts: {"sparse", "mention", "source", "tid"}; returns an error
+        string, or None with the change made."""
         if name == "CONV.DEL":
             self.users.get(uid, {}).pop(cid, None)
-            return
-        s = self.get(uid, cid)
-        if name == "CONV.INCR":
-            s[1] = min(s[1] + arg, U64_MAX)
-        elif name == "CONV.SEQ":
-            s[1] = max(s[1], arg)
-        elif name == "CONV.READ":
-            target = s[1] if arg is None else arg
-            if target > s[0]:
-                self.set_read(s, target)
-        elif name == "CONV.MARKUNREAD":
-            self.set_read(s, arg - 1)
-            s[1] = max(s[1], arg)
-        elif name == "CONV.RECALL":
-            if arg > s[0]:
-                s[3].add(arg)
-        elif name == "CONV.MUTE":
-            s[2] = bool(arg)
+            return None
+        c = self.conv(uid, cid) or Conversation()
+        sparse = c.sparse
+        if name in ("CONV.INCR", "CONV.SEQ", "CONV.MARKUNREAD",
+                    "CONV.RECALL") or (name == "CONV.READ" and
+                                       arg is not None):
+            want = opts.get("sparse", False)
+            if want != sparse:
+                if sparse or not c.blank():
+                    return "mode"
+                sparse = True
+        if name == "CONV.MUTE":
+            c.muted = bool(arg)
+        elif name == "CONV.ROLLUP":
+            c.collapsed = not arg
+        else:
+            kinds = ([0] if opts.get("mention") else []) + \
+                ([1 + opts["source"]] if "source" in opts else [])
+            tid = opts.get("tid")
+            t = c.main if tid is None else c.threads.get(tid, Timeline())
+            if name == "CONV.RECALL" and not sparse and arg > t.read and \
+                    arg not in t.rec and len(t.rec) == RECALL_MAX:
+                return "limit"
+            c.sparse = sparse
+            t.apply(name, arg, sparse, kinds)
+            if tid is not None:
+                if t.zero():
+                    c.threads.pop(tid, None)
+                else:
+                    c.threads[tid] = t
+        if c.exists():
+            self.users.setdefault(uid, {})[cid] = c
+        else:
+            self.users.get(uid, {}).pop(cid, None)
+        return None
 
 
 class Workload:
     """Random CONV commands over a few users with 1 to 152 conversations
     (past the 128 where a user's set changes form), seqs mostly small so
     that they collide, now and then at the edges of the compact encoding
-    or of u64; each with the reply the model expects."""
+    or of u64; some conversations sparse (ids up to 2^63 - 1), threads,
+    mentions, sources, mute and roll-up, mark-all-read, and the reads of
+    every state; each with the reply the model expects."""
 
     def __init__(self, seed):
         self.rng = rng = random.Random(seed)
@@ -675,82 +995,157 @@ class Workload:
         self.pools = {u: [0, U64_MAX] + [rng.randrange(1 << 64)
                                          for _ in range(n)]
                       for u, n in zip(self.uids, [1, 3, 10, 150, 40, 5, 2, 20])}
+        self.sparse = {c for p in self.pools.values() for c in p
+                       if c % 4 == 1}
+        self.tids = [0, 7, ID_MAX]
 
-    def seq(self):
+    def seq(self, sparse):
         rng = self.rng
         if rng.random() < 0.02:
+            if sparse:
+                return ID_MAX - rng.randrange(4) - rng.choice([0, 1 << 30])
             return rng.choice([1 << 21, 1 << 41, 3000000, U64_MAX - 3]) + \
                 rng.randrange(4)
         return rng.randrange(100)
 
     def command(self):
-        """(command tuple, argument for the model)"""
+        """(command tuple, argument for the model, options)"""
         rng = self.rng
         uid = rng.choice(self.uids)
         pool = self.pools[uid]
         cid = rng.choice(pool[:2 + len(pool) // 2] if rng.random() < 0.5
                          else pool)
+        sparse = (cid in self.sparse) != (rng.random() < 0.005)
         r = rng.random()
+        if r < 0.05:
+            return ("CONV.GET", uid, cid), None, {}
+        if r < 0.07:
+            return ("CONV.TOTAL", uid), None, {}
         if r < 0.08:
-            return ("CONV.GET", uid, cid), None
+            return ("CONV.TOTAL", uid, "CHATS", "THREADS"), None, {}
+        if r < 0.09:
+            return ("CONV.MENTIONS", uid), None, {}
+        if r < 0.10:
+            return ("CONV.LIST", uid), None, {}
         if r < 0.12:
-            return ("CONV.TOTAL", uid), None
-        if r < 0.14:
-            return ("CONV.LIST", uid), None
-        if r < 0.16:
-            return ("CONV.DEL", uid, cid), None
-        if r < 0.22:
+            tid = rng.choice(self.tids) if rng.random() < 0.5 else None
+            return ("CONV.STATE", uid, cid) + (
+                ("THREAD", tid) if tid is not None else ()), tid, {}
+        if r < 0.13:
+            return ("CONV.THREADS", uid, cid), None, {}
+        if r < 0.135:
+            return ("CONV.READALL", uid), None, {}
+        if r < 0.15:
+            return ("CONV.DEL", uid, cid), None, {}
+        if r < 0.17:
+            f = rng.randrange(2)
+            return ("CONV.MUTE" if r < 0.16 else "CONV.ROLLUP",
+                    uid, cid, f), f, {}
+        opts, extra = {}, []
+        if rng.random() < 0.25:
+            opts["tid"] = rng.choice(self.tids)
+        if r < 0.22 and not sparse:
             d = (1 << 33) if rng.random() < 0.03 else rng.randrange(4)
-            return ("CONV.INCR", uid, cid, d), d
-        if r < 0.50:
-            s = self.seq()
-            return ("CONV.SEQ", uid, cid, s), s
-        if r < 0.62:
-            s = self.seq()
-            return ("CONV.READ", uid, cid, s), s
-        if r < 0.68:
-            return ("CONV.READ", uid, cid), None
-        if r < 0.76:
-            s = max(1, self.seq())
-            return ("CONV.MARKUNREAD", uid, cid, s), s
-        if r < 0.92:
-            s = self.seq()
-            return ("CONV.RECALL", uid, cid, s), s
-        f = rng.randrange(2)
-        return ("CONV.MUTE", uid, cid, f), f
+            name, arg, args = "CONV.INCR", d, (d,)
+        elif r < 0.50:
+            name = "CONV.SEQ"
+            arg = self.seq(sparse)
+            c = self.model.conv(uid, cid)
+            t = c and (c.main if "tid" not in opts
+                       else c.threads.get(opts["tid"]))
+            if sparse and t and t.max < ID_MAX - 10 and rng.random() < 0.7:
+                arg = t.max + rng.randrange(1, 6)  # ids going up, gaps
+            args = (arg,)
+        elif r < 0.62:
+            name, arg = "CONV.READ", self.seq(sparse)
+            args = (arg,)
+        elif r < 0.68:
+            name, arg, args = "CONV.READ", None, ()
+        elif r < 0.76:
+            name, arg = "CONV.MARKUNREAD", max(1, self.seq(sparse))
+            args = (arg,)
+        else:
+            name, arg = "CONV.RECALL", self.seq(sparse)
+            args = (arg,)
+        small = name == "CONV.SEQ" or (name == "CONV.INCR" and arg < 8)
+        if small and rng.random() < 0.3:
+            opts["mention"] = True
+            extra.append("MENTION")
+        if small and "tid" not in opts and rng.random() < 0.2:
+            opts["source"] = rng.randrange(3)
+            extra += ["SOURCE", opts["source"]]
+        if sparse and name != "CONV.INCR":
+            opts["sparse"] = True
+            extra.append("SPARSE")
+        if "tid" in opts:
+            extra += ["THREAD", opts["tid"]]
+        return (name, uid, cid) + args + tuple(extra), arg, opts
 
-    def expect(self, cmd, arg):
-        """Applies cmd to the model; the reply it must get."""
+    def expect(self, cmd, arg, opts):
+        """Applies cmd to the model; the reply it must get (an Err for a
+        refusal: compared by is_err)."""
         m, name, uid = self.model, cmd[0], cmd[1]
         if name == "CONV.TOTAL":
-            return m.total(uid)
+            if len(cmd) == 2:
+                return m.total(uid)
+            _, chats, threads = m.counts(uid)
+            return [m.total(uid), chats, threads]
+        if name == "CONV.MENTIONS":
+            return m.counts(uid)[0]
         if name == "CONV.LIST":
             return m.listing(uid)
+        if name == "CONV.READALL":
+            m.read_all(uid)
+            return 0
         cid = cmd[2]
         if name == "CONV.GET":
             return m.unread(uid, cid)
-        m.apply(name, uid, cid, arg)
+        if name == "CONV.STATE":
+            return m.state(uid, cid, arg)
+        if name == "CONV.THREADS":
+            c = m.conv(uid, cid)
+            return [x for t in sorted(c.threads) if c.tunread(c.threads[t])
+                    for x in (t, c.tunread(c.threads[t]))] if c else []
+        err = m.apply(name, uid, cid, arg, opts)
+        if err is not None:
+            return err
         if name == "CONV.DEL":
             return m.total(uid)
+        if "tid" in opts:
+            c = m.conv(uid, cid)
+            t = c.threads.get(opts["tid"]) if c else None
+            return [c.tunread(t) if t else 0, m.total(uid)]
         return [m.unread(uid, cid), m.total(uid)]
 
     def run(self, conn, n, where=""):
         cmds = [self.command() for _ in range(n)]
-        replies = conn.pipeline([c for c, _ in cmds])
-        for i, ((cmd, arg), got) in enumerate(zip(cmds, replies)):
-            want = self.expect(cmd, arg)
+        replies = conn.pipeline([c for c, _, _ in cmds])
+        for i, ((cmd, arg, opts), got) in enumerate(zip(cmds, replies)):
+            want = self.expect(cmd, arg, opts)
+            if isinstance(want, str):
+                assert is_err(got), "%s op %d %r: got %r, want an error" % (
+                    where, i, cmd, got)
+                continue
             assert got == want, "%s op %d %r: got %r, want %r" % (
                 where, i, cmd, got, want)
 
     def check_all(self, conn):
-        """Every user's list and total, every conversation of the pools."""
+        """Every user's list, totals and counts, every conversation and
+        thread state of the pools."""
+        m = self.model
         for uid in self.uids:
-            assert conn.call("CONV.LIST", uid) == self.model.listing(uid)
-            assert conn.call("CONV.TOTAL", uid) == self.model.total(uid)
-            got = conn.pipeline([("CONV.GET", uid, c)
+            assert conn.call("CONV.LIST", uid) == m.listing(uid)
+            mentions, chats, threads = m.counts(uid)
+            assert conn.call("CONV.TOTAL", uid, "CHATS", "THREADS") == \
+                [m.total(uid), chats, threads]
+            assert conn.call("CONV.MENTIONS", uid) == mentions
+            got = conn.pipeline([("CONV.STATE", uid, c)
                                  for c in self.pools[uid]])
-            assert got == [self.model.unread(uid, c)
-                           for c in self.pools[uid]]
+            assert got == [m.state(uid, c) for c in self.pools[uid]]
+            got = conn.pipeline([("CONV.STATE", uid, c, "THREAD", t)
+                                 for c in self.pools[uid] for t in self.tids])
+            assert got == [m.state(uid, c, t) for c in self.pools[uid]
+                           for t in self.tids]
         assert conn.call("DEBUG", "AUDIT") == 0
 
 
@@ -759,7 +1154,8 @@ def test_random_ops_match_model_through_the_server():
     RESP, checked reply by reply against the model; DEBUG AUDIT after."""
     seed = int(os.environ.get("UNREADD_TEST_SEED", "20240613"))
     w = Workload(seed)
-    with Server() as srv, srv.bin() as b, srv.resp() as r:
+    with Server(unread_cap=MODEL_CAP) as srv, srv.bin() as b, \
+            srv.resp() as r:
         for batch in range(220):
             w.run(r if batch % 10 == 9 else b, 500,
                   "batch %d (seed %d)" % (batch, seed))
@@ -779,16 +1175,16 @@ def test_state_survives_a_restart():
 
     w = Workload(int(os.environ.get("UNREADD_TEST_SEED", "20240614")))
     with Dir() as d:
-        srv = d.start()
+        srv = d.start(unread_cap=MODEL_CAP)
         with srv.bin() as b:
             w.run(b, 20000, "before the snapshot")
         assert srv.stop() == 0  # SIGTERM: final snapshot
-        srv = d.start()
+        srv = d.start(unread_cap=MODEL_CAP)
         with srv.bin() as b:
             w.check_all(b)
             w.run(b, 5000, "after the snapshot")
         srv.kill9()  # the last 5000 only in the journal
-        srv = d.start()
+        srv = d.start(unread_cap=MODEL_CAP)
         with srv.bin() as b, srv.resp() as r:
             w.check_all(b)
             info = info_flat(r.cmd("INFO", "persistence"))

@@ -451,6 +451,117 @@ def test_client_library_calls():
             lib.unread_close(h)
 
 
+def test_chat_client_library_calls():
+    u64, vp = ctypes.c_uint64, ctypes.c_void_p
+    p_u64, p_int = ctypes.POINTER(u64), ctypes.POINTER(ctypes.c_int)
+
+    class State(ctypes.Structure):
+        _fields_ = [("max", u64), ("read", u64), ("unread", u64),
+                    ("muted", ctypes.c_int), ("mentions", u64),
+                    ("first_unread", u64)]
+
+    class Entry(ctypes.Structure):
+        _fields_ = [("id", u64), ("st", State)]
+
+    lib = libunread({
+        "unread_grp_join": (ctypes.c_int, [vp, u64, u64, p_u64]),
+        "unread_grp_post_mention": (ctypes.c_int, [vp, u64, u64, p_u64,
+                                                   ctypes.c_uint, p_u64]),
+        "unread_grp_state": (ctypes.c_int, [vp, u64, u64,
+                                            ctypes.POINTER(State)]),
+        "unread_grp_mute": (ctypes.c_int, [vp, u64, u64, ctypes.c_int, p_u64,
+                                           p_u64]),
+        "unread_grp_markunread": (ctypes.c_int, [vp, u64, u64, u64, p_u64]),
+        "unread_grp_recall": (ctypes.c_int, [vp, u64, u64, p_int]),
+        "unread_grp_seenall": (ctypes.c_int, [vp, u64, p_u64]),
+        "unread_grp_mentions": (ctypes.c_int, [vp, u64, p_u64]),
+        "unread_grp_total_chats": (ctypes.c_int, [vp, u64, p_u64, p_u64]),
+        "unread_grp_list_page": (ctypes.c_int, [vp, u64, ctypes.c_int, u64,
+                                                ctypes.c_uint,
+                                                ctypes.POINTER(Entry),
+                                                ctypes.POINTER(ctypes.c_uint),
+                                                p_u64]),
+    })
+    if lib is None:
+        print("libunread.so cannot be loaded here (sanitizer build): "
+              "covered by the plain build")
+        return
+    with Server(unread_cap=CAP) as srv:
+        h = lib_connect(lib, srv)
+        try:
+            v, w = u64(), u64()
+            for g in (5, 6):
+                assert lib.unread_grp_join(h, 1, g, None) == 0
+            who = (u64 * 2)(1, 2)
+            for i in range(3):
+                assert lib.unread_grp_post_mention(
+                    h, 5, 1000 + i, who, 2 if i == 1 else 0,
+                    ctypes.byref(v)) == 0
+                assert v.value == i + 1
+            assert lib.unread_grp_post_mention(h, 6, U64_MAX, None, 0,
+                                               ctypes.byref(v)) == 0
+            st = State()
+            assert lib.unread_grp_state(h, 1, 5, ctypes.byref(st)) == 0
+            assert (st.max, st.read, st.unread, st.muted, st.mentions,
+                    st.first_unread) == (3, 0, 3, 0, 1, 1)
+            assert lib.unread_grp_mute(h, 1, 6, 1, ctypes.byref(v),
+                                       ctypes.byref(w)) == 0
+            assert (v.value, w.value) == (1, 3)
+            newly = ctypes.c_int(-1)
+            assert lib.unread_grp_recall(h, 5, 1, ctypes.byref(newly)) == 0
+            assert newly.value == 1
+            assert lib.unread_grp_recall(h, 5, 9, ctypes.byref(newly)) == \
+                E["BADARG"]
+            assert lib.unread_grp_markunread(h, 1, 5, 3, ctypes.byref(v)) == 0
+            assert v.value == 1
+            assert lib.unread_grp_mentions(h, 1, ctypes.byref(v)) == 0
+            assert v.value == 0  # seen past post 2
+            assert lib.unread_grp_total_chats(h, 1, ctypes.byref(v),
+                                              ctypes.byref(w)) == 0
+            assert (v.value, w.value) == (1, 1)
+            page, n, nxt = (Entry * 4)(), ctypes.c_uint(), u64()
+            assert lib.unread_grp_list_page(h, 1, 0, 0, 4, page,
+                                            ctypes.byref(n),
+                                            ctypes.byref(nxt)) == 0
+            assert n.value == 2 and nxt.value == 0
+            assert [(e.id, e.st.unread, e.st.muted) for e in page[:2]] == \
+                [(5, 1, 0), (6, 1, 1)]
+            assert lib.unread_grp_seenall(h, 1, ctypes.byref(v)) == 0
+            assert v.value == 0
+            assert lib.unread_ping(h) == 0
+        finally:
+            lib.unread_close(h)
+
+
+def test_chat_state_survives_restarts():
+    """Mute flags, recalls and mentions come back from the journal alone
+    and from the snapshot."""
+    with tempfile.TemporaryDirectory(prefix="unreadd-grp-") as tmp:
+        data = os.path.join(tmp, "data")
+        os.makedirs(data)
+        with on_dir(data) as srv, srv.resp() as c:
+            for u in (1, 2, 3):
+                c.cmd("GRP.JOIN", u, 5)
+            for i in range(8):
+                c.cmd("GRP.POST", 5, 1000 + 10 * i,
+                      *(["MENTION", 1, 2] if i % 3 == 0 else []))
+            c.cmd("GRP.POST", 5, "MENTION", 3)  # the clock, as resolved
+            c.cmd("GRP.MUTE", 2, 5, 1)
+            c.cmd("GRP.RECALL", 5, 4)
+            c.cmd("GRP.MARKUNREAD", 3, 5, 2)
+            c.cmd("GRP.SEEN", 1, 5, 1035)
+            want = [(c.cmd("GRP.STATE", u, 5), c.cmd("GRP.MENTIONS", u),
+                     c.cmd("GRP.TOTAL", u, "CHATS")) for u in (1, 2, 3)]
+            assert want[1][0][3] == 1 and want[0][1] == 1 and want[2][1] == 1
+            srv.stop(signal.SIGKILL)  # the journal alone
+        for _ in range(2):  # then from the snapshot written at SIGTERM
+            with on_dir(data) as srv, srv.resp() as c:
+                assert [(c.cmd("GRP.STATE", u, 5), c.cmd("GRP.MENTIONS", u),
+                         c.cmd("GRP.TOTAL", u, "CHATS"))
+                        for u in (1, 2, 3)] == want
+                assert c.cmd("DEBUG", "AUDIT") == 0
+
+
 def on_dir(data, **config):
     """A server on a data dir the test keeps across restarts (the last
     --dir wins); the exit status is the test's business."""

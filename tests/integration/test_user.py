@@ -47,7 +47,7 @@ def test_info_explains_every_count(via):
         "conv: conversations=1 total=2 (unmuted unread) mentions=0 chats=1 "
         "threads=0",
         "grp 5: head=14 seen=0 unread=14",
-        "grp: groups=1 total=14",
+        "grp: groups=1 total=14 (unmuted unread) mentions=0",
         "bc 1: head=2 offset=0 unread=2",
         "bc: channels=1 (a channel not listed registers the user at its "
         "head: 0 unread)",
@@ -84,7 +84,7 @@ def test_del_erases_everywhere_but_the_anonymous_receipt(via):
     assert via("USER.DEL", 42) == 0
     lines = text(via("USER.INFO", 42))
     assert lines[0] == "cnt: total=0"
-    assert "grp: groups=0 total=0" in lines
+    assert "grp: groups=0 total=0 (unmuted unread) mentions=0" in lines
     assert "rcpt: groups=0" in lines
     assert lines[-1].startswith("active: not tracked")
     # 42 read message 1000 before it was erased: still counted, anonymous.
@@ -100,6 +100,53 @@ def test_del_erases_everywhere_but_the_anonymous_receipt(via):
     assert via("CNT.TOTAL", 43) == 4
     assert via("RCPT.JOIN", 40, 42) == 3  # a new mapid
     assert via("DEBUG", "AUDIT") == 0
+
+
+@each_way
+def test_info_and_del_cover_the_chat_features(via):
+    """Mentions, threads, sparse ids, sources, mute flags and recalls are
+    explained by USER.INFO and erased by USER.DEL, in CONV and GRP."""
+    via("CONV.SEQ", 42, 77, 3, "MENTION", "SOURCE", 2)
+    via("CONV.SEQ", 42, 77, 2, "THREAD", 5, "MENTION")
+    via("CONV.ROLLUP", 42, 77, 0)
+    via("CONV.SEQ", 42, 78, 1000001, "SPARSE")
+    via("GRP.JOIN", 42, 9)
+    via("GRP.POST", 9, 1000, "MENTION", 42)
+    via("GRP.MUTE", 42, 9, 1)
+    lines = text(via("USER.INFO", 42))
+    assert "conv 77: max=3 read=0 unread=3 muted=0 recalled=[] collapsed " \
+        "mentions=[3] source2=[3]" in lines, lines
+    assert "conv 77 thread 5: max=2 read=0 unread=2 mentions=[2]" in lines
+    assert "conv 78: max=1000001 read=0 unread=1 muted=0 recalled=[] " \
+        "sparse ids=[1000001]" in lines
+    assert "conv: conversations=2 total=4 (unmuted unread) mentions=2 " \
+        "chats=2 threads=1" in lines
+    assert "grp 9: head=1 seen=0 unread=1 muted=1 mentions=1" in lines
+    assert "grp: groups=1 total=0 (unmuted unread) mentions=1" in lines
+    assert via("USER.DEL", 42) == 3
+    assert via("CONV.MENTIONS", 42) == 0
+    assert via("CONV.STATE", 42, 77, "THREAD", 5) == [0, 0, 0, 0, 0, 0]
+    assert via("GRP.MENTIONS", 42) == 0
+    assert via("GRP.STATE", 42, 9) == [0, 0, 0, 0, 0, 0]
+    # Back as new: the conversation's mode is forgotten too.
+    assert via("CONV.SEQ", 42, 78, 5) == [5, 5]
+    assert via("INFO", "memory") is not None
+    assert via("DEBUG", "AUDIT") == 0
+
+
+def test_expiry_forgets_the_chat_features():
+    with Server(expire_families="conv grp") as srv, srv.resp() as c:
+        c.cmd("CONV.SEQ", 42, 77, 3, "MENTION", "THREAD", 1)
+        c.cmd("CONV.SEQ", 42, 78, 1000001, "SPARSE")
+        c.cmd("GRP.JOIN", 42, 9)
+        c.cmd("GRP.POST", 9, 1000, "MENTION", 42)
+        c.cmd("GRP.MUTE", 42, 9, 1)
+        assert c.cmd("USER.EXPIRE", 42, "conv", "grp") == 3
+        assert c.cmd("CONV.MENTIONS", 42) == 0
+        assert c.cmd("CONV.TOTAL", 42, "CHATS", "THREADS") == [0, 0, 0]
+        assert c.cmd("GRP.MENTIONS", 42) == 0
+        assert c.cmd("GRP.TOTAL", 42, "CHATS") == [0, 0]
+        assert c.cmd("DEBUG", "AUDIT") == 0
 
 
 @each_way
