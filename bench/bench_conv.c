@@ -8,7 +8,12 @@
  * field `total`. CONV.SEQ and CONV.READ move a conversation and the total
  * in one step; on Redis that takes a function (FCALL, library `conv`
  * below), which is what conv-seq and conv-read measure against. Mutes and
- * recalls are not modelled: no workload sends them.
+ * recalls are not modelled: no workload sends them. conv-mention sends a
+ * message that mentions the user, then reads the conversation's state
+ * (what a chat app's screen shows): on Redis the function also counts the
+ * mention in a field n<cid> (a count, where unreadd keeps the mentioned
+ * seqs themselves, so that a partial read or a recall clears them
+ * exactly), and the state is an HMGET of the conversation's fields.
  *
  * Seqs. CONV.SEQ is idempotent (a seq at or below the conversation's max
  * adds nothing), so a workload that repeated seqs would measure lookups
@@ -59,6 +64,16 @@ static const char conv_library[] =
     "  redis.call('HSET', k, 'r' .. c, v[2], c, 0)\n"
     "  -- 0 - u, not -u: Lua writes -0 as '-0', which HINCRBY refuses\n"
     "  return {0, redis.call('HINCRBY', k, 'total', 0 - u)}\n"
+    "end)\n"
+    "-- n<cid> = unread mentions\n"
+    "redis.register_function('conv_seq_mention', function(keys, args)\n"
+    "  local k, c, s = keys[1], args[1], tonumber(args[2])\n"
+    "  local v = redis.call('HMGET', k, 'm' .. c, 'r' .. c, 'total')\n"
+    "  local m, r = tonumber(v[1]) or 0, tonumber(v[2]) or 0\n"
+    "  if s <= m then return {m - r, tonumber(v[3]) or 0} end\n"
+    "  redis.call('HSET', k, 'm' .. c, args[2], c, s - r)\n"
+    "  redis.call('HINCRBY', k, 'n' .. c, 1)\n"
+    "  return {s - r, redis.call('HINCRBY', k, 'total', s - m)}\n"
     "end)\n";
 
 static _Atomic uint32_t seq_slot[SEQ_SLOTS];
@@ -117,6 +132,45 @@ static void read_all(const struct bench_ctx *x, struct bench_cmd *c,
     bench_arg_int(c, cid);
 }
 
+/* CONV.SEQ uid cid seq MENTION  |  FCALL conv_seq_mention 1 c:<uid> cid
+ * seq */
+static void seq_mention(const struct bench_ctx *x, struct bench_cmd *c,
+                        uint64_t uid, unsigned cid)
+{
+    uint64_t s = next_seq(x, uid, cid);
+
+    if (x->dialect == BENCH_UNREADD) {
+        bench_cmd_unreadd(c, UR_OP_CONV_SEQ, BX_ARR);
+        bench_arg_int(c, uid);
+        bench_arg_int(c, cid);
+        bench_arg_int(c, s);
+        bench_arg_str(c, "MENTION");
+        return;
+    }
+    bench_cmd_fcall(c, "conv_seq_mention", 1, BX_ARR);
+    bench_arg_key(c, KEY, uid);
+    bench_arg_int(c, cid);
+    bench_arg_int(c, s);
+}
+
+/* CONV.STATE uid cid  |  HMGET c:<uid> m<cid> r<cid> <cid> n<cid> */
+static void state(const struct bench_ctx *x, struct bench_cmd *c, uint64_t uid,
+                  unsigned cid)
+{
+    if (x->dialect == BENCH_UNREADD) {
+        bench_cmd_unreadd(c, UR_OP_CONV_STATE, BX_ARR);
+        bench_arg_int(c, uid);
+        bench_arg_int(c, cid);
+        return;
+    }
+    bench_cmd_redis(c, "HMGET", BX_ARR);
+    bench_arg_key(c, KEY, uid);
+    bench_arg_key(c, "m", cid);
+    bench_arg_key(c, "r", cid);
+    bench_arg_int(c, cid);
+    bench_arg_key(c, "n", cid);
+}
+
 /* CONV.GET uid cid  |  HGET c:<uid> cid */
 static void get(const struct bench_ctx *x, struct bench_cmd *c, uint64_t uid,
                 unsigned cid)
@@ -156,6 +210,18 @@ static unsigned conv_read(const struct bench_ctx *x, uint64_t key,
 {
     read_all(x, out, key, (unsigned)bench_rng_below(r, x->types));
     return 1;
+}
+
+/* A message mentioning the user, then the conversation's state: two
+ * requests. */
+static unsigned conv_mention(const struct bench_ctx *x, uint64_t key,
+                             struct bench_rng *r, struct bench_cmd *out)
+{
+    unsigned cid = (unsigned)bench_rng_below(r, x->types);
+
+    seq_mention(x, &out[0], key, cid);
+    state(x, &out[1], key, cid);
+    return 2;
 }
 
 /* 70% reads: 40% GET, 30% TOTAL; 30% writes: 20% SEQ, 10% READ. */
@@ -239,5 +305,9 @@ const struct bench_workload bench_conv_workloads[] = {
      "40% HGET c:<uid> cid, 30% HGET c:<uid> total, 20% FCALL conv_seq, 10% "
      "FCALL conv_read",
      conv_library, conv_mix, conv_load},
+    {"conv-mention", "CONV.SEQ uid cid seq MENTION, then CONV.STATE uid cid",
+     "FCALL conv_seq_mention 1 c:<uid> cid seq (conv_seq, and HINCRBY "
+     "n<cid> 1), then HMGET c:<uid> m<cid> r<cid> <cid> n<cid>",
+     conv_library, conv_mention, conv_load},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };

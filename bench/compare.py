@@ -57,7 +57,7 @@ from harness import Resp, free_port, info_flat  # noqa: E402
 # Workloads run by `make bench`, in order. A workload's keyspace is
 # preloaded with its load step once per family (the part before '-').
 WORKLOADS = ["cnt-incr", "cnt-get", "cnt-mix",
-             "conv-seq", "conv-read", "conv-mix",
+             "conv-seq", "conv-read", "conv-mix", "conv-mention",
              # GRP's reads first: grp-post leaves every member 99+ behind
              "grp-unread", "grp-total", "grp-mix", "grp-post",
              "bc-publish", "bc-unread", "bc-read",
@@ -83,6 +83,7 @@ GOALS = {
     ("cnt-incr", 1): 1.3, ("cnt-incr", 16): 3.0,
     ("cnt-get", 1): 1.3, ("cnt-get", 16): 2.0,
     ("conv-seq", 16): 2.0, ("conv-read", 16): 2.0, ("conv-mix", 16): 2.0,
+    ("conv-mention", 16): 2.0,
     ("grp-unread", 16): 2.0, ("grp-total", 16): 2.0, ("grp-mix", 16): 2.0,
     ("grp-post", 16): 2.0,
     ("bc-publish", 16): 2.0, ("bc-unread", 16): 2.0, ("bc-read", 16): 2.0,

@@ -15,7 +15,8 @@ from harness import BUILD, REPO, UNREAD_CLI, Resp, Server, free_port
 UNREAD_BENCH = os.path.join(BUILD, "unread-bench")
 
 # The CONV, GRP and BC rows (bench/bench_conv.c, bench_grp.c, bench_bc.c).
-CONV_GRP_BC = ("conv-seq", "conv-read", "conv-mix", "grp-unread",
+CONV_GRP_BC = ("conv-seq", "conv-read", "conv-mix", "conv-mention",
+               "grp-unread",
                "grp-total", "grp-mix", "grp-post", "bc-publish",
                "bc-unread", "bc-read")
 
@@ -199,6 +200,17 @@ def conv_state(c, redis, uids, cids=(0, 1)):
             [c.cmd("CONV.TOTAL", u)] for u in uids]
 
 
+def conv_mention_state(c, redis, uids, cids=(0, 1)):
+    """Each user's conversations' unread and mentions, and its total."""
+    if redis:
+        return [[int(c.cmd("HGET", "c:%d" % u, f) or 0)
+                 for cid in cids for f in (str(cid), "n%d" % cid)] +
+                [int(c.cmd("HGET", "c:%d" % u, "total"))] for u in uids]
+    return [[x for cid in cids
+             for x in (lambda st: (st[2], st[4]))(c.cmd("CONV.STATE", u, cid))]
+            + [c.cmd("CONV.TOTAL", u)] for u in uids]
+
+
 def grp_state(c, redis, uids, types=2):
     """Each user's unread in its groups (users 100b.. in groups 8b..), and
     its total."""
@@ -233,6 +245,7 @@ def test_bench_conv_grp_bc_same_state_as_redis():
     base, which the load step shares with the run."""
     keys = 250
     runs = ((conv_state, "conv-seq"), (conv_state, "conv-mix"),
+            (conv_mention_state, "conv-mention"),
             (grp_state, "grp-mix", "grp-post", "grp-mix"),
             (bc_state, "bc-publish", "bc-read", "bc-publish", "bc-unread"))
     with redis_server() as port, Server() as srv:
