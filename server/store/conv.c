@@ -507,13 +507,11 @@ static void cst_tidy(struct conv_store *s, struct cst *c)
         heap_free(s, e->thr, arr_size(e->thr->cap));
         e->thr = NULL;
     } else if (e->thr != NULL && e->thr->cap > e->thr->n) {
-        struct conv_arr *a =
+        struct conv_arr *a = /* a shrink: never fails (mem.h) */
             heap_realloc(s, e->thr, arr_size(e->thr->cap), arr_size(e->thr->n));
 
-        if (a != NULL) { /* a failed shrink keeps the larger block */
-            a->cap = a->n;
-            e->thr = a;
-        }
+        a->cap = a->n;
+        e->thr = a;
     }
     if (ext_empty(e)) {
         heap_free(s, e, sizeof(*e));

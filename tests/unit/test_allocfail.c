@@ -388,6 +388,57 @@ static void test_conv(void)
     check_script("conv");
 }
 
+/* The chat features: mentions and sources (tag lists growing from none),
+ * sparse ids past the window (unread-cap), threads created, grown, read
+ * away and replaced, roll-up, mark-all-read over every user form and a
+ * watermark leaving the compact form. */
+static void test_conv_chat(void)
+{
+    for (unsigned q = 1; q <= 12; q++)
+        add("CONV.SEQ 1 10 %u%s", q,
+            q % 2   ? " MENTION"
+            : q % 3 ? " SOURCE 2"
+                    : " MENTION SOURCE 5");
+    add("CONV.INCR 1 10 3 MENTION SOURCE 1");
+    add("CONV.RECALL 1 10 4");
+    add("CONV.READ 1 10 6");
+    add("CONV.MARKUNREAD 1 10 3");
+    for (unsigned k = 1; k <= 105; k++)
+        add("CONV.SEQ 1 11 %u SPARSE%s", 1000 + 7 * k, k % 4 ? "" : " MENTION");
+    add("CONV.RECALL 1 11 1700 SPARSE");
+    add("CONV.RECALL 1 11 5000 SPARSE");
+    add("CONV.READ 1 11 1300 SPARSE");
+    add("CONV.MARKUNREAD 1 11 1001 SPARSE");
+    for (unsigned t = 1; t <= 20; t++) {
+        add("CONV.SEQ 1 12 %u THREAD %u MENTION", t % 4 + 1, t);
+        add("CONV.INCR 1 13 2 THREAD %u", t);
+        add("CONV.SEQ 1 14 %u SPARSE THREAD %u", 100 + t, t % 5);
+    }
+    add("CONV.RECALL 1 12 1 THREAD 4");
+    add("CONV.MARKUNREAD 1 12 1 THREAD 5");
+    add("CONV.ROLLUP 1 12 0");
+    add("CONV.ROLLUP 1 15 0");
+    add("CONV.ROLLUP 1 12 1");
+    for (unsigned t = 1; t <= 20; t += 3)
+        add("CONV.READ 1 13 THREAD %u", t);
+    add("CONV.SEQ 1 16 2199023255550"); /* read-all leaves the compact form */
+    add("CONV.READ 1 16 2199023255548");
+    add("CONV.SEQ 1 16 2199023255560 THREAD 3");
+    add("CONV.READ 1 16 2199023255552 THREAD 3");
+    add("CONV.SEQ 1 16 2199023255570 THREAD 3");
+    add("CONV.STATE 1 12 THREAD 2");
+    add("CONV.LIST 1 5 STATE RECENT CURSOR 0");
+    add("CONV.READALL 1");
+    for (unsigned c = 100; c < 240; c++) /* a user in the map form */
+        add("CONV.SEQ 2 %u 3%s", c, c % 9 ? "" : " MENTION THREAD 1");
+    add("CONV.READALL 2");
+    add("CONV.SEQ 3 1 5 MENTION"); /* one conversation, inline */
+    add("CONV.READALL 3");
+    add("CONV.DEL 1 12");
+    add("CONV.DEL 1 11");
+    check_script("conv chat");
+}
+
 /* Groups created by posts, joins and seens; rings doubling to the window;
  * users in many groups; the group index table past its first chunk. */
 static void test_grp(void)
@@ -417,6 +468,36 @@ static void test_grp(void)
     for (unsigned g = 4070; g < 4110; g++)
         add("GRP.POST %u %llu", g, (unsigned long long)t0);
     check_script("grp");
+}
+
+/* Mutes, mark-unread (joining too), recalls growing to their bound,
+ * posts that mention members (mention lists from none), mark-all-read. */
+static void test_grp_chat(void)
+{
+    for (unsigned u = 1; u <= 12; u++)
+        add("GRP.JOIN %u 5", u);
+    for (unsigned k = 0; k < 40; k++)
+        add("GRP.POST 5 %llu MENTION %u %u 99", (unsigned long long)(t0 + k),
+            k % 12 + 1, (k + 5) % 12 + 1);
+    add("GRP.POST 6 %llu MENTION 1", (unsigned long long)t0); /* new group */
+    for (unsigned u = 1; u <= 12; u += 2)
+        add("GRP.MUTE %u 5 1", u);
+    add("GRP.MUTE 1 5 0");
+    add("GRP.MARKUNREAD 1 5 3");
+    add("GRP.MARKUNREAD 20 5 30"); /* joins */
+    for (unsigned q = 1; q <= 40; q += 3)
+        add("GRP.RECALL 5 %u", q);
+    add("GRP.SEEN 2 5 %llu", (unsigned long long)(t0 + 20));
+    add("GRP.STATE 3 5");
+    add("GRP.LIST 3 5 STATE RECENT CURSOR 0");
+    add("GRP.SEENALL 4");
+    add("GRP.LEAVE 6 5");
+    for (unsigned k = 0; k < 1030; k++) /* past the recall bound */
+        setup("GRP.POST 7 %llu", (unsigned long long)(t0 + k));
+    for (unsigned q = 1; q <= 1030; q++)
+        setup("GRP.RECALL 7 %u", q);
+    add("GRP.RECALL 7 1030");
+    check_script("grp chat");
 }
 
 /* Channels created by each command, one channel's table past a bucket
@@ -543,7 +624,9 @@ int main(void)
         return 1;
     T_RUN(test_cnt);
     T_RUN(test_conv);
+    T_RUN(test_conv_chat);
     T_RUN(test_grp);
+    T_RUN(test_grp_chat);
     T_RUN(test_bc);
     T_RUN(test_dot);
     T_RUN(test_feed);
