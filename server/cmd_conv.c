@@ -166,7 +166,14 @@ static void conv_reply(struct exec_ctx *x, uint64_t uid, uint64_t cid,
                   CONV_THREAD_MAX);
         break;
     case CONV_EINVAL:
-        reply_err(x->r, UR_E_BADARG, "argument out of range");
+        if (rq->arg > CONV_ID_MAX)
+            reply_err(x->r, UR_E_BADARG,
+                      "conversation %llu of user %llu has sparse ids: they "
+                      "are at most %llu",
+                      (unsigned long long)cid, (unsigned long long)uid,
+                      (unsigned long long)CONV_ID_MAX);
+        else
+            reply_err(x->r, UR_E_BADARG, "argument out of range");
         break;
     default:
         reply_oom(x);

@@ -1461,17 +1461,27 @@ static bool conv_blank(const struct cst *c)
            (c->f == NULL || c->f->nrec == 0) && (e == NULL || e->thr == NULL);
 }
 
-/* Checks rq's mode against c's, choosing sparse for a blank conversation:
- * 0 or CONV_EMODE. */
+/*
+ * Checks rq's mode against c's, choosing sparse for a blank conversation.
+ * A write of a message (SEQ, INCR) must say the conversation's mode; a
+ * read, mark-unread or recall of a sparse conversation may leave SPARSE
+ * out (the conversation knows its mode), but SPARSE given to a dense one
+ * with messages is refused. 0, CONV_EMODE, or CONV_EINVAL for an id over
+ * CONV_ID_MAX in a sparse conversation.
+ */
 static int conv_mode(struct cst *c, const struct conv_req *rq)
 {
     bool want = rq->flags & CONV_SPARSE;
+    bool message = rq->op == CONV_OP_SEQ || rq->op == CONV_OP_INCR;
 
     if (rq->op == CONV_OP_READ_ALL || rq->op == CONV_OP_MUTE ||
         rq->op == CONV_OP_ROLLUP)
         return 0;
-    if (c->flags & F_SPARSE)
-        return want ? 0 : CONV_EMODE;
+    if (c->flags & F_SPARSE) {
+        if (rq->op == CONV_OP_INCR || (message && !want))
+            return CONV_EMODE;
+        return rq->arg > CONV_ID_MAX ? CONV_EINVAL : 0;
+    }
     if (!want)
         return 0;
     if (!conv_blank(c))

@@ -23,7 +23,9 @@
  *             one source (the last write naming it wins).
  *   sparse    a conversation whose first write carried CONV_SPARSE takes
  *             arbitrary increasing ids (1..CONV_ID_MAX): a new id above max
- *             counts one, an id at or below max adds nothing. It keeps the
+ *             counts one, an id at or below max adds nothing. Its SEQs
+ *             carry CONV_SPARSE (a dense one's do not); its READ,
+ *             MARKUNREAD and RECALL may leave it out. It keeps the
  *             unread ids (those above read) themselves, at most `window`
  *             of them (the caller passes unread-cap): past that the oldest
  *             is dropped and remembered only as `lost` (the newest dropped
@@ -76,7 +78,8 @@ enum {
     CONV_ELIMIT = -2,  /* a recall past CONV_RECALL_MAX; nothing changed */
     CONV_EINVAL = -3,  /* an argument out of its range (see conv_op) */
     CONV_EMODE = -4,   /* CONV_SPARSE given to a dense conversation, or
-                          missing for a sparse one; nothing changed */
+                          missing from a SEQ of a sparse one (or an INCR
+                          of one); nothing changed */
     CONV_ETHREADS = -5 /* a new thread while CONV_THREAD_MAX threads all
                           have unread; nothing changed */
 };

@@ -252,6 +252,14 @@ def test_sparse_ids_count_one_each(conv):
     # Mixing modes is a clear error, and changes nothing.
     conv.bad(conv("CONV.SEQ", 1, 10, 1000010),
              "ERR conversation 10 of user 1 has sparse ids: pass SPARSE")
+    # Reads, recalls and mark-unread follow the conversation's mode.
+    assert conv("CONV.READ", 1, 10, 1000007) == [1, 1]
+    assert conv("CONV.RECALL", 1, 10, 1000009) == [0, 0]
+    assert conv("CONV.MARKUNREAD", 1, 10, 1000009) == [1, 1]
+    assert conv("CONV.RECALL", 1, 10, 1000009, "SPARSE") == [0, 0]
+    conv.bad(conv("CONV.READ", 1, 10, ID_MAX + 1),
+             "ERR conversation 10 of user 1 has sparse ids: they are at most "
+             "9223372036854775807")
     conv.bad(conv("CONV.INCR", 1, 10), "ERR conversation 10 of user 1 has "
              "sparse ids")
     conv("CONV.SEQ", 1, 12, 5)
@@ -259,7 +267,7 @@ def test_sparse_ids_count_one_each(conv):
              "ERR conversation 12 of user 1 has dense seqs")
     conv.bad(conv("CONV.SEQ", 1, 13, ID_MAX + 1, "SPARSE"),
              "ERR sparse ids must be at most 9223372036854775807")
-    assert conv("CONV.TOTAL", 1) == 6
+    assert conv("CONV.TOTAL", 1) == 5
     assert conv("DEBUG", "AUDIT") == 0
 
 
@@ -949,8 +957,13 @@ class Model:
                     "CONV.RECALL") or (name == "CONV.READ" and
                                        arg is not None):
             want = opts.get("sparse", False)
-            if want != sparse:
-                if sparse or not c.blank():
+            if sparse and (name == "CONV.INCR" or
+                           (name == "CONV.SEQ" and not want)):
+                return "mode"
+            if sparse and arg > ID_MAX:
+                return "range"
+            if want and not sparse:
+                if not c.blank():
                     return "mode"
                 sparse = True
         if name == "CONV.MUTE":

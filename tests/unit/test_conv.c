@@ -1349,8 +1349,13 @@ static int m_apply(struct mconv *c, const struct conv_req *rq, uint32_t *tun)
     struct mtl *t = &c->main;
     unsigned ti = 0;
 
-    if (carries && sparse != want) {
-        if (sparse || !m_blank(c))
+    if (carries && sparse &&
+        (rq->op == CONV_OP_INCR || (rq->op == CONV_OP_SEQ && !want)))
+        return CONV_EMODE;
+    if (carries && sparse && rq->arg > CONV_ID_MAX)
+        return CONV_EINVAL;
+    if (carries && want && !sparse) {
+        if (!m_blank(c))
             return CONV_EMODE;
         sparse = true;
     }
