@@ -1490,6 +1490,31 @@ static int conv_mode(struct cst *c, const struct conv_req *rq)
     return 0;
 }
 
+/* INCR, SEQ, READ and READ_ALL on a compact word without options: what
+ * tl_apply does to such a state (no record, nothing to allocate before the
+ * encoding), without its planning. */
+static void compact_apply(struct cst *c, enum conv_op op, uint64_t arg)
+{
+    switch (op) {
+    case CONV_OP_INCR:
+        c->max = arg > UINT64_MAX - c->max ? UINT64_MAX : c->max + arg;
+        break;
+    case CONV_OP_SEQ:
+        if (arg > c->max)
+            c->max = arg;
+        break;
+    case CONV_OP_READ:
+        if (arg <= c->read)
+            break;
+        c->read = arg;
+        if (arg > c->max)
+            c->max = arg;
+        break;
+    default: /* CONV_OP_READ_ALL */
+        c->read = c->max;
+    }
+}
+
 /*
  * The one path of every mutator: load the conversation's state (all zero
  * when absent), apply rq to it or to one of its threads, encode, then
@@ -1509,7 +1534,7 @@ int conv_apply(struct conv_store *s, uint64_t uid, uint64_t cid,
     struct cst c;
     int rc;
 
-    if (!req_valid(rq))
+    if (!(rq->flags == 0 && rq->op <= CONV_OP_READ_ALL) && !req_valid(rq))
         return CONV_EINVAL;
     if (r.window == 0)
         r.window = CONV_RECALL_MAX;
@@ -1517,15 +1542,19 @@ int conv_apply(struct conv_store *s, uint64_t uid, uint64_t cid,
     slot = u ? conv_slot(u, cid) : NULL;
     cst_load(slot ? *slot : W_ZERO, &c);
     before = cst_contrib(&c);
-    rc = conv_mode(&c, &r);
-    if (rc == 0)
-        rc = r.flags & CONV_THREAD ? thread_apply(s, &c, &r, &tun)
-                                   : tl_apply(s, &c, &r, &fresh);
-    if (rc != 0)
-        return rc;
-    cst_tidy(s, &c);
-    if (tl_zero(&c))
-        c.flags &= (uint8_t)~F_SPARSE;
+    if (r.flags == 0 && c.f == NULL && r.op <= CONV_OP_READ_ALL) {
+        compact_apply(&c, r.op, r.arg); /* the common case, shortest */
+    } else {
+        rc = conv_mode(&c, &r);
+        if (rc == 0)
+            rc = r.flags & CONV_THREAD ? thread_apply(s, &c, &r, &tun)
+                                       : tl_apply(s, &c, &r, &fresh);
+        if (rc != 0)
+            return rc;
+        cst_tidy(s, &c);
+        if (tl_zero(&c))
+            c.flags &= (uint8_t)~F_SPARSE;
+    }
     *unread = r.flags & CONV_THREAD ? tun : cst_unread(&c);
     after = cst_contrib(&c);
     rc = cst_encode(s, &c, &w);
