@@ -65,7 +65,8 @@ void page_reply(struct exec_ctx *x, struct page_item *items, size_t n,
     uint64_t next = 0;
 
     if (o->recent) {
-        qsort(items, n, sizeof(*items), by_recency);
+        if (n > 1)
+            qsort(items, n, sizeof(*items), by_recency);
         first = o->cursor < n ? (size_t)o->cursor : n;
     } else {
         while (first < n && items[first].id < o->cursor)

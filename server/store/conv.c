@@ -2047,7 +2047,8 @@ static int tl_build(struct conv_store *s, const struct conv_info *ci,
     c->f = full_alloc(s, ci->nrecall);
     if (c->f == NULL)
         return CONV_ENOMEM;
-    memcpy(c->f->rec, ci->recall, ci->nrecall * sizeof(uint64_t));
+    if (ci->nrecall > 0)
+        memcpy(c->f->rec, ci->recall, ci->nrecall * sizeof(uint64_t));
     c->f->nrec = ci->nrecall;
     if (ci->nids == 0 && ci->lost == 0 && !tags && !keep_ext)
         return 0;
