@@ -403,6 +403,8 @@ def test_total_counts_the_chats(conv):
     conv("CONV.READ", 1, 13)
     assert conv("CONV.TOTAL", 1, "CHATS") == [8, 2]
     assert conv("CONV.TOTAL", 1, "THREADS", "CHATS") == [8, 2, 0]
+    assert conv("CONV.TOTAL", 1, "WITHEXPIRY", "CHATS") == [8, 2, 0]
+    assert conv("CONV.TOTAL", 1, "WITHEXPIRY") == [8, 0]
     assert conv("CONV.TOTAL", 1) == 8
     assert conv("CONV.TOTAL", 2, "CHATS") == [0, 0]
 

@@ -351,7 +351,8 @@ def test_list_with_state_pages_and_recency(grp):
     assert grp("GRP.LIST", 1, 1, "RECENT", "CURSOR", 1) == [2, [10, 1]]
     assert grp("GRP.LIST", 1, 1) == [10, 1]
     grp.bad(grp("GRP.LIST", 1, "RECENT", "RECENT"), "ERR unknown or repeated")
-    grp.bad(grp("GRP.TOTAL", 1, "GROUPS"), "ERR unknown option")
+    grp.bad(grp("GRP.TOTAL", 1, "GROUPS"), "ERR unknown or repeated option")
+    assert grp("GRP.TOTAL", 1, "WITHEXPIRY", "CHATS") == [5, 3, 0]
 
 
 def test_the_cap_is_the_configured_one():
