@@ -98,6 +98,9 @@ static void print_tty(const struct unread_reply *r, const char *prefix)
     case UNREAD_REPLY_INT:
         printf("(integer) %llu\n", (unsigned long long)r->integer);
         break;
+    case UNREAD_REPLY_SINT:
+        printf("(integer) %lld\n", (long long)(int64_t)r->integer);
+        break;
     case UNREAD_REPLY_STR:
         print_quoted(r->str, r->len);
         putchar('\n');
@@ -146,6 +149,9 @@ static void print_raw(const struct unread_reply *r)
     switch (r->kind) {
     case UNREAD_REPLY_INT:
         printf("%llu", (unsigned long long)r->integer);
+        break;
+    case UNREAD_REPLY_SINT:
+        printf("%lld", (long long)(int64_t)r->integer);
         break;
     case UNREAD_REPLY_STR:
     case UNREAD_REPLY_STATUS:

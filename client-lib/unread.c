@@ -70,6 +70,7 @@ UNREAD_SAME(UNREAD_REPLY_ARRAY, UR_VAL_ARR);
 UNREAD_SAME(UNREAD_REPLY_NIL, UR_VAL_NIL);
 UNREAD_SAME(UNREAD_REPLY_STATUS, UR_VAL_STATUS);
 UNREAD_SAME(UNREAD_REPLY_ERROR, UR_VAL_ERR);
+UNREAD_SAME(UNREAD_REPLY_SINT, UR_VAL_SINT);
 /* Circuit states are the breaker's. */
 UNREAD_SAME(UNREAD_CIRCUIT_CLOSED, UC_CLOSED);
 UNREAD_SAME(UNREAD_CIRCUIT_OPEN, UC_OPEN);
@@ -201,7 +202,7 @@ static bool arg_key(const struct unread_arg *a, uint64_t *key)
         return true;
     }
     return a->kind == UNREAD_ARG_STR && a->str != NULL &&
-           ur_parse_u64(a->str, a->len, key);
+           ur_parse_uint(a->str, a->len, UINT64_MAX, key) == UR_NUM_OK;
 }
 
 /*

@@ -350,7 +350,8 @@ enum unread_reply_kind {
     UNREAD_REPLY_ARRAY = 3,  /* n elements in elem[0..n) */
     UNREAD_REPLY_NIL = 4,    /* absent value */
     UNREAD_REPLY_STATUS = 5, /* short status text ("OK", "PONG"): str, len */
-    UNREAD_REPLY_ERROR = 6   /* code, and str = "PREFIX message" */
+    UNREAD_REPLY_ERROR = 6,  /* code, and str = "PREFIX message" */
+    UNREAD_REPLY_SINT = 7    /* signed integer: (int64_t)integer (COMMAND) */
 };
 
 /*
@@ -361,7 +362,7 @@ enum unread_reply_kind {
  */
 struct unread_reply {
     int kind;                  /* enum unread_reply_kind */
-    uint64_t integer;          /* INT */
+    uint64_t integer;          /* INT; SINT: cast to int64_t */
     char *str;                 /* STR, STATUS, ERROR */
     size_t len;                /* STR, STATUS, ERROR: bytes in str */
     size_t n;                  /* ARRAY: element count */

@@ -47,6 +47,7 @@ static bool tree_fill(struct tree *t, struct unread_reply *node)
     node->kind = v.kind;
     switch (v.kind) {
     case UR_VAL_INT:
+    case UR_VAL_SINT:
         node->integer = v.num;
         break;
     case UR_VAL_STR:

@@ -1,11 +1,13 @@
 /*
- * log.h - timestamped, levelled log lines on stderr:
- *   2026-11-21 05:40:00.123 [4242] INFO ready on 127.0.0.1:7460
+ * log.h - timestamped, levelled log lines, in UTC marked as such, on
+ * stderr or in the `logfile`:
+ *   2026-11-21T05:40:00.123Z [4242] INFO ready on 127.0.0.1:7460
  */
 #ifndef UR_LOG_H
 #define UR_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum log_level { LOG_DEBUG = 0, LOG_INFO = 1, LOG_WARN = 2, LOG_ERROR = 3 };
@@ -15,6 +17,17 @@ void log_set_level(enum log_level level);
 /* Parses "debug", "info", "warning"/"warn", "error"; -1 if unknown. */
 int log_level_parse(const char *name);
 const char *log_level_name(enum log_level level);
+
+/*
+ * Logs to path (appended, created 0644), or to stderr when path is "".
+ * Also what SIGHUP does after logrotate moved the file away (log_reopen:
+ * the same path again). 0, or -1 with a message in err: the old
+ * destination is kept then.
+ */
+int log_open(const char *path, char *err, size_t errlen);
+int log_reopen(char *err, size_t errlen);
+/* Whether lines go to a file (not stderr). */
+int log_to_file(void);
 
 void log_msg(enum log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -189,6 +189,7 @@ static int lock_dir(struct persist *p, char *err, size_t errlen)
     char path[4096];
     unsigned waited = 0;
 
+    p->lock_fd = -1;
     if (fs_path(path, sizeof(path), p->dir, PERSIST_LOCK) != 0)
         goto error;
     p->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -205,9 +206,17 @@ static int lock_dir(struct persist *p, char *err, size_t errlen)
     return 0;
 
 error:
-    snprintf(err, errlen,
-             "cannot lock data dir %s: %s (is another unreadd using it?)",
-             p->dir, strerror(errno));
+    if (p->lock_fd >= 0 && errno == EWOULDBLOCK)
+        snprintf(err, errlen,
+                 "cannot lock data dir %s: another process holds %s (is "
+                 "another unreadd using this dir?)",
+                 p->dir, path);
+    else
+        snprintf(err, errlen,
+                 "cannot %s %s: %s (the data dir must be writable by the "
+                 "user unreadd runs as)",
+                 p->lock_fd < 0 ? "create the lock file" : "lock", path,
+                 strerror(errno));
     return -1;
 }
 

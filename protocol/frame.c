@@ -422,6 +422,19 @@ void ur_frame_reply_end(struct ur_buf *b, size_t hdr_off, uint16_t status)
     patch_hdr(b, hdr_off, 2, status);
 }
 
+int ur_frame_push_begin(struct ur_buf *b, size_t *hdr_off)
+{
+    if (put_hdr(b, 0, 0, hdr_off) != 0)
+        return -1;
+    wr16(b->data + *hdr_off + 14, UR_FRAME_FLAG_PUSH);
+    return 0;
+}
+
+int ur_frame_put_sint(struct ur_buf *b, int64_t v)
+{
+    return put_u64(b, UR_VAL_SINT, (uint64_t)v);
+}
+
 int ur_frame_put_int(struct ur_buf *b, uint64_t v)
 {
     return put_u64(b, UR_VAL_INT, v);
@@ -503,6 +516,7 @@ static bool read_val(const char **pp, const char *end, struct ur_val *v)
     v->num = 0;
     switch (v->kind) {
     case UR_VAL_INT:
+    case UR_VAL_SINT:
         if (end - p < 8)
             return false;
         v->num = rd64(p);

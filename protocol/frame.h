@@ -181,6 +181,15 @@ int ur_frame_put_str(struct ur_buf *b, const char *s, size_t n);
 int ur_frame_put_arr(struct ur_buf *b, uint32_t count);
 int ur_frame_put_nil(struct ur_buf *b);
 int ur_frame_put_status(struct ur_buf *b, const char *s, size_t n);
+int ur_frame_put_sint(struct ur_buf *b, int64_t v);
+/*
+ * A push frame (binary v1.1): a message the server sends on its own
+ * (MONITOR lines, and pub/sub messages), not a reply to a request. Its
+ * header has id 0, status 0 and flag UR_FRAME_FLAG_PUSH; its body is one
+ * value, as a reply's. begin/end as for replies.
+ */
+#define UR_FRAME_FLAG_PUSH 0x0001
+int ur_frame_push_begin(struct ur_buf *b, size_t *hdr_off);
 int ur_frame_put_err(struct ur_buf *b, uint16_t code, const char *msg,
                      size_t n);
 

@@ -86,6 +86,34 @@ bool ur_parse_u64(const char *s, size_t len, uint64_t *out)
     return true;
 }
 
+enum ur_num ur_parse_uint(const char *s, size_t len, uint64_t max,
+                          uint64_t *out)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    uint64_t v = 0;
+    bool over = false;
+
+    if (len == 0)
+        return UR_NUM_SYNTAX;
+    while (i + 1 < len && u[i] == '0')
+        i++;
+    for (; i < len; i++) {
+        uint32_t d = (uint32_t)u[i] - '0';
+
+        if (d > 9)
+            return UR_NUM_SYNTAX;
+        if (v > (UINT64_MAX - d) / 10)
+            over = true;
+        else
+            v = v * 10 + d;
+    }
+    if (over || v > max)
+        return UR_NUM_RANGE;
+    *out = v;
+    return UR_NUM_OK;
+}
+
 static const char digit_pairs[201] = "00010203040506070809"
                                      "10111213141516171819"
                                      "20212223242526272829"

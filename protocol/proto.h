@@ -53,8 +53,18 @@ enum ur_val_kind {
     UR_VAL_ARR = 0x03,    /* array of values */
     UR_VAL_NIL = 0x04,    /* absent */
     UR_VAL_STATUS = 0x05, /* short status text, e.g. OK, PONG */
-    UR_VAL_ERR = 0x06     /* error: code + message */
+    UR_VAL_ERR = 0x06,    /* error: code + message */
+    UR_VAL_SINT = 0x07    /* i64, two's complement: a value that may be
+                             negative (COMMAND's arity); binary v1.1 */
 };
+
+/*
+ * The integer range every protocol shares: ids, counts, timestamps and
+ * every other integer argument are 0..UR_INT_MAX (Redis's integer range,
+ * so a RESP integer reply echoing one never overflows a signed 64-bit
+ * client). The binary wire keeps u64 fields; values past this are refused.
+ */
+#define UR_INT_MAX INT64_MAX
 
 /*
  * Error codes: the binary reply status and the text error prefix.
@@ -94,6 +104,16 @@ const char *ur_err_name(uint32_t code);
  * *out on success.
  */
 bool ur_parse_u64(const char *s, size_t len, uint64_t *out);
+
+/*
+ * A decimal integer argument: digits only (no sign, no space), leading
+ * zeros allowed ("000123" is 123: redis-benchmark's __rand_int__), value
+ * at most max. UR_NUM_OK with *out set; UR_NUM_SYNTAX when s is not a
+ * decimal; UR_NUM_RANGE when it is one but larger than max.
+ */
+enum ur_num { UR_NUM_OK = 0, UR_NUM_SYNTAX = 1, UR_NUM_RANGE = 2 };
+enum ur_num ur_parse_uint(const char *s, size_t len, uint64_t max,
+                          uint64_t *out);
 
 /* Writes v in decimal to buf (at least 21 bytes), NUL-terminated; returns
  * the length (without the NUL). */

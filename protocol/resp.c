@@ -8,6 +8,8 @@
  * calls again once *hint bytes are buffered), never allocates, and touches
  * each header byte once and each bulk payload not at all beyond its CRLF.
  */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "resp.h"
@@ -306,6 +308,59 @@ int ur_resp_put_err(struct ur_buf *b, const char *prefix, const char *msg,
     p[1] = '\n';
     b->len += total;
     return 0;
+}
+
+int ur_resp_put_i64(struct ur_buf *b, int64_t v)
+{
+    char *p;
+    size_t n;
+
+    if (v >= 0)
+        return put_num_line(b, ':', (uint64_t)v);
+    if (ur_buf_reserve(b, 2 + 21 + 2) != 0)
+        return -1;
+    p = b->data + b->len;
+    p[0] = ':';
+    p[1] = '-';
+    n = ur_fmt_u64(p + 2, 0 - (uint64_t)v);
+    p[2 + n] = '\r';
+    p[3 + n] = '\n';
+    b->len += 4 + n;
+    return 0;
+}
+
+int ur_resp_put_agg(struct ur_buf *b, char type, uint64_t n)
+{
+    return put_num_line(b, type, n);
+}
+
+int ur_resp_put_null3(struct ur_buf *b)
+{
+    return ur_buf_append(b, "_\r\n", 3);
+}
+
+int ur_resp_put_bool3(struct ur_buf *b, bool v)
+{
+    return ur_buf_append(b, v ? "#t\r\n" : "#f\r\n", 4);
+}
+
+int ur_resp_put_double3(struct ur_buf *b, double v)
+{
+    char line[48];
+    int n;
+
+    if (isnan(v))
+        n = snprintf(line, sizeof(line), ",nan\r\n");
+    else if (isinf(v))
+        n = snprintf(line, sizeof(line), ",%sinf\r\n", v < 0 ? "-" : "");
+    else
+        n = snprintf(line, sizeof(line), ",%.17g\r\n", v);
+    return ur_buf_append(b, line, (size_t)n);
+}
+
+int ur_resp_put_bignum3(struct ur_buf *b, uint64_t v)
+{
+    return put_num_line(b, '(', v);
 }
 
 int ur_resp_put_request(struct ur_buf *b, uint32_t argc,

@@ -7,6 +7,7 @@
 #ifndef UR_RESP_H
 #define UR_RESP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +52,27 @@ int ur_resp_put_status(struct ur_buf *b, const char *s, size_t n);
 /* "-<prefix> <msg>\r\n"; CR/LF in msg are replaced by spaces. */
 int ur_resp_put_err(struct ur_buf *b, const char *prefix, const char *msg,
                     size_t n);
+
+/*
+ * RESP3 (HELLO 3) and the signed integer. put_int above writes v as an
+ * integer whatever its size: the server's reply writer (server/reply.c)
+ * decides what a value past INT64_MAX becomes (a RESP2 bulk string, a
+ * RESP3 big number).
+ *   put_i64      ":<v>" signed
+ *   put_agg      "<type><n>": '*' array, '%' map (n pairs), '~' set,
+ *                '>' push
+ *   put_null3    "_"
+ *   put_bool3    "#t" / "#f"
+ *   put_double3  ",<v>" (",inf", ",-inf", ",nan")
+ *   put_bignum3  "(<digits>"
+ * Each line ends with CRLF. 0, or -1 on allocation failure.
+ */
+int ur_resp_put_i64(struct ur_buf *b, int64_t v);
+int ur_resp_put_agg(struct ur_buf *b, char type, uint64_t n);
+int ur_resp_put_null3(struct ur_buf *b);
+int ur_resp_put_bool3(struct ur_buf *b, bool v);
+int ur_resp_put_double3(struct ur_buf *b, double v);
+int ur_resp_put_bignum3(struct ur_buf *b, uint64_t v);
 
 /* Request encoder (bench, tests): a multibulk of argc strings. */
 int ur_resp_put_request(struct ur_buf *b, uint32_t argc,

@@ -60,10 +60,8 @@ static void reply_rcpt_err(struct exec_ctx *x, int rc)
     case RCPT_EEXPIRED:
         reply_err(x->r, UR_E_BADARG, "ts is older than rcpt-max-age-days");
         return;
-    case RCPT_EANON:
-        reply_err(x->r, UR_E_BADARG,
-                  "uid 18446744073709551615 is reserved: RCPT.LIST shows it "
-                  "for users erased by USER.DEL");
+    case RCPT_EANON: /* past UR_INT_MAX: arg_u64 refuses it first */
+        reply_err(x->r, UR_E_BADARG, "uid out of range");
         return;
     default:
         reply_oom(x);
@@ -170,9 +168,14 @@ void cmd_RCPT_COUNT(struct exec_ctx *x)
     reply_pair(x->r, nread, nunread);
 }
 
+/* A member erased by USER.DEL is a null: its receipt still counts, but
+ * it has no uid any more (and RCPT_UID_ANON is past the integer range). */
 static void list_uid(uint64_t uid, void *ctx)
 {
-    reply_int(ctx, uid);
+    if (uid == RCPT_UID_ANON)
+        reply_nil(ctx);
+    else
+        reply_int(ctx, uid);
 }
 
 void cmd_RCPT_LIST(struct exec_ctx *x)

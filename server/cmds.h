@@ -59,4 +59,12 @@ bool arg_withexpiry(struct exec_ctx *x, uint32_t i, bool *with);
 void reply_count(struct exec_ctx *x, unsigned fam, uint64_t uid, uint64_t v,
                  bool with);
 
+/* cmd_client.c: checks / sets argument i as the session's client name
+ * (CLIENT SETNAME, HELLO SETNAME); false after replying the error. */
+bool client_name_ok(struct exec_ctx *x, uint32_t i);
+bool client_set_name(struct exec_ctx *x, uint32_t i);
+
+/* cmd_scan.c: DBSIZE's figure, users held by the user-keyed families. */
+uint64_t scan_users_held(const struct db *db);
+
 #endif

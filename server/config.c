@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "db.h"
 #include "log.h"
@@ -25,11 +26,17 @@ enum key_kind {
     K_FSYNC,
     K_FAMILIES, /* family names (expire-families), see set_families */
     K_BYTES,    /* u64 byte count with an optional k/kb/m/mb/g/gb suffix */
-    K_SECRET    /* a string that may be empty; CONFIG GET does not show it */
+    K_SECRET,   /* a string that may be empty; CONFIG GET does not show it */
+    K_I64,      /* signed; negative means "off" (slowlog-log-slower-than) */
+    K_STR0      /* a string that may be empty (logfile: "" is stderr) */
 };
 
 /* K_FSYNC values, indexed by enum journal_fsync. */
 static const char *const fsync_names[] = {"no", "everysec", "always"};
+
+/* R: CONFIG SET may change the key while the server runs (the rest are
+ * read once at start: set them in the config file and restart). */
+#define R 1u
 
 struct key {
     const char *name;
@@ -37,52 +44,60 @@ struct key {
     size_t off;
     const char *dflt;
     uint32_t min, max; /* K_U32 */
+    unsigned flags;    /* R */
 };
 
 #define F(field) offsetof(struct config, field)
 
 static const struct key keys[] = {
-    {"bind", K_STR, F(bind), "127.0.0.1", 0, 0},
-    {"port", K_U32, F(port), "7460", 1, 65535},
-    {"dir", K_STR, F(dir), "./data", 0, 0},
-    {"loglevel", K_LOGLEVEL, F(loglevel), "info", 0, 0},
-    {"max-frame", K_U32, F(max_frame), "1048576", 64, UR_MAX_FRAME_CEILING},
-    {"max-args", K_U32, F(max_args), "4096", 8, 1u << 20},
-    {"max-inline", K_U32, F(max_inline), "65536", 64, 16u << 20},
+    {"bind", K_STR, F(bind), "127.0.0.1", 0, 0, 0},
+    {"port", K_U32, F(port), "7460", 1, 65535, 0},
+    {"dir", K_STR, F(dir), "./data", 0, 0, 0},
+    {"loglevel", K_LOGLEVEL, F(loglevel), "info", 0, 0, R},
+    {"max-frame", K_U32, F(max_frame), "1048576", 64, UR_MAX_FRAME_CEILING, R},
+    {"max-args", K_U32, F(max_args), "4096", 8, 1u << 20, 0},
+    {"max-inline", K_U32, F(max_inline), "65536", 64, 16u << 20, R},
     {"counter-types", K_TYPES, F(counter_types),
-     "mention comment like dm system", 0, 0},
-    {"unread-cap", K_U32, F(unread_cap), "99", 1, 1000000},
+     "mention comment like dm system", 0, 0, 0},
+    {"unread-cap", K_U32, F(unread_cap), "99", 1, 1000000, 0},
     /* names of CONV's message sources 0..7 (CONV.SEQ ... SOURCE name) */
-    {"conv-sources", K_SOURCES, F(conv_sources), "", 0, 0},
+    {"conv-sources", K_SOURCES, F(conv_sources), "", 0, 0, 0},
     /* persistence */
-    {"save-seconds", K_U32, F(save_seconds), "300", 0, 31536000},
-    {"journal", K_YESNO, F(journal), "yes", 0, 0},
-    {"journal-fsync", K_FSYNC, F(journal_fsync), "everysec", 0, 0},
+    {"save-seconds", K_U32, F(save_seconds), "300", 0, 31536000, R},
+    {"journal", K_YESNO, F(journal), "yes", 0, 0, 0},
+    {"journal-fsync", K_FSYNC, F(journal_fsync), "everysec", 0, 0, 0},
     /* JOIN's insert and TOTAL/LIST's walk are O(groups of the user). */
-    {"grp-max-groups", K_U32, F(grp_max_groups), "10000", 1, 100000},
+    {"grp-max-groups", K_U32, F(grp_max_groups), "10000", 1, 100000, R},
     /* FOLLOW's memmove and UNREAD's walk are O(follows): bounded here. */
-    {"feed-max-follows", K_U32, F(feed_max_follows), "5000", 1, 100000},
+    {"feed-max-follows", K_U32, F(feed_max_follows), "5000", 1, 100000, R},
     /* RCPT: retention of receipts; mapids per group (never reused), which
      * sizes every bitmap of the group */
-    {"rcpt-max-age-days", K_U32, F(rcpt_max_age_days), "7", 1, 3650},
-    {"rcpt-max-members", K_U32, F(rcpt_max_members), "100000", 1, 16777216},
+    {"rcpt-max-age-days", K_U32, F(rcpt_max_age_days), "7", 1, 3650, R},
+    {"rcpt-max-members", K_U32, F(rcpt_max_members), "100000", 1, 16777216, R},
     /* family keys, in families.def order */
     /* users, expiry and operations (docs/OPERATIONS.md) */
-    {"inactive-days", K_U32, F(inactive_days), "30", 0, 36500},
+    {"inactive-days", K_U32, F(inactive_days), "30", 0, 36500, R},
     {"expire-families", K_FAMILIES, F(expire_families_text), "bc dot grp feed",
-     0, 0},
-    {"enable-debug-command", K_YESNO, F(enable_debug_command), "no", 0, 0},
-    {"maxmemory", K_BYTES, F(maxmemory), "0", 0, 0},
-    {"metrics-port", K_U32, F(metrics_port), "0", 0, 65535},
-    {"metrics-bind", K_STR, F(metrics_bind), "127.0.0.1", 0, 0},
+     0, 0, 0},
+    {"enable-debug-command", K_YESNO, F(enable_debug_command), "no", 0, 0, 0},
+    {"maxmemory", K_BYTES, F(maxmemory), "0", 0, 0, R},
+    {"metrics-port", K_U32, F(metrics_port), "0", 0, 65535, 0},
+    {"metrics-bind", K_STR, F(metrics_bind), "127.0.0.1", 0, 0, 0},
     /* limits and authentication (docs/OPERATIONS.md "Security") */
-    {"maxclients", K_U32, F(maxclients), "10000", 1, 1000000},
-    {"timeout", K_U32, F(timeout), "0", 0, 31536000},
-    {"client-output-limit", K_BYTES, F(client_output_limit), "64mb", 0, 0},
-    {"client-input-limit", K_BYTES, F(client_input_limit), "256mb", 0, 0},
+    {"maxclients", K_U32, F(maxclients), "10000", 1, 1000000, R},
+    {"timeout", K_U32, F(timeout), "0", 0, 31536000, R},
+    {"client-output-limit", K_BYTES, F(client_output_limit), "64mb", 0, 0, R},
+    {"client-input-limit", K_BYTES, F(client_input_limit), "256mb", 0, 0, R},
     {"client-output-timeout", K_U32, F(client_output_timeout), "60", 0,
-     31536000},
-    {"requirepass", K_SECRET, F(requirepass), "", 0, 0},
+     31536000, R},
+    {"requirepass", K_SECRET, F(requirepass), "", 0, 0, R},
+    /* introspection (docs/OPERATIONS.md "Redis tools") */
+    {"logfile", K_STR0, F(logfile), "", 0, 0, R},
+    {"slowlog-log-slower-than", K_I64, F(slowlog_slower_than), "10000", 0, 0,
+     R},
+    {"slowlog-max-len", K_U32, F(slowlog_max_len), "128", 0, 1000000, R},
+    {"latency-monitor-threshold", K_U32, F(latency_threshold), "0", 0,
+     86400000, R},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -261,10 +276,15 @@ static int set_bytes(uint64_t *out, const char *name, const char *value,
     return -1;
 }
 
+static int set_alias(struct config *cfg, const char *key, const char *value,
+                     char *err, size_t errlen);
+
 int config_set(struct config *cfg, const char *key, const char *value,
                char *err, size_t errlen)
 {
     const struct key *k = key_find(key);
+    if (k == NULL && set_alias(cfg, key, value, err, errlen) != 1)
+        return err[0] != '\0' ? -1 : 0;
     if (k == NULL) {
         snprintf(err, errlen, "unknown config key '%s'", key);
         return -1;
@@ -333,6 +353,19 @@ int config_set(struct config *cfg, const char *key, const char *value,
     case K_BYTES:
         return set_bytes((uint64_t *)(void *)field, k->name, value, err,
                          errlen);
+    case K_I64: {
+        uint64_t v;
+        bool neg = value[0] == '-';
+        if (ur_parse_uint(value + neg, strlen(value + neg), INT64_MAX, &v) !=
+            UR_NUM_OK) {
+            snprintf(err, errlen, "%s: '%s' is not an integer", k->name,
+                     value);
+            return -1;
+        }
+        *(int64_t *)(void *)field = neg ? -(int64_t)v : (int64_t)v;
+        return 0;
+    }
+    case K_STR0:
     case K_SECRET:
         if (strlen(value) >= CONFIG_STR_MAX) {
             snprintf(err, errlen, "%s: longer than %d bytes", k->name,
@@ -465,40 +498,326 @@ static bool glob_match(const char *p, size_t plen, const char *s)
     return pi == plen;
 }
 
+/* Key k's current value as text into buf (cap >= 32 for numbers; strings
+ * point into cfg). reveal: a secret's real value (CONFIG REWRITE), else
+ * "(set)" or "". */
+static const char *key_text(const struct config *cfg, const struct key *k,
+                            char *buf, size_t cap, bool reveal)
+{
+    const char *field = (const char *)cfg + k->off;
+
+    switch (k->kind) {
+    case K_U32:
+        buf[ur_fmt_u64(buf, *(const uint32_t *)(const void *)field)] = '\0';
+        return buf;
+    case K_LOGLEVEL: {
+        int level = *(const int *)(const void *)field;
+        const char *v = level == LOG_WARN ? "warning" : log_level_name(level);
+        size_t n = strlen(v);
+        /* lower-case for symmetry with the accepted values */
+        for (size_t j = 0; j < n && j < cap - 1; j++)
+            buf[j] = (char)tolower((unsigned char)v[j]);
+        buf[n < cap - 1 ? n : cap - 1] = '\0';
+        return buf;
+    }
+    case K_YESNO:
+        return *(const bool *)(const void *)field ? "yes" : "no";
+    case K_FSYNC:
+        return fsync_names[*(const int *)(const void *)field];
+    case K_BYTES:
+        buf[ur_fmt_u64(buf, *(const uint64_t *)(const void *)field)] = '\0';
+        return buf;
+    case K_I64:
+        snprintf(buf, cap, "%lld",
+                 (long long)*(const int64_t *)(const void *)field);
+        return buf;
+    case K_SECRET:
+        return reveal ? field : field[0] != '\0' ? "(set)" : "";
+    default:
+        return field;
+    }
+}
+
+/*
+ * Redis's names for the same settings, so that Redis tools find them
+ * (redis-benchmark reads save and appendonly; exporters read them too):
+ *   save         "<save-seconds> 1" ("" when 0): a snapshot every
+ *                save-seconds when at least one change happened.
+ *                Setting it takes the smallest seconds of its pairs.
+ *   appendonly   journal         appendfsync  journal-fsync
+ *   databases    1 (one database, SELECT 0), read-only
+ */
+struct alias {
+    const char *name;
+    const char *target; /* NULL: computed here */
+};
+
+static const struct alias aliases[] = {
+    {"save", NULL},
+    {"appendonly", "journal"},
+    {"appendfsync", "journal-fsync"},
+    {"databases", NULL},
+};
+#define NALIASES (sizeof(aliases) / sizeof(aliases[0]))
+
+static const struct alias *alias_find(const char *name)
+{
+    for (size_t i = 0; i < NALIASES; i++)
+        if (strcasecmp(aliases[i].name, name) == 0)
+            return &aliases[i];
+    return NULL;
+}
+
+static const char *alias_text(const struct config *cfg, const struct alias *a,
+                              char *buf, size_t cap)
+{
+    if (a->target != NULL)
+        return key_text(cfg, key_find(a->target), buf, cap, false);
+    if (strcmp(a->name, "databases") == 0)
+        return "1";
+    if (cfg->save_seconds == 0)
+        return "";
+    snprintf(buf, cap, "%u 1", cfg->save_seconds);
+    return buf;
+}
+
 void config_match(const struct config *cfg, const char *pattern, size_t patlen,
                   config_visit_fn fn, void *ctx)
 {
+    char buf[48];
+
     for (size_t i = 0; i < NKEYS; i++) {
         const struct key *k = &keys[i];
-        if (!glob_match(pattern, patlen, k->name))
-            continue;
-        const char *field = (const char *)cfg + k->off;
-        char num[24];
-        const char *value = field;
-        if (k->kind == K_U32) {
-            num[ur_fmt_u64(num, *(const uint32_t *)(const void *)field)] = '\0';
-            value = num;
-        } else if (k->kind == K_LOGLEVEL) {
-            int level = *(const int *)(const void *)field;
-            value = level == LOG_WARN ? "warning" : log_level_name(level);
-            /* lower-case for symmetry with the accepted values */
-            size_t n = strlen(value);
-            for (size_t j = 0; j < n && j < sizeof(num) - 1; j++)
-                num[j] = (char)tolower((unsigned char)value[j]);
-            num[n < sizeof(num) - 1 ? n : sizeof(num) - 1] = '\0';
-            value = num;
-        } else if (k->kind == K_YESNO) {
-            value = *(const bool *)(const void *)field ? "yes" : "no";
-        } else if (k->kind == K_FSYNC) {
-            value = fsync_names[*(const int *)(const void *)field];
-        } else if (k->kind == K_BYTES) {
-            num[ur_fmt_u64(num, *(const uint64_t *)(const void *)field)] = '\0';
-            value = num;
-        } else if (k->kind == K_SECRET) {
-            value = field[0] != '\0' ? "(set)" : "";
-        }
-        fn(k->name, value, ctx);
+        if (glob_match(pattern, patlen, k->name))
+            fn(k->name, key_text(cfg, k, buf, sizeof(buf), false), ctx);
     }
+    for (size_t i = 0; i < NALIASES; i++)
+        if (glob_match(pattern, patlen, aliases[i].name))
+            fn(aliases[i].name, alias_text(cfg, &aliases[i], buf, sizeof(buf)),
+               ctx);
+}
+
+/* save "S1 C1 S2 C2 ...": the smallest S (see aliases); "" is 0. */
+static int set_save(struct config *cfg, const char *value, char *err,
+                    size_t errlen)
+{
+    uint64_t best = 0, v;
+    unsigned words = 0;
+    const char *p = value;
+
+    for (;;) {
+        size_t len;
+
+        while (*p == ' ')
+            p++;
+        if (*p == '\0')
+            break;
+        len = strcspn(p, " ");
+        if (ur_parse_uint(p, len, 31536000, &v) != UR_NUM_OK) {
+            snprintf(err, errlen,
+                     "save: '%s' is not pairs of seconds and changes", value);
+            return -1;
+        }
+        if (words % 2 == 0 && (best == 0 || v < best))
+            best = v;
+        words++;
+        p += len;
+    }
+    if (words % 2 != 0) {
+        snprintf(err, errlen, "save: '%s' is not pairs of seconds and changes",
+                 value);
+        return -1;
+    }
+    cfg->save_seconds = (uint32_t)best;
+    return 0;
+}
+
+/* 1 when key is no alias; else what setting it returned (err "" when
+ * it worked). */
+static int set_alias(struct config *cfg, const char *key, const char *value,
+                     char *err, size_t errlen)
+{
+    const struct alias *a = alias_find(key);
+
+    err[0] = '\0';
+    if (a == NULL)
+        return 1;
+    if (a->target != NULL)
+        return config_set(cfg, a->target, value, err, errlen);
+    if (strcmp(a->name, "save") == 0)
+        return set_save(cfg, value, err, errlen);
+    if (strcmp(value, "1") != 0) {
+        snprintf(err, errlen, "databases: unreadd has one database (1)");
+        return -1;
+    }
+    return 0;
+}
+
+bool config_known(const char *key)
+{
+    return key_find(key) != NULL || alias_find(key) != NULL;
+}
+
+int config_set_runtime(struct config *cfg, const char *key, const char *value,
+                       char *err, size_t errlen)
+{
+    const struct alias *a = alias_find(key);
+    const struct key *k;
+
+    if (a != NULL && a->target == NULL) {
+        if (strcmp(a->name, "save") == 0)
+            return set_save(cfg, value, err, errlen);
+        snprintf(err, errlen, "'%s' is read-only", a->name);
+        return -1;
+    }
+    k = key_find(a != NULL ? a->target : key);
+    if (k == NULL) {
+        snprintf(err, errlen, "unknown config key '%s'", key);
+        return -1;
+    }
+    if (!(k->flags & R)) {
+        snprintf(err, errlen,
+                 "'%s' cannot change while the server runs: set it in the "
+                 "config file (or --%s) and restart",
+                 k->name, k->name);
+        return -1;
+    }
+    return config_set(cfg, k->name, value, err, errlen);
+}
+
+bool config_is_runtime(const char *key)
+{
+    const struct alias *a = alias_find(key);
+    const struct key *k;
+
+    if (a != NULL && a->target == NULL)
+        return strcmp(a->name, "save") == 0;
+    k = key_find(a != NULL ? a->target : key);
+    return k != NULL && (k->flags & R);
+}
+
+const char *config_canonical(const char *key)
+{
+    const struct alias *a = alias_find(key);
+    const struct key *k = key_find(a != NULL && a->target ? a->target : key);
+
+    if (a != NULL && a->target == NULL)
+        return strcmp(a->name, "save") == 0 ? "save-seconds" : NULL;
+    return k != NULL ? k->name : NULL;
+}
+
+/* A value as the config file holds it: quoted when empty or when it has
+ * blanks (the loader strips one pair of quotes). */
+static void put_line(FILE *f, const char *name, const char *value)
+{
+    if (value[0] == '\0' || strpbrk(value, " \t#") != NULL)
+        fprintf(f, "%s \"%s\"\n", name, value);
+    else
+        fprintf(f, "%s %s\n", name, value);
+}
+
+#define REWRITE_MARK "# Generated by CONFIG REWRITE"
+
+/*
+ * CONFIG REWRITE, as Redis does it: every line of the old file stays
+ * (comments, blank lines, unknown text) except the settings, each replaced
+ * by its key's current value at its first occurrence and dropped at the
+ * others; keys that are not in the file and differ from their default are
+ * appended after REWRITE_MARK. Aliases in the file (save, appendonly, ...)
+ * are rewritten under their own names. Written to a temporary file,
+ * fsynced and renamed over the old one.
+ */
+int config_rewrite(const struct config *cfg, const char *path, char *err,
+                   size_t errlen)
+{
+    bool seen[NKEYS] = {false}, seen_alias[NALIASES] = {false};
+    bool marked = false;
+    char tmp[CONFIG_STR_MAX + 32], line[1024], buf[48];
+    FILE *in = fopen(path, "r"), *out;
+    struct config dflt;
+    int fd;
+
+    if (in == NULL && errno != ENOENT) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.rewrite.tmp", path);
+    out = fopen(tmp, "w");
+    if (out == NULL) {
+        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        if (in != NULL)
+            fclose(in);
+        return -1;
+    }
+    while (in != NULL && fgets(line, sizeof(line), in) != NULL) {
+        char word[64];
+        const char *s = line;
+        size_t n;
+
+        while (*s == ' ' || *s == '\t')
+            s++;
+        n = strcspn(s, " \t\r\n");
+        if (*s == '#' || n == 0 || n >= sizeof(word)) {
+            if (strncmp(line, REWRITE_MARK, strlen(REWRITE_MARK)) == 0)
+                marked = true;
+            fputs(line, out);
+            if (line[strlen(line) - 1] != '\n')
+                fputc('\n', out);
+            continue;
+        }
+        memcpy(word, s, n);
+        word[n] = '\0';
+        const struct key *k = key_find(word);
+        const struct alias *a = k == NULL ? alias_find(word) : NULL;
+        if (k != NULL) {
+            size_t i = (size_t)(k - keys);
+            if (!seen[i])
+                put_line(out, k->name,
+                         key_text(cfg, k, buf, sizeof(buf), true));
+            seen[i] = true;
+        } else if (a != NULL) {
+            size_t i = (size_t)(a - aliases);
+            if (!seen_alias[i])
+                put_line(out, a->name, alias_text(cfg, a, buf, sizeof(buf)));
+            seen_alias[i] = true;
+            if (a->target != NULL)
+                seen[key_find(a->target) - keys] = true;
+            else if (strcmp(a->name, "save") == 0)
+                seen[key_find("save-seconds") - keys] = true;
+        } else {
+            fputs(line, out); /* not ours: left as it is */
+        }
+    }
+    config_init(&dflt);
+    for (size_t i = 0; i < NKEYS; i++) {
+        char dbuf[48];
+        const char *v = key_text(cfg, &keys[i], buf, sizeof(buf), true);
+
+        if (seen[i] || strcmp(v, key_text(&dflt, &keys[i], dbuf, sizeof(dbuf),
+                                          true)) == 0)
+            continue;
+        if (!marked)
+            fprintf(out, "\n%s\n", REWRITE_MARK);
+        marked = true;
+        put_line(out, keys[i].name, v);
+    }
+    if (in != NULL)
+        fclose(in);
+    fd = fileno(out);
+    if (fflush(out) != 0 || fsync(fd) != 0) {
+        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        fclose(out);
+        unlink(tmp);
+        return -1;
+    }
+    fclose(out);
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path,
+                 strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
 }
 
 int config_source_by_name(const struct config *cfg, const char *name,

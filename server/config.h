@@ -65,6 +65,12 @@ struct config {
     uint32_t client_output_timeout;   /* seconds without write progress */
     char requirepass[CONFIG_STR_MAX]; /* "" (default): no AUTH needed */
 
+    /* introspection (docs/OPERATIONS.md "Redis tools") */
+    char logfile[CONFIG_STR_MAX];  /* "" (default): stderr */
+    int64_t slowlog_slower_than;   /* microseconds; negative: off */
+    uint32_t slowlog_max_len;      /* entries kept */
+    uint32_t latency_threshold;    /* ms; 0: the latency monitor is off */
+
     char config_file[CONFIG_STR_MAX]; /* "" when none */
 };
 
@@ -102,6 +108,26 @@ void config_match(const struct config *cfg, const char *pattern, size_t patlen,
  * configured. */
 int config_source_by_name(const struct config *cfg, const char *name,
                           size_t len);
+
+/*
+ * CONFIG SET: like config_set, for keys that may change while the server
+ * runs (their table rows say so; the others get an error naming the key),
+ * and for Redis's names of the same settings (save, appendonly,
+ * appendfsync: see config.c). 0, or -1 with a message.
+ */
+int config_set_runtime(struct config *cfg, const char *key, const char *value,
+                       char *err, size_t errlen);
+/* Whether key (or alias) exists / may change at run time. */
+bool config_known(const char *key);
+bool config_is_runtime(const char *key);
+/* The table's name of key or alias (save -> save-seconds); NULL if none. */
+const char *config_canonical(const char *key);
+
+/* CONFIG REWRITE: rewrites the config file at path with the current
+ * values, keeping its comments and layout (config.c). 0, or -1 with a
+ * message. */
+int config_rewrite(const struct config *cfg, const char *path, char *err,
+                   size_t errlen);
 
 /* Counter type by name (case-insensitive); -1 when not configured. */
 int config_type_by_name(const struct config *cfg, const char *name, size_t len);

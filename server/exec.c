@@ -126,14 +126,54 @@ static bool stage(struct server *srv, const struct ur_op *op, uint32_t argc,
     return false;
 }
 
+/*
+ * After every command: its time (the executor's share of a request: from
+ * the end of the previous command of the same read, or from its own
+ * start, to now: one clock read per command on the network path, see
+ * server.h cmd_ns), INFO commandstats and errorstats, SLOWLOG, the
+ * latency monitor, CLIENT LIST's idle and cmd, and MONITOR.
+ */
+static void exec_done(struct server *srv, struct session *sess,
+                      const struct ur_op *op, uint32_t argc,
+                      const struct ur_arg *argv, const struct reply *r,
+                      uint64_t t0)
+{
+    uint64_t now = server_mono_ns();
+    uint64_t usec = (now - t0) / 1000;
+    int64_t slower = srv->cfg.slowlog_slower_than;
+
+    srv->cmd_ns = now;
+    srv->stats.op_usec[op->index] += usec;
+    if (r->status != UR_E_OK && r->status < UR_E__COUNT)
+        srv->stats.err_by_code[r->status]++;
+    if (slower >= 0 && usec >= (uint64_t)slower)
+        slowlog_add(&srv->slowlog, srv->cfg.slowlog_max_len,
+                    server_now_ms() / 1000, usec, op->name, argc, argv,
+                    sess->client ? sess->client->addr : "",
+                    sess->client && sess->client->name ? sess->client->name
+                                                       : "");
+    if (srv->cfg.latency_threshold != 0)
+        latency_add(&srv->latency, LAT_COMMAND, server_now_ms() / 1000,
+                    usec / 1000, srv->cfg.latency_threshold);
+    if (sess->client != NULL) {
+        sess->client->last_ms = now / 1000000u;
+        if (srv->clist.monitors != 0)
+            clients_monitor_feed(srv, sess, op, argc, argv);
+    }
+}
+
 void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
              uint32_t argc, const struct ur_arg *argv, struct reply *r)
 {
     struct exec_ctx x = {srv, sess, op, argc, argv, r, false};
     bool pinned = exec_clock_pin(srv);
+    uint64_t t0 = srv->cmd_clock ? srv->cmd_ns : server_mono_ns();
+    bool ran = false;
 
     srv->stats.commands++;
     srv->stats.calls[op->index]++;
+    if (sess->client != NULL)
+        sess->client->last_op = (int16_t)op->index;
     if (session_needs_auth(srv, sess) && !(op->flags & OPF_NOAUTH)) {
         reply_err(r, UR_E_NOAUTH, "Authentication required.");
     } else if (!exec_arity_ok(op, argc)) {
@@ -141,6 +181,7 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
     } else if (!refused_oom(srv, op, r) &&
                !((op->flags & OPF_WRITE) && exec_refuse_write(srv, r)) &&
                stage(srv, op, argc, argv, r)) {
+        ran = true;
         handlers[op->index](&x);
         if (r->status == UR_E_OK)
             x.dirty |= users_mark_active(srv, op, argc, argv,
@@ -152,9 +193,12 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
     if (r->status != UR_E_OK) {
         srv->stats.errors++;
         srv->stats.op_errors[op->index]++;
+        if (!ran)
+            srv->stats.op_rejected[op->index]++;
     }
     if (pinned)
         srv->clock_pinned = false;
+    exec_done(srv, sess, op, argc, argv, r, t0);
 }
 
 /* Copies a client-supplied name for an error message: printable ASCII
@@ -174,6 +218,7 @@ static void unknown(struct server *srv, struct reply *r, const char *fmt,
 {
     srv->stats.commands++;
     srv->stats.errors++;
+    srv->stats.err_by_code[UR_E_UNKNOWN]++;
     reply_err(r, UR_E_UNKNOWN, fmt, what);
 }
 
@@ -220,19 +265,41 @@ void exec_prefetch(const struct server *srv, uint16_t opcode, uint64_t uid,
     db_prefetch_user(&srv->db, db_family_of_opcode(opcode), uid, stage);
 }
 
+/*
+ * Every integer argument is in 0..UR_INT_MAX (proto.h), on both protocols:
+ * what one protocol stores the other can read back, and a RESP integer
+ * reply never exceeds a signed 64-bit client's range. Decimal text may
+ * have leading zeros (redis-benchmark's zero-padded __rand_int__).
+ */
 bool arg_u64(struct exec_ctx *x, uint32_t i, const char *what, uint64_t *out)
 {
     const struct ur_arg *a = &x->argv[i];
+    char text[32];
+
     if (a->kind == UR_ARG_INT) {
-        *out = a->num;
-        return true;
+        if (a->num <= UR_INT_MAX) {
+            *out = a->num;
+            return true;
+        }
+        reply_err(x->r, UR_E_BADARG,
+                  "%s %llu is out of range: integers are 0..%lld", what,
+                  (unsigned long long)a->num, (long long)UR_INT_MAX);
+        return false;
     }
-    if (ur_parse_u64(a->str, a->len, out))
+    switch (ur_parse_uint(a->str, a->len, UR_INT_MAX, out)) {
+    case UR_NUM_OK:
         return true;
-    reply_err(x->r, UR_E_BADARG,
-              "%s must be an unsigned 64-bit integer (0..18446744073709551615)",
-              what);
-    return false;
+    case UR_NUM_RANGE:
+        reply_err(x->r, UR_E_BADARG,
+                  "%s %s is out of range: integers are 0..%lld", what,
+                  arg_text(x, i, text, sizeof(text)), (long long)UR_INT_MAX);
+        return false;
+    default:
+        reply_err(x->r, UR_E_BADARG,
+                  "%s '%s' is not an integer (0..%lld, digits only)", what,
+                  arg_text(x, i, text, sizeof(text)), (long long)UR_INT_MAX);
+        return false;
+    }
 }
 
 bool arg_u32(struct exec_ctx *x, uint32_t i, const char *what, uint32_t *out)
@@ -251,9 +318,14 @@ bool arg_u32(struct exec_ctx *x, uint32_t i, const char *what, uint32_t *out)
 bool arg_ctype(struct exec_ctx *x, uint32_t i, unsigned *out)
 {
     const struct ur_arg *a = &x->argv[i];
-    uint64_t v;
-    bool num = a->kind == UR_ARG_INT ? (v = a->num, true)
-                                     : ur_parse_u64(a->str, a->len, &v);
+    uint64_t v = a->num;
+    bool num = a->kind == UR_ARG_INT;
+    if (!num) {
+        enum ur_num st = ur_parse_uint(a->str, a->len, UINT64_MAX, &v);
+        num = st != UR_NUM_SYNTAX;
+        if (st == UR_NUM_RANGE)
+            v = UINT64_MAX;
+    }
     if (num) {
         if (v < 64) {
             *out = (unsigned)v;

@@ -21,11 +21,13 @@
  * Journal replay and tests use a session of their own. */
 struct session {
     uint64_t id;            /* client id, unique for the process lifetime */
-    uint8_t proto;          /* enum reply_proto */
+    uint8_t proto;          /* enum reply_proto (HELLO 3: REPLY_RESP3) */
     bool authed;            /* AUTH succeeded (or none is needed: replay) */
     uint32_t auth_failures; /* failed AUTH attempts (net.c delays the
                                next request after each one) */
     struct multi *multi;    /* the open MULTI transaction (batch.h), or NULL */
+    struct client *client;  /* the connection (clients.h); NULL for replay,
+                               expiry and tests */
 };
 
 /* requirepass is set and this session has not authenticated: only

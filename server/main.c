@@ -46,20 +46,88 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     event_base_loopbreak(base);
 }
 
+/*
+ * SIGHUP: logrotate's "kill -HUP" after moving the log away, or a closed
+ * terminal: reopens the logfile, or is ignored when logging to stderr.
+ * SIGUSR1, SIGUSR2: ignored. None of them stops the server; each says so
+ * in the log (docs/OPERATIONS.md, Signals).
+ */
+static void on_soft_signal(evutil_socket_t sig, short what, void *arg)
+{
+    char err[512];
+
+    (void)what, (void)arg;
+    if (sig == SIGHUP && log_to_file()) {
+        if (log_reopen(err, sizeof(err)) != 0)
+            log_error("SIGHUP: %s; still logging to the old file", err);
+        else
+            log_info("received SIGHUP, log file %s reopened",
+                     server.cfg.logfile);
+        return;
+    }
+    log_info("received %s, ignored (%s)",
+             sig == SIGHUP    ? "SIGHUP"
+             : sig == SIGUSR1 ? "SIGUSR1"
+                              : "SIGUSR2",
+             sig == SIGHUP ? "logging to stderr: nothing to reopen"
+                           : "SIGTERM or SHUTDOWN stops the server");
+}
+
+/*
+ * What the cron sees of persistence, for INFO and the latency monitor:
+ * a snapshot written (rdb_saves), a BGSAVE forked (total_forks, the
+ * "fork" event) and journal fsyncs (the "journal-fsync" event: the last
+ * one's duration when any happened since the previous look, so a burst
+ * within one period shows its last sync).
+ */
+static void observe_persist(struct server *srv)
+{
+    struct persist_info pi;
+    uint64_t now_s = server_now_ms() / 1000;
+
+    if (srv->persist == NULL)
+        return;
+    persist_info(srv->persist, &pi);
+    if (pi.last_save_ms != srv->seen_save_ms && pi.last_save_ms != 0 &&
+        srv->seen_save_ms != 0)
+        srv->rdb_saves++;
+    srv->seen_save_ms = pi.last_save_ms;
+    if (pi.bgsave_in_progress && !srv->seen_bgsave) {
+        srv->total_forks++;
+        latency_add(&srv->latency, LAT_FORK, now_s, pi.fork_us / 1000,
+                    srv->cfg.latency_threshold);
+    }
+    srv->seen_bgsave = pi.bgsave_in_progress;
+    if (pi.fsyncs != srv->seen_fsyncs)
+        latency_add(&srv->latency, LAT_FSYNC, now_s, pi.last_fsync_us / 1000,
+                    srv->cfg.latency_threshold);
+    srv->seen_fsyncs = pi.fsyncs;
+}
+
 static void on_cron(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what, (void)arg;
     server_turn_end(&server);
     persist_cron(server.persist);
+    server_sample(&server);
+    observe_persist(&server);
 }
 
+/* The sweep writes (USER.EXPIRE): it waits while CLIENT PAUSE holds
+ * writes, as Redis pauses its expiry. */
 static void on_expire(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what, (void)arg;
     server_turn_end(&server); /* its expiries see the time now */
-    bool busy = users_expire_cycle(&server, EXPIRE_BUDGET_US);
+    bool paused = server.pause_end_ms > server_mono_ms();
+    uint64_t t0 = server_mono_ns();
+    bool busy = !paused && users_expire_cycle(&server, EXPIRE_BUDGET_US);
     const struct timeval tv = {0, (busy ? EXPIRE_BUSY_MS : CRON_MS) * 1000};
 
+    if (busy)
+        latency_add(&server.latency, LAT_EXPIRE, server_now_ms() / 1000,
+                    (server_mono_ns() - t0) / 1000000,
+                    server.cfg.latency_threshold);
     event_add(expire_ev, &tv);
 }
 
@@ -99,6 +167,12 @@ static int ensure_dir(const char *dir)
         log_error("data dir %s is not a directory", dir);
         return -1;
     }
+    if (access(dir, R_OK | W_OK | X_OK) != 0) {
+        log_error("data dir %s is not writable by this user (uid %d): %s; "
+                  "give it to that user or choose another --dir",
+                  dir, (int)getuid(), strerror(errno));
+        return -1;
+    }
     return 0;
 }
 
@@ -107,6 +181,8 @@ int main(int argc, char **argv)
     char err[2048];
     struct event_base *base = NULL;
     struct event *sigint = NULL, *sigterm = NULL, *cron = NULL;
+    struct event *soft[3] = {NULL, NULL, NULL};
+    static const int soft_sigs[3] = {SIGHUP, SIGUSR1, SIGUSR2};
     const struct timeval cron_tv = {0, CRON_MS * 1000};
     int status = 1;
 
@@ -126,7 +202,15 @@ int main(int argc, char **argv)
         return 1;
     }
     log_set_level((enum log_level)server.cfg.loglevel);
+    if (log_open(server.cfg.logfile, err, sizeof(err)) != 0) {
+        fprintf(stderr, "unreadd: %s\n", err);
+        return 1;
+    }
     signal(SIGPIPE, SIG_IGN);
+    /* Not fatal while loading either; the loop's handlers take over. */
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);
+    signal(SIGUSR2, SIG_IGN);
     /* A file over RLIMIT_FSIZE fails its write (EFBIG) like a full disk. */
     signal(SIGXFSZ, SIG_IGN);
 
@@ -136,12 +220,18 @@ int main(int argc, char **argv)
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
         seed = server_now_ms() ^ ((uint64_t)getpid() << 32);
+    snprintf(server.run_id, sizeof(server.run_id), "%016llx%016llx%08x",
+             (unsigned long long)seed,
+             (unsigned long long)(server_now_ms() ^ (seed >> 7) ^
+                                  ((uint64_t)getpid() << 40)),
+             (unsigned)(seed >> 32) ^ (unsigned)getpid());
     hash_setup(seed);
     if (db_init(&server.db) != 0) {
         log_error("out of memory");
         return 1;
     }
-    server.start_ms = server_now_ms();
+    server.start_ms = server.stat_reset_ms = server_now_ms();
+    server.mem_startup = server.mem_peak = db_bytes(&server.db);
     if (replay_open(&server, err, sizeof(err)) != 0) {
         log_error("%s", err);
         goto out;
@@ -163,6 +253,14 @@ int main(int argc, char **argv)
         log_error("cannot install signal handlers and timers");
         goto out;
     }
+    for (int i = 0; i < 3; i++) {
+        soft[i] = evsignal_new(base, soft_sigs[i], on_soft_signal, NULL);
+        if (soft[i] == NULL || evsignal_add(soft[i], NULL) != 0) {
+            log_error("cannot install signal handlers");
+            goto out;
+        }
+    }
+    server.mux_api = event_base_get_method(base);
     if (metrics_setup(&server, base, err, sizeof(err)) != 0 ||
         net_setup(&server, base, err, sizeof(err)) != 0) {
         log_error("%s", err);
@@ -188,8 +286,16 @@ out:
         event_free(sigint);
     if (sigterm)
         event_free(sigterm);
+    for (int i = 0; i < 3; i++)
+        if (soft[i])
+            event_free(soft[i]);
     if (base)
         event_base_free(base);
     db_deinit(&server.db);
+    slowlog_deinit(&server.slowlog);
+    {
+        char lerr[16];
+        log_open("", lerr, sizeof(lerr)); /* closes the logfile */
+    }
     return status;
 }

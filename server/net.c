@@ -50,7 +50,9 @@
 #include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +128,10 @@ struct conn {
     size_t hold_from;
     uint64_t hold_seq;
     struct session sess;
+    struct client cl;  /* the registry's view (clients.h) */
+    size_t push_mark;  /* out.len when a push began */
+    bool running;      /* its requests are being run (process) */
+    bool pause_wait;   /* input waits for CLIENT PAUSE to end */
     struct conn *next_pending;
     struct conn *prev, *next; /* all connections */
 };
@@ -140,6 +146,7 @@ static const struct timeval *idle_tv; /* `timeout`, or NULL when 0 */
 static const struct timeval *out_tv;  /* client-output-timeout, or NULL */
 static struct conn *pending;
 static struct conn *conns;
+static struct event *pause_ev; /* CLIENT PAUSE's end */
 static struct ur_arg *args; /* scratch: max_args + 1 parsed arguments */
 static char rbuf[READ_CHUNK];
 static struct log_rate accept_log, auth_log, input_log;
@@ -205,6 +212,7 @@ static void conn_close(struct conn *c)
     close(c->fd);
     c->fd = -1;
 
+    clients_remove(srv, &c->cl);
     srv->clients--;
     srv->client_out_bytes -= c->out.len - c->out_sent;
     in_release(c);
@@ -275,6 +283,8 @@ static size_t conn_sendable(struct conn *c)
         c->hold_seq = 0;
     return c->hold_seq != 0 ? c->hold_from : c->out.len;
 }
+static void fd_limit_setup(void);
+static const struct timeval *common_timeout(uint32_t seconds);
 
 /* Writes what it can; arms the write event (and its stall timeout) when
  * the socket is full; lets a paused connection's input run again once
@@ -289,6 +299,8 @@ static void conn_write(struct conn *c)
         if (n > 0) {
             c->out_sent += (size_t)n;
             srv->client_out_bytes -= (size_t)n;
+            srv->stats.net_out_bytes += (size_t)n;
+            srv->stats.writes++;
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -444,6 +456,34 @@ static bool out_full(struct conn *c)
 }
 
 /*
+ * CLIENT PAUSE (docs/OPERATIONS.md): while srv->pause_end_ms is in the
+ * future, a request that must wait (every one with pause_all, else writes:
+ * OPF_WRITE, EXEC and batch frames, op NULL) is left unparsed and the
+ * connection stops reading until the pause ends (pause_release). CLIENT
+ * itself and QUIT never wait, so a paused server can be unpaused.
+ */
+static bool pause_holds(struct conn *c, const struct ur_op *op)
+{
+    if (srv->pause_end_ms == 0)
+        return false;
+    if (server_mono_ms() >= srv->pause_end_ms) {
+        srv->pause_end_ms = 0;
+        return false;
+    }
+    if (op != NULL && (op->code == UR_OP_CLIENT || op->code == UR_OP_QUIT))
+        return false;
+    if (!srv->pause_all && op != NULL && !(op->flags & OPF_WRITE) &&
+        op->code != UR_OP_EXEC)
+        return false;
+    if (!c->pause_wait) {
+        c->pause_wait = true;
+        event_del(c->rev);
+    }
+    c->need = 0;
+    return true;
+}
+
+/*
  * process()'s lookahead on the binary protocol. Before a request runs, the
  * complete requests after it have been glanced at (ur_frame_peek) and the
  * stores told which user each one is about (exec_prefetch), in two
@@ -529,6 +569,9 @@ static size_t process(struct conn *c, const char *data, size_t len)
 
     la.pos = 0;
     la.first = la.count = la.near = 0;
+    c->running = true;
+    srv->cmd_ns = server_mono_ns();
+    srv->cmd_clock = true;
 
     if (c->proto == PROTO_UNKNOWN && len > 0) {
         if ((unsigned char)data[0] == UR_FRAME_MAGIC) {
@@ -553,7 +596,12 @@ static size_t process(struct conn *c, const char *data, size_t len)
             look_ahead(&la, data, len);
             st = ur_frame_parse_request(data + off, len - off, &lim, args, &req,
                                         &used, &hint);
-            if (st == UR_PARSE_OK) {
+            if (st == UR_PARSE_OK &&
+                pause_holds(c, req.op == UR_FRAME_OP_BATCH
+                                   ? NULL
+                                   : ur_op_by_code(req.op))) {
+                break;
+            } else if (st == UR_PARSE_OK) {
                 reply_begin(&r, &c->out, REPLY_BIN, req.id);
                 if (req.op == UR_FRAME_OP_BATCH)
                     batch_exec(srv, &c->sess, &req, &r);
@@ -567,8 +615,11 @@ static size_t process(struct conn *c, const char *data, size_t len)
             uint32_t argc = 0;
             st = ur_resp_parse_request(data + off, len - off, &lim, args, &argc,
                                        &used, &hint);
-            if (st == UR_PARSE_OK && argc > 0) {
-                reply_begin(&r, &c->out, REPLY_RESP, 0);
+            if (st == UR_PARSE_OK && argc > 0 &&
+                pause_holds(c, ur_op_by_name(args[0].str, args[0].len))) {
+                break;
+            } else if (st == UR_PARSE_OK && argc > 0) {
+                reply_begin(&r, &c->out, (enum reply_proto)c->sess.proto, 0);
                 exec_text(srv, &c->sess, argc, args, &r);
                 reply_end(&r);
             } else if (st != UR_PARSE_OK && st != UR_PARSE_NEED_MORE) {
@@ -600,6 +651,8 @@ static size_t process(struct conn *c, const char *data, size_t len)
         if (out_full(c))
             break;
     }
+    srv->cmd_clock = false;
+    c->running = false;
     srv->client_out_bytes += c->out.len - out_before;
     return off;
 }
@@ -695,11 +748,11 @@ static void conn_arm_read(struct conn *c)
  * it anew. */
 static void conn_continue(struct conn *c)
 {
-    if (c->paused || c->delayed || c->close_after)
+    if (c->paused || c->delayed || c->pause_wait || c->close_after)
         return;
     if (c->in.len > 0 && !conn_run(c, NULL, 0))
         return;
-    if (!c->paused && !c->delayed && !c->close_after)
+    if (!c->paused && !c->delayed && !c->pause_wait && !c->close_after)
         conn_arm_read(c);
 }
 
@@ -793,6 +846,147 @@ static void auth_delay(struct conn *c)
     evtimer_add(c->tev, &tv);
 }
 
+/* CLIENT PAUSE ended (its time, or CLIENT UNPAUSE): every connection that
+ * waited runs what it holds and reads again. */
+static void pause_release(void)
+{
+    srv->pause_end_ms = 0;
+    event_del(pause_ev);
+    /* From the head each time: running one connection's requests may
+     * close others (CLIENT KILL), so no pointer is kept across a run. */
+    for (;;) {
+        struct conn *c = conns;
+
+        while (c != NULL && !c->pause_wait)
+            c = c->next;
+        if (c == NULL)
+            return;
+        c->pause_wait = false;
+        conn_continue(c);
+        if (srv->pause_end_ms != 0)
+            return; /* it paused the server again: the rest wait on */
+    }
+}
+
+static void on_pause_end(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what, (void)arg;
+    uint64_t now = server_mono_ms();
+
+    if (srv->pause_end_ms > now) { /* extended meanwhile */
+        const struct timeval tv = {
+            (time_t)((srv->pause_end_ms - now) / 1000),
+            (suseconds_t)((srv->pause_end_ms - now) % 1000 * 1000)};
+        evtimer_add(pause_ev, &tv);
+        return;
+    }
+    pause_release();
+}
+
+/* srv->on_pause: a pause started, changed or ended (CLIENT UNPAUSE sets
+ * pause_end_ms to 0). */
+static void net_pause_changed(struct server *s)
+{
+    (void)s;
+    if (srv->pause_end_ms == 0) {
+        pause_release();
+        return;
+    }
+    event_del(pause_ev);
+    on_pause_end(-1, 0, NULL);
+}
+
+/* srv->on_config: CONFIG SET changed a key read once here. */
+static void net_config_changed(struct server *s, const char *key)
+{
+    (void)s;
+    if (strcmp(key, "timeout") == 0)
+        idle_tv = common_timeout(srv->cfg.timeout);
+    else if (strcmp(key, "client-output-timeout") == 0)
+        out_tv = common_timeout(srv->cfg.client_output_timeout);
+    else if (strcmp(key, "maxclients") == 0)
+        fd_limit_setup();
+}
+
+/* ---- the registry's view of a connection (clients.h) ------------------ */
+
+static struct conn *conn_of(const struct client *cl)
+{
+    return (struct conn *)(void *)((char *)(uintptr_t)cl -
+                                   offsetof(struct conn, cl));
+}
+
+static void io_bufs(const struct client *cl, struct client_bufs *out)
+{
+    const struct conn *c = conn_of(cl);
+
+    out->qbuf = c->in.len;
+    out->qbuf_cap = c->in.cap;
+    out->obuf = c->out.len - c->out_sent;
+    out->obuf_cap = c->out.cap;
+    out->reading = !c->paused && !c->pause_wait && !c->close_after;
+    out->writing = c->want_write;
+}
+
+static void io_kill(struct client *cl)
+{
+    struct conn *c = conn_of(cl);
+
+    if (c->running) { /* its own command: close after the reply */
+        c->close_after = true;
+        event_del(c->rev);
+        return;
+    }
+    conn_close(c);
+}
+
+static struct ur_buf *io_push_out(struct client *cl)
+{
+    struct conn *c = conn_of(cl);
+
+    c->push_mark = c->out.len;
+    return &c->out;
+}
+
+static bool io_push_done(struct client *cl)
+{
+    struct conn *c = conn_of(cl);
+    uint64_t limit = srv->cfg.client_output_limit;
+
+    srv->client_out_bytes += c->out.len - c->push_mark;
+    if (limit != 0 && c->out.len - c->out_sent > limit) {
+        srv->stats.output_limit_closes++;
+        log_debug("client %llu: pushed messages over client-output-limit, "
+                  "closing",
+                  (unsigned long long)c->sess.id);
+        conn_close(c);
+        return false;
+    }
+    queue_flush(c);
+    return true;
+}
+
+static const struct client_io conn_io = {io_bufs, io_kill, io_push_out,
+                                         io_push_done};
+
+/* "ip:port" of a socket address. */
+static void fmt_addr(const struct sockaddr *sa, char *buf, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const void *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const void *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(buf, cap, "%s:%u", host, port);
+}
+
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
@@ -852,6 +1046,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         conn_close(c);
         return;
     }
+    if (n > 0) {
+        srv->stats.net_in_bytes += (size_t)n;
+        srv->stats.reads++;
+    }
     if (n == 0) {
         /* Peer finished sending: answer what it sent, then close. */
         c->close_after = true;
@@ -891,7 +1089,7 @@ static void conn_refuse(evutil_socket_t fd)
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
                       struct sockaddr *addr, int socklen, void *arg)
 {
-    (void)l, (void)addr, (void)socklen, (void)arg;
+    (void)l, (void)socklen, (void)arg;
     if (srv->clients >= srv->cfg.maxclients) {
         conn_refuse(fd);
         return;
@@ -907,6 +1105,18 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 
     c->fd = fd;
     c->sess.id = ++srv->next_client_id;
+    c->sess.client = &c->cl;
+    c->cl.sess = &c->sess;
+    c->cl.io = &conn_io;
+    c->cl.fd = fd;
+    fmt_addr(addr, c->cl.addr, sizeof(c->cl.addr));
+    {
+        struct sockaddr_storage local;
+        socklen_t llen = sizeof(local);
+        if (getsockname(fd, (struct sockaddr *)&local, &llen) == 0)
+            fmt_addr((struct sockaddr *)&local, c->cl.laddr,
+                     sizeof(c->cl.laddr));
+    }
     c->rev = event_new(base, fd, EV_READ | EV_PERSIST, on_read, c);
     c->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, on_writable, c);
     if (c->rev == NULL || c->wev == NULL || event_add(c->rev, idle_tv) != 0) {
@@ -922,6 +1132,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     if (conns)
         conns->prev = c;
     conns = c;
+    clients_add(srv, &c->cl, server_mono_ms());
     srv->clients++;
     srv->stats.connections++;
 }
@@ -1016,10 +1227,13 @@ int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
     flush_ev = event_new(base, -1, 0, on_flush, NULL);
     retry_ev = evtimer_new(base, on_retry, NULL);
     accept_ev = evtimer_new(base, on_accept_rest, NULL);
+    pause_ev = evtimer_new(base, on_pause_end, NULL);
+    srv->on_pause = net_pause_changed;
+    srv->on_config = net_config_changed;
     idle_tv = common_timeout(srv->cfg.timeout);
     out_tv = common_timeout(srv->cfg.client_output_timeout);
     if (args == NULL || flush_ev == NULL || retry_ev == NULL ||
-        accept_ev == NULL || (srv->cfg.timeout && idle_tv == NULL) ||
+        accept_ev == NULL || pause_ev == NULL || (srv->cfg.timeout && idle_tv == NULL) ||
         (srv->cfg.client_output_timeout && out_tv == NULL)) {
         snprintf(err, errlen, "out of memory");
         goto error;
@@ -1045,7 +1259,7 @@ int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
         ai->ai_addr, (int)ai->ai_addrlen);
     if (listener != NULL && srv->cfg.requirepass[0] == '\0' &&
         !is_loopback(ai->ai_addr))
-        log_warn("WARNING: listening on %s:%u, not a loopback address, "
+        log_warn("listening on %s:%u, not a loopback address, "
                  "without requirepass: anyone who can reach this port can "
                  "read and change every count. Set requirepass, or bind "
                  "127.0.0.1 (docs/OPERATIONS.md, Security)",
@@ -1069,6 +1283,9 @@ error:
     if (accept_ev)
         event_free(accept_ev);
     accept_ev = NULL;
+    if (pause_ev)
+        event_free(pause_ev);
+    pause_ev = NULL;
     free(args);
     args = NULL;
     return -1;
@@ -1091,6 +1308,11 @@ void net_teardown(void)
     if (accept_ev)
         event_free(accept_ev);
     accept_ev = NULL;
+    if (pause_ev)
+        event_free(pause_ev);
+    pause_ev = NULL;
+    srv->on_pause = NULL;
+    srv->on_config = NULL;
     free(args);
     args = NULL;
 }

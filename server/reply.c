@@ -5,6 +5,7 @@
 #include "reply.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "frame.h"
@@ -35,6 +36,16 @@ void reply_begin(struct reply *r, struct ur_buf *out, enum reply_proto proto,
     r->close_after = false;
     if (proto == REPLY_BIN)
         check(r, ur_frame_reply_begin(out, id, &r->hdr_off));
+}
+
+void reply_begin_push(struct reply *r, struct ur_buf *out,
+                      enum reply_proto proto)
+{
+    reply_begin(r, out, proto == REPLY_BIN ? REPLY_RESP : proto, 0);
+    if (proto == REPLY_BIN) {
+        r->proto = REPLY_BIN;
+        check(r, ur_frame_push_begin(out, &r->hdr_off));
+    }
 }
 
 void reply_end(struct reply *r)
@@ -78,8 +89,22 @@ void reply_end_elem(struct reply *sub, struct reply *parent)
 
 void reply_int(struct reply *r, uint64_t v)
 {
-    check(r, r->proto == REPLY_BIN ? ur_frame_put_int(r->out, v)
-                                   : ur_resp_put_int(r->out, v));
+    if (r->proto == REPLY_BIN) {
+        check(r, ur_frame_put_int(r->out, v));
+    } else if (v <= (uint64_t)INT64_MAX) {
+        check(r, ur_resp_put_int(r->out, v));
+    } else if (r->proto == REPLY_RESP3) {
+        check(r, ur_resp_put_bignum3(r->out, v));
+    } else {
+        char num[24];
+        check(r, ur_resp_put_str(r->out, num, ur_fmt_u64(num, v)));
+    }
+}
+
+void reply_i64(struct reply *r, int64_t v)
+{
+    check(r, r->proto == REPLY_BIN ? ur_frame_put_sint(r->out, v)
+                                   : ur_resp_put_i64(r->out, v));
 }
 
 void reply_str(struct reply *r, const char *s, size_t n)
@@ -99,10 +124,91 @@ void reply_arr(struct reply *r, uint32_t count)
                                    : ur_resp_put_arr(r->out, count));
 }
 
+static void agg(struct reply *r, char type, uint32_t count)
+{
+    if (r->proto == REPLY_BIN)
+        check(r, ur_frame_put_arr(r->out, count));
+    else
+        check(r, ur_resp_put_agg(r->out,
+                                 r->proto == REPLY_RESP3 ? type : '*', count));
+}
+
+void reply_map(struct reply *r, uint32_t pairs)
+{
+    if (r->proto == REPLY_RESP3)
+        agg(r, '%', pairs);
+    else
+        agg(r, '*', pairs * 2);
+}
+
+void reply_set(struct reply *r, uint32_t count)
+{
+    agg(r, '~', count);
+}
+
+void reply_push(struct reply *r, uint32_t count)
+{
+    agg(r, '>', count);
+}
+
 void reply_nil(struct reply *r)
 {
-    check(r, r->proto == REPLY_BIN ? ur_frame_put_nil(r->out)
-                                   : ur_resp_put_nil(r->out));
+    if (r->proto == REPLY_BIN)
+        check(r, ur_frame_put_nil(r->out));
+    else if (r->proto == REPLY_RESP3)
+        check(r, ur_resp_put_null3(r->out));
+    else
+        check(r, ur_resp_put_nil(r->out));
+}
+
+void reply_bool(struct reply *r, bool v)
+{
+    if (r->proto == REPLY_RESP3)
+        check(r, ur_resp_put_bool3(r->out, v));
+    else
+        reply_int(r, v ? 1 : 0);
+}
+
+void reply_double(struct reply *r, double v)
+{
+    char num[40];
+    int n;
+
+    if (r->proto == REPLY_RESP3) {
+        check(r, ur_resp_put_double3(r->out, v));
+        return;
+    }
+    n = snprintf(num, sizeof(num), "%.17g", v);
+    reply_str(r, num, (size_t)n);
+}
+
+void reply_fmt(struct reply *r, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        r->oom = true;
+        return;
+    }
+    if ((size_t)n < sizeof(small)) {
+        reply_str(r, small, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (big == NULL) {
+        r->oom = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    reply_str(r, big, (size_t)n);
+    free(big);
 }
 
 void reply_status(struct reply *r, const char *s)
@@ -156,7 +262,24 @@ size_t reply_arr_defer(struct reply *r)
     return mark;
 }
 
+static void defer_finish(struct reply *r, size_t mark, char type,
+                         uint32_t count);
+
 void reply_arr_finish(struct reply *r, size_t mark, uint32_t count)
+{
+    defer_finish(r, mark, '*', count);
+}
+
+void reply_map_finish(struct reply *r, size_t mark, uint32_t pairs)
+{
+    if (r->proto == REPLY_RESP3)
+        defer_finish(r, mark, '%', pairs);
+    else
+        defer_finish(r, mark, '*', pairs * 2);
+}
+
+static void defer_finish(struct reply *r, size_t mark, char type,
+                         uint32_t count)
 {
     if (r->oom)
         return;
@@ -174,7 +297,7 @@ void reply_arr_finish(struct reply *r, size_t mark, uint32_t count)
     }
     /* RESP: the header's width depends on count; shift the elements. */
     char hdr[RESP_ARR_ROOM];
-    int n = snprintf(hdr, sizeof(hdr), "*%u\r\n", count);
+    int n = snprintf(hdr, sizeof(hdr), "%c%u\r\n", type, count);
     if (ur_buf_reserve(r->out, (size_t)n) != 0) {
         r->oom = true;
         return;

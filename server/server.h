@@ -9,11 +9,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "clients.h"
 #include "config.h"
 #include "db.h"
 #include "ops.h"
+#include "slowlog.h"
 
 #define UNREADD_VERSION "0.1.0"
+/* INFO's redis_version and HELLO's version: the Redis release whose
+ * protocol and introspection commands unreadd answers like, for tools that
+ * decide what to send from it (redis_exporter, redis-cli). */
+#define UNREADD_REDIS_COMPAT "7.0.0"
 
 struct stats {
     uint64_t connections;  /* accepted since start */
@@ -31,7 +37,25 @@ struct stats {
     uint64_t auth_failures;       /* AUTH with a wrong password */
     uint64_t calls[UR_OP_COUNT];
     uint64_t op_errors[UR_OP_COUNT];
+    uint64_t op_usec[UR_OP_COUNT];     /* time spent running each op */
+    uint64_t op_rejected[UR_OP_COUNT]; /* refused before running (NOAUTH,
+                                          arity, OOM, MISCONF) */
+    uint64_t err_by_code[UR_E__COUNT]; /* error replies per code */
+    uint64_t net_in_bytes;  /* read from clients */
+    uint64_t net_out_bytes; /* written to clients */
+    uint64_t reads, writes; /* read(2) / write(2) calls that moved bytes */
 };
+
+/* instantaneous_*: samples of a counter every 100 ms (server_sample, from
+ * main.c's cron), averaged over the last STATS_SAMPLES, as Redis does. */
+#define STATS_SAMPLES 16
+struct inst_metric {
+    uint64_t last_value;
+    uint64_t last_ms;
+    uint64_t samples[STATS_SAMPLES]; /* per second */
+    unsigned idx;
+};
+enum { INST_OPS, INST_NET_IN, INST_NET_OUT, INST_COUNT };
 
 /* Inactive-user expiry (server/users.c): the sweep's state and figures,
  * for INFO and /metrics. */
@@ -83,7 +107,43 @@ struct server {
     uint64_t turn_wall_ms;
     bool shutdown_asap; /* SHUTDOWN ran: the loop ends after this turn */
     struct expiry expiry;
+    /* Redis-style introspection (docs/OPERATIONS.md): clients, per-command
+     * timing, SLOWLOG and LATENCY, CLIENT PAUSE. */
+    struct client_list clist;
+    uint64_t cmd_ns;   /* monotonic ns at which the next command starts */
+    bool cmd_clock;    /* cmd_ns is set (net.c, while it runs requests) */
+    struct slowlog slowlog;
+    struct latency latency;
+    uint64_t pause_end_ms; /* CLIENT PAUSE until this monotonic ms; 0: none */
+    bool pause_all;        /* ... every command, not only writes */
+    struct inst_metric inst[INST_COUNT];
+    char run_id[41]; /* random, hex: INFO run_id */
+    const char *mux_api;  /* libevent's backend: INFO multiplexing_api */
+    size_t mem_peak;      /* the largest used_memory seen (INFO, cron) */
+    size_t mem_startup;   /* used_memory when the server started */
+    /* Persistence as the cron sees it (main.c observe_persist): snapshots
+     * written, BGSAVE forks, the figures last seen. */
+    uint64_t rdb_saves, total_forks;
+    uint64_t seen_save_ms, seen_fork_us, seen_fsyncs;
+    bool seen_bgsave;
+    /* Set by net.c (NULL without a network): CLIENT PAUSE / UNPAUSE
+     * changed pause_end_ms; CONFIG SET changed a key net.c reads once. */
+    void (*on_pause)(struct server *srv);
+    void (*on_config)(struct server *srv, const char *key);
+    uint64_t stat_reset_ms; /* CONFIG RESETSTAT (or start), wall clock */
 };
+
+/* Monotonic clock, nanoseconds and milliseconds. */
+uint64_t server_mono_ns(void);
+static inline uint64_t server_mono_ms(void)
+{
+    return server_mono_ns() / 1000000u;
+}
+
+/* One 100 ms sample of the instantaneous metrics (main.c's cron). */
+void server_sample(struct server *srv);
+/* A metric's average rate per second over the last samples. */
+uint64_t server_inst(const struct server *srv, int which);
 
 /* Wall clock, milliseconds since the epoch. */
 uint64_t server_now_ms(void);

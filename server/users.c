@@ -32,7 +32,8 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
         return false;
     if (argv[0].kind == UR_ARG_INT)
         uid = argv[0].num;
-    else if (!ur_parse_u64(argv[0].str, argv[0].len, &uid))
+    else if (ur_parse_uint(argv[0].str, argv[0].len, UR_INT_MAX, &uid) !=
+             UR_NUM_OK)
         return false;
     fam = db_family_of_opcode(op->code);
     if (changed && fam < FAM_COUNT && srv->db.expired_pending[fam] != 0)

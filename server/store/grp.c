@@ -920,6 +920,11 @@ static void member_visit(uint64_t uid, uint32_t n, const uint64_t *e, void *ctx)
     }
 }
 
+size_t grp_users(const struct grp_store *s)
+{
+    return listmap_users(s->members);
+}
+
 size_t grp_scan_members(const struct grp_store *s, uint64_t *cursor, size_t max,
                         grp_member_fn fn, void *ctx)
 {

@@ -261,6 +261,8 @@ int grp_restore_member(struct grp_store *s, uint64_t uid, uint32_t group,
 /* Memberships held. (Mentions are not entries: they live in the
  * memberships' bytes.) */
 size_t grp_entries(const struct grp_store *s);
+/* Users with at least one membership. */
+size_t grp_users(const struct grp_store *s);
 /* Bytes held: tables, groups, windows, membership records (requested
  * sizes). */
 size_t grp_bytes(const struct grp_store *s);

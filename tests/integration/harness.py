@@ -557,7 +557,7 @@ HDR = struct.Struct("<BBHIIHH")  # magic, version, op/status, id, len, argc, fla
 assert HDR.size == 16
 
 ARG_INT, ARG_STR = 0x01, 0x02
-V_INT, V_STR, V_ARR, V_NIL, V_STATUS, V_ERR = 1, 2, 3, 4, 5, 6
+V_INT, V_STR, V_ARR, V_NIL, V_STATUS, V_ERR, V_SINT = 1, 2, 3, 4, 5, 6, 7
 
 
 def encode_arg(a):
@@ -595,6 +595,9 @@ def decode_value(body, pos=0, depth=0):
     if kind == V_INT:
         need(8)
         return struct.unpack_from("<Q", body, pos)[0], pos + 8
+    if kind == V_SINT:
+        need(8)
+        return struct.unpack_from("<q", body, pos)[0], pos + 8
     if kind in (V_STR, V_STATUS):
         need(4)
         n = struct.unpack_from("<I", body, pos)[0]

@@ -330,13 +330,14 @@ def test_open_files_limit_is_raised_or_maxclients_lowered():
 
 
 def test_listening_beyond_loopback_without_requirepass_warns():
-    warning = "WARNING: listening on 0.0.0.0"
+    warning = "WARN listening on 0.0.0.0"
     with Server(bind="0.0.0.0") as srv:
         assert warning in srv.stderr_text()
+        assert "WARN WARNING" not in srv.stderr_text()
     with Server(bind="0.0.0.0", requirepass=PW) as srv:
         assert warning not in srv.stderr_text()
     with Server() as srv:
-        assert "WARNING" not in srv.stderr_text()
+        assert "WARN" not in srv.stderr_text()
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,124 @@
+/*
+ * clients.h - the client registry: what the server knows of each
+ * connection beyond its session, for CLIENT LIST/INFO/KILL/SETNAME,
+ * MONITOR and INFO clients (Redis's `client` struct, without the socket).
+ *
+ * net.c owns the connections: it embeds a struct client in each, fills
+ * the addresses at accept, registers it (clients_add) and unregisters it
+ * before the close (clients_remove). What only the network knows (buffer
+ * sizes, how to close, how to send a message nobody asked for) it offers
+ * through struct client_io, so that handlers here never touch a socket and
+ * the executor still runs without a network (replay, unit tests, fuzzers:
+ * their sessions have no client).
+ *
+ * Pushing: clients_push_begin gives a reply writer on a client's output,
+ * in its protocol (reply.h reply_begin_push: RESP as it is, a push frame
+ * on the binary protocol); clients_push_end queues it for the flush and
+ * closes the client once its unsent output passes client-output-limit.
+ * MONITOR uses it; pub/sub messages can use it the same way. A message is
+ * only ever pushed between two replies of the receiving connection (never
+ * to the connection whose command is running).
+ */
+#ifndef UR_CLIENTS_H
+#define UR_CLIENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "ops.h"
+#include "proto.h"
+#include "reply.h"
+
+struct server;
+struct session;
+
+#define CLIENT_ADDR_MAX 64
+#define CLIENT_NAME_MAX 128 /* CLIENT SETNAME, lib-name, lib-ver */
+
+/* Figures of one connection that only the network layer has. */
+struct client_bufs {
+    size_t qbuf;     /* unparsed input bytes held */
+    size_t qbuf_cap; /* ... and the buffer's size */
+    size_t obuf;     /* reply bytes not yet sent */
+    size_t obuf_cap; /* ... and the buffer's size */
+    bool reading;    /* the read event is armed (events=r) */
+    bool writing;    /* the write event is armed (events=w) */
+};
+
+struct client;
+
+struct client_io {
+    void (*bufs)(const struct client *cl, struct client_bufs *out);
+    /* Closes the connection at once (never the one whose command runs:
+     * that one closes after its reply, see cmd_CLIENT). */
+    void (*kill)(struct client *cl);
+    /* The output buffer a push is written to, and the flush after it;
+     * push_done returns false when the connection was closed (over
+     * client-output-limit). */
+    struct ur_buf *(*push_out)(struct client *cl);
+    bool (*push_done)(struct client *cl);
+};
+
+enum client_flag {
+    CLIENT_MONITOR = 1u << 0, /* receives every command (MONITOR) */
+    CLIENT_KILLED = 1u << 1   /* CLIENT KILL: closes after this reply */
+};
+
+struct client {
+    struct session *sess;
+    const struct client_io *io;
+    uint32_t flags; /* enum client_flag */
+    int fd;
+    char addr[CLIENT_ADDR_MAX];  /* peer "ip:port" */
+    char laddr[CLIENT_ADDR_MAX]; /* local "ip:port" */
+    char *name;                  /* CLIENT SETNAME; NULL: none */
+    char *lib_name, *lib_ver;    /* CLIENT SETINFO; NULL: none */
+    uint64_t ctime_ms;           /* connected at (wall clock) */
+    uint64_t last_ms;            /* last command at (wall clock) */
+    int16_t last_op;             /* index of the last command; -1 none */
+    struct client *prev, *next;  /* the registry */
+};
+
+/* The registry (in struct server): every connected client, newest first,
+ * and how many of them are monitors. */
+struct client_list {
+    struct client *head;
+    uint32_t monitors;
+};
+
+/* Registers cl (its sess, io, fd and addresses set by the caller). */
+void clients_add(struct server *srv, struct client *cl, uint64_t now_ms);
+/* Unregisters cl and frees what it holds (name, lib-name, lib-ver). */
+void clients_remove(struct server *srv, struct client *cl);
+
+/* The client with this id, or NULL. O(clients). */
+struct client *clients_find(struct server *srv, uint64_t id);
+
+/* One CLIENT LIST / CLIENT INFO line (no newline) into b. 0 or -1. */
+int clients_describe(const struct server *srv, const struct client *cl,
+                     uint64_t now_ms, struct ur_buf *b);
+
+/* Sets a name field (name, lib-name, lib-ver) to s[0..n), or clears it
+ * when n is 0. 0, or -1 on allocation failure (unchanged). */
+int clients_set_str(char **field, const char *s, size_t n);
+
+/* Starts / ends a push to cl (see above). */
+void clients_push_begin(struct client *cl, struct reply *r);
+bool clients_push_end(struct client *cl, struct reply *r);
+
+/* Makes sess's client a monitor; false when sess has no client. */
+bool clients_monitor(struct server *srv, struct session *sess);
+
+/*
+ * After a command ran: sends it, as Redis's MONITOR shows it, to every
+ * monitor but the client that sent it. AUTH's and HELLO's arguments and
+ * CONFIG SET requirepass's value are redacted. Commands of sessions with
+ * no client (replay, expiry) are not shown.
+ */
+void clients_monitor_feed(struct server *srv, const struct session *sess,
+                          const struct ur_op *op, uint32_t argc,
+                          const struct ur_arg *argv);
+
+#endif
