@@ -70,8 +70,12 @@ $(BUILD)/libunread.a: $(CLIENT_OBJ) $(PROTO_OBJ)
 $(BUILD)/libunread.so: $(CLIENT_OBJ) $(PROTO_OBJ)
 	$(CC) $(SAN) -shared $(LDFLAGS) -o $@ $^ -lxxhash
 
+# unread-cli's line editing and history: libedit (Debian libedit-dev).
+$(BUILD)/obj/client-lib/unread-cli.o: ALL_CFLAGS += \
+    $(shell pkg-config --cflags libedit 2>/dev/null)
 $(BUILD)/unread-cli: $(call obj,$(CLI_SRC)) $(BUILD)/libunread.a
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS) \
+	    $(shell pkg-config --libs libedit 2>/dev/null || echo -ledit)
 
 # The example service of docs/CLIENT.md, built so it cannot rot.
 all: $(BUILD)/badge_service
@@ -138,7 +142,8 @@ SHARDS_ARGS ?=
 bench-shards: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 	@python3 bench/shards.py --build $(BUILD) $(SHARDS_ARGS)
 
-run: deps-quiet $(BUILD)/unreadd
+# Everything the README's tour uses (unread-cli too), then the server.
+run: deps-quiet $(BUILD)/unreadd $(BUILD)/unread-cli
 	$(BUILD)/unreadd --dir ./data
 
 test: deps all

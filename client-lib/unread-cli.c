@@ -21,7 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
+
+#include <editline/readline.h>
 
 #include "ops.h"
 #include "proto.h"
@@ -460,28 +463,107 @@ static bool word_is(const char *w, size_t n, const char *s)
     return true;
 }
 
+/* ---- Line editing (libedit) on a terminal ------------------------------ */
+
+/* Completion of the first word: command names from the op table. */
+static char *complete_name(const char *text, int state)
+{
+    static unsigned i;
+    static size_t len;
+
+    if (state == 0) {
+        i = 0;
+        len = strlen(text);
+    }
+    while (i < UR_OP_COUNT) {
+        const char *name = ur_ops[i++].name;
+
+        if (strncasecmp(name, text, len) == 0)
+            return strdup(name);
+    }
+    return NULL;
+}
+
+static char **complete(const char *text, int start, int end)
+{
+    (void)end;
+    rl_attempted_completion_over = 1;
+    return start == 0 ? rl_completion_matches(text, complete_name) : NULL;
+}
+
+/* ~/.unreadcli_history, or $UNREADCLI_HISTFILE ("/dev/null": none), as
+ * redis-cli keeps ~/.rediscli_history. */
+static char *history_path(void)
+{
+    const char *env = getenv("UNREADCLI_HISTFILE");
+    const char *home = getenv("HOME");
+    char *path;
+
+    if (env != NULL && env[0] != '\0')
+        return strcmp(env, "/dev/null") == 0 ? NULL : strdup(env);
+    if (home == NULL || home[0] == '\0')
+        return NULL;
+    path = malloc(strlen(home) + sizeof("/.unreadcli_history"));
+    if (path != NULL)
+        sprintf(path, "%s/.unreadcli_history", home);
+    return path;
+}
+
+/* The prompt redis-cli shows: where commands go, or that nothing is
+ * connected (a failure is retried with each command). */
+static void prompt_text(const struct cli *cli, char *buf, size_t cap)
+{
+    if (cli->cluster != NULL)
+        snprintf(buf, cap, "%s> ", cli->cluster);
+    else if (cli->conn != NULL && unread_fd(cli->conn) >= 0)
+        snprintf(buf, cap, "%s:%u> ", cli->host, (unsigned)cli->port);
+    else
+        snprintf(buf, cap, "not connected> ");
+}
+
 static int cli_repl(struct cli *cli)
 {
     char *line = NULL, *out = NULL, **words = NULL;
     size_t cap = 0, outcap = 0, *lens = NULL, max;
     bool prompt = isatty(STDIN_FILENO);
+    bool edit = prompt && isatty(STDOUT_FILENO);
+    char *hist = edit ? history_path() : NULL;
+    char ptext[300];
     long n;
+
+    if (edit) {
+        rl_readline_name = "unread-cli";
+        rl_attempted_completion_function = complete;
+        using_history();
+        stifle_history(1000);
+        if (hist != NULL)
+            read_history(hist);
+    }
 
     /* Connect up front, as redis-cli does, so the prompt tells the truth;
      * a failure is reported and retried with each command. */
     (void)cli_connect(cli);
     for (;;) {
-        if (prompt) {
-            if (cli->cluster != NULL)
-                printf("%s> ", cli->cluster);
-            else if (cli->conn != NULL && unread_fd(cli->conn) >= 0)
-                printf("%s:%u> ", cli->host, (unsigned)cli->port);
-            else
-                printf("not connected> ");
-            fflush(stdout);
+        if (edit) {
+            prompt_text(cli, ptext, sizeof(ptext));
+            free(line);
+            line = readline(ptext);
+            if (line == NULL)
+                break;
+            if (line[0] != '\0') {
+                add_history(line);
+                if (hist != NULL)
+                    write_history(hist);
+            }
+        } else {
+            if (prompt) {
+                prompt_text(cli, ptext, sizeof(ptext));
+                fputs(ptext, stdout);
+                fflush(stdout);
+            }
+            if (read_line(stdin, &line, &cap) == NULL)
+                break;
         }
-        if (read_line(stdin, &line, &cap) == NULL)
-            break;
         max = strlen(line) + 1;
         if (max > outcap) {
             free(out);
@@ -509,8 +591,9 @@ static int cli_repl(struct cli *cli)
             break;
         cli_run(cli, (size_t)n, words, lens);
     }
-    if (prompt && feof(stdin))
+    if (prompt && (edit || feof(stdin)))
         putchar('\n');
+    free(hist);
     free(line);
     free(out);
     free(words);
@@ -540,7 +623,10 @@ static void usage(FILE *f)
             "             marked degraded (exit status 2)\n"
             "  --raw      print replies raw even on a terminal\n"
             "  --no-raw   print replies in the human form even when piped\n"
-            "Without a command, reads commands from stdin, one per line.\n"
+            "  --version  print the version and exit\n"
+            "Without a command, reads commands from stdin, one per line;\n"
+            "on a terminal with line editing, completion of command names\n"
+            "and history in ~/.unreadcli_history ($UNREADCLI_HISTFILE).\n"
             "Exit status: 0, 1 on an error, 2 on a degraded answer.\n",
             (unsigned)UNREAD_DEFAULT_PORT);
 }
@@ -570,6 +656,10 @@ int main(int argc, char **argv)
             raw = 0;
         } else if (strcmp(argv[i], "--help") == 0) {
             usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--version") == 0 ||
+                   strcmp(argv[i], "-v") == 0) {
+            printf("unread-cli %s\n", UNREAD_VERSION);
             return 0;
         } else if (strcmp(argv[i], "-h") == 0 && i + 1 < argc) {
             cli.host = argv[++i];

@@ -130,6 +130,8 @@ struct persist {
     uint64_t child_dirty;
     uint64_t child_start_ms;
     uint64_t fork_us;      /* how long the last fork blocked the server */
+    uint64_t forks;        /* BGSAVE children forked */
+    uint64_t saves;        /* snapshots written (SAVE and BGSAVE) */
     uint64_t last_save_ms; /* last successful snapshot (wall clock), or 0 */
     uint64_t last_try_ms;  /* last snapshot attempt */
     uint64_t last_save_dur_ms;
@@ -899,6 +901,7 @@ static void save_done(struct persist *p, bool ok, uint64_t start_ms,
     if (!ok)
         return;
     p->last_save_ms = now;
+    p->saves++;
     p->dirty -= dirty_at_start < p->dirty ? dirty_at_start : p->dirty;
     if (fs_path(path, sizeof(path), p->dir, PERSIST_SNAPSHOT) == 0 &&
         stat(path, &st) == 0) {
@@ -994,6 +997,7 @@ int persist_bgsave(struct persist *p, char *err, size_t errlen)
     if (pid == 0)
         child_run(p, seg, parent);
     p->fork_us = now_us() - t0;
+    p->forks++;
     p->child = pid;
     p->child_resync = resync;
     p->child_seg = seg;
@@ -1335,4 +1339,6 @@ void persist_info(const struct persist *p, struct persist_info *o)
     o->loaded_records = p->loaded_records;
     o->load_ms = p->load_ms;
     o->fork_us = p->fork_us;
+    o->forks = p->forks;
+    o->saves = p->saves;
 }

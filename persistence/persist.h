@@ -187,6 +187,8 @@ struct persist_info {
     uint64_t loaded_records;  /* journal records replayed at start */
     uint64_t load_ms;         /* time taken by start-up recovery */
     uint64_t fork_us;         /* the last BGSAVE's fork, blocking */
+    uint64_t forks;           /* BGSAVE children forked since start */
+    uint64_t saves;           /* snapshots written since start */
 };
 void persist_info(const struct persist *p, struct persist_info *out);
 

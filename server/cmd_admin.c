@@ -286,7 +286,11 @@ void cmd_CONFIG(struct exec_ctx *x)
 {
     char text[65], err[512];
 
-    if (arg_is(x, 0, "GET") && x->argc >= 2) {
+    if (arg_is(x, 0, "GET") && x->argc == 1) {
+        reply_err(x->r, UR_E_ARITY,
+                  "wrong number of arguments for 'CONFIG GET' (CONFIG GET "
+                  "pattern [pattern ...])");
+    } else if (arg_is(x, 0, "GET")) {
         config_get(x);
     } else if (arg_is(x, 0, "SET")) {
         config_set_pairs(x);

@@ -222,7 +222,7 @@ static void sec_persistence(struct info *in, const struct server *srv)
         (ull)pi.changes_since_save, pi.bgsave_in_progress,
         (ull)(pi.last_save_ms / 1000), pi.last_save_ok ? "ok" : "err",
         pi.last_save_ms ? (long long)(pi.last_save_duration_ms / 1000) : -1LL,
-        (ull)srv->rdb_saves);
+        (ull)pi.saves);
     add(in,
         "aof_enabled:%d\r\naof_rewrite_in_progress:0\r\n"
         "aof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\n"
@@ -302,7 +302,7 @@ static void sec_stats(struct info *in, const struct server *srv)
         "current_active_defrag_time:0\r\ntracking_total_keys:0\r\n"
         "tracking_total_items:0\r\ntracking_total_prefixes:0\r\n",
         (ull)srv->expiry.users, (ull)(srv->expiry.cycle_us / 1000),
-        (ull)pi.fork_us, (ull)srv->total_forks);
+        (ull)pi.fork_us, (ull)pi.forks);
     add(in,
         "unexpected_error_replies:0\r\ntotal_error_replies:%llu\r\n"
         "dump_payload_sanitizations:0\r\ntotal_reads_processed:%llu\r\n"

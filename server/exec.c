@@ -282,8 +282,8 @@ bool arg_u64(struct exec_ctx *x, uint32_t i, const char *what, uint64_t *out)
             return true;
         }
         reply_err(x->r, UR_E_BADARG,
-                  "%s %llu is out of range: integers are 0..%lld", what,
-                  (unsigned long long)a->num, (long long)UR_INT_MAX);
+                  "%s must be at most %lld (Redis's integer range); got %llu",
+                  what, (long long)UR_INT_MAX, (unsigned long long)a->num);
         return false;
     }
     switch (ur_parse_uint(a->str, a->len, UR_INT_MAX, out)) {
@@ -291,13 +291,15 @@ bool arg_u64(struct exec_ctx *x, uint32_t i, const char *what, uint64_t *out)
         return true;
     case UR_NUM_RANGE:
         reply_err(x->r, UR_E_BADARG,
-                  "%s %s is out of range: integers are 0..%lld", what,
-                  arg_text(x, i, text, sizeof(text)), (long long)UR_INT_MAX);
+                  "%s must be at most %lld (Redis's integer range); got %s",
+                  what, (long long)UR_INT_MAX,
+                  arg_text(x, i, text, sizeof(text)));
         return false;
     default:
         reply_err(x->r, UR_E_BADARG,
-                  "%s '%s' is not an integer (0..%lld, digits only)", what,
-                  arg_text(x, i, text, sizeof(text)), (long long)UR_INT_MAX);
+                  "%s must be an integer (0..%lld, decimal digits); got '%s'",
+                  what, (long long)UR_INT_MAX,
+                  arg_text(x, i, text, sizeof(text)));
         return false;
     }
 }

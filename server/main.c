@@ -74,11 +74,10 @@ static void on_soft_signal(evutil_socket_t sig, short what, void *arg)
 }
 
 /*
- * What the cron sees of persistence, for INFO and the latency monitor:
- * a snapshot written (rdb_saves), a BGSAVE forked (total_forks, the
- * "fork" event) and journal fsyncs (the "journal-fsync" event: the last
- * one's duration when any happened since the previous look, so a burst
- * within one period shows its last sync).
+ * What the cron sees of persistence, for the latency monitor: a BGSAVE
+ * forked (the "fork" event) and journal fsyncs (the "journal-fsync"
+ * event: the last one's duration when any happened since the previous
+ * look, so a burst within one period shows its last sync).
  */
 static void observe_persist(struct server *srv)
 {
@@ -88,16 +87,10 @@ static void observe_persist(struct server *srv)
     if (srv->persist == NULL)
         return;
     persist_info(srv->persist, &pi);
-    if (pi.last_save_ms != srv->seen_save_ms && pi.last_save_ms != 0 &&
-        srv->seen_save_ms != 0)
-        srv->rdb_saves++;
-    srv->seen_save_ms = pi.last_save_ms;
-    if (pi.bgsave_in_progress && !srv->seen_bgsave) {
-        srv->total_forks++;
+    if (pi.forks != srv->total_forks)
         latency_add(&srv->latency, LAT_FORK, now_s, pi.fork_us / 1000,
                     srv->cfg.latency_threshold);
-    }
-    srv->seen_bgsave = pi.bgsave_in_progress;
+    srv->total_forks = pi.forks;
     if (pi.fsyncs != srv->seen_fsyncs)
         latency_add(&srv->latency, LAT_FSYNC, now_s, pi.last_fsync_us / 1000,
                     srv->cfg.latency_threshold);

@@ -1106,6 +1106,9 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     c->fd = fd;
     c->sess.id = ++srv->next_client_id;
     c->sess.client = &c->cl;
+    /* As Redis: a connection made while no password is set stays in when
+     * CONFIG SET requirepass sets one later. */
+    c->sess.authed = srv->cfg.requirepass[0] == '\0';
     c->cl.sess = &c->sess;
     c->cl.io = &conn_io;
     c->cl.fd = fd;

@@ -121,11 +121,8 @@ struct server {
     const char *mux_api;  /* libevent's backend: INFO multiplexing_api */
     size_t mem_peak;      /* the largest used_memory seen (INFO, cron) */
     size_t mem_startup;   /* used_memory when the server started */
-    /* Persistence as the cron sees it (main.c observe_persist): snapshots
-     * written, BGSAVE forks, the figures last seen. */
-    uint64_t rdb_saves, total_forks;
-    uint64_t seen_save_ms, seen_fork_us, seen_fsyncs;
-    bool seen_bgsave;
+    /* Persistence as the cron saw it last (main.c observe_persist). */
+    uint64_t total_forks, seen_fsyncs;
     /* Set by net.c (NULL without a network): CLIENT PAUSE / UNPAUSE
      * changed pause_end_ms; CONFIG SET changed a key net.c reads once. */
     void (*on_pause)(struct server *srv);

@@ -43,8 +43,8 @@ void slowlog_add(struct slowlog *sl, uint32_t max_len, uint64_t time_s,
                  const char *client_name)
 {
     /* Strings kept: the name, then arguments; past SLOWLOG_ARGS the last
-     * one says how many more there were. */
-    uint32_t shown = argc + 1 > SLOWLOG_ARGS ? SLOWLOG_ARGS - 1 : argc;
+     * one says how many more there were (as Redis: 32 strings at most). */
+    uint32_t shown = argc + 1 > SLOWLOG_ARGS ? SLOWLOG_ARGS - 2 : argc;
     uint32_t total = shown + 1 + (shown < argc ? 1 : 0);
     char more[48], num[24], tail[48];
     size_t bytes = strlen(name) + 1;

@@ -22,12 +22,17 @@ for what in "$@"; do
         want libevent-dev pkg-config --exists libevent
         want libxxhash-dev pkg-config --exists libxxhash
         want liblz4-dev pkg-config --exists liblz4
+        want libedit-dev pkg-config --exists libedit
         ;;
     test)
         want python3 command -v python3
         want redis-tools command -v redis-cli
         want netcat-openbsd command -v nc
         want redis-server command -v redis-server
+        # Real Redis clients and tools driving unreadd (test_clients.py)
+        want python3-redis /usr/bin/python3 -c "import redis"
+        want libhiredis-dev pkg-config --exists hiredis
+        want prometheus-redis-exporter command -v prometheus-redis-exporter
         ;;
     bench)
         want redis-server command -v redis-server

@@ -47,6 +47,8 @@ WRAPPER = shlex.split(os.environ.get("UNREADD_WRAPPER", ""))
 TIMEOUT = float(os.environ.get("UNREADD_TEST_IO_TIMEOUT", "10"))
 U32_MAX = 4294967295
 U64_MAX = 18446744073709551615
+# The integer range every argument shares (proto.h UR_INT_MAX).
+ID_MAX = 9223372036854775807
 TYPE_NAMES = ["mention", "comment", "like", "dm", "system"]
 
 SANITIZER_MARKERS = (
@@ -124,6 +126,22 @@ class Err:
         if self.code is None:
             return "Err(%r)" % self.text
         return "Err(code=%d, %r)" % (self.code, self.text)
+
+
+class Push(list):
+    """A RESP3 push message (">")."""
+
+
+class RSet(list):
+    """A RESP3 set ("~"), kept in wire order."""
+
+
+class BigNum(int):
+    """A RESP3 big number ("(")."""
+
+
+class Double(float):
+    """A RESP3 double (",")."""
 
 
 class ConnectionClosed(Exception):
@@ -492,6 +510,28 @@ class Resp(Raw):
             if n == -1:
                 return None
             return [self.read_reply(depth + 1) for _ in range(n)]
+        # RESP3 (after HELLO 3)
+        if t == b"%":
+            out = {}
+            for _ in range(int(rest)):
+                k = self.read_reply(depth + 1)
+                out[k] = self.read_reply(depth + 1)
+            return out
+        if t == b"~":
+            return RSet(self.read_reply(depth + 1) for _ in range(int(rest)))
+        if t == b">":
+            return Push(self.read_reply(depth + 1) for _ in range(int(rest)))
+        if t == b"_":
+            assert rest == b"", "bad null %r" % line
+            return None
+        if t == b"#":
+            assert rest in (b"t", b"f"), "bad boolean %r" % line
+            return rest == b"t"
+        if t == b",":
+            return Double(rest.decode())
+        if t == b"(":
+            assert re.fullmatch(rb"-?[0-9]+", rest), "bad big number %r" % line
+            return BigNum(int(rest))
         raise AssertionError("not a RESP reply: %r" % line[:80])
 
     def cmd(self, *args):
@@ -702,7 +742,7 @@ class Bin(Raw):
 # fresh client of each protocol sees exactly them.
 
 SEED = [
-    (1001, 0, 3), (1001, 3, 7), (1002, 63, 5), (U64_MAX, 1, 2),
+    (1001, 0, 3), (1001, 3, 7), (1002, 63, 5), (ID_MAX, 1, 2),
     (0, 4, U32_MAX),
 ]
 

@@ -24,12 +24,14 @@ def test_hello_describes_the_server():
         assert d["version"]
 
 
-def test_hello_2_is_accepted_and_hello_3_is_noproto():
+def test_hello_2_and_3_are_accepted_and_4_is_noproto():
     with Server() as srv, srv.resp() as c:
         assert pairs(c.cmd("HELLO", 2))["proto"] == 2
-        assert_err(c.cmd("HELLO", 3), "NOPROTO")
+        assert_err(c.cmd("HELLO", 4), "NOPROTO")
+        assert_err(c.cmd("HELLO", 1), "NOPROTO")
         assert_err(c.cmd("HELLO", "x"))
         assert c.cmd("PING") == "PONG"  # still usable after NOPROTO
+        assert c.cmd("HELLO", 3)[b"proto"] == 3  # a RESP3 map
 
 
 def test_hello_ids_differ_per_connection():
@@ -324,7 +326,8 @@ def test_logs_are_timestamped_lines_with_a_level():
         c.wait_closed(5)
     lines = [x for x in srv.stderr_text().splitlines() if x.strip()]
     assert len(lines) >= 3, lines  # ready, ..., shutting down
-    line_re = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} "
+    # ISO 8601 in UTC, marked Z.
+    line_re = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "
                          r"\[\d+\] (DEBUG|INFO|WARN|ERROR) \S")
     for line in lines:
         assert line_re.match(line), line

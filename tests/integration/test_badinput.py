@@ -383,8 +383,8 @@ def test_resp_wrong_arity_too_few_and_too_many(srv):
 @bad_input_test
 def test_resp_bad_and_out_of_range_ids(srv):
     with srv.resp() as c:
-        for uid in ("18446744073709551616", "-1", "abc", "1.5", "", " 1",
-                    "1 ", "01", "1\x00", "\x00"):
+        for uid in ("18446744073709551616", "9223372036854775808", "-1",
+                    "abc", "1.5", "", " 1", "1 ", "+1", "1\x00", "\x00"):
             assert_err(c.cmd("CNT.INCR", uid, 0), "ERR uid must be")
             assert_err(c.cmd("CNT.SET", uid, 0, 5), "ERR uid must be")
             assert_err(c.cmd("CNT.CLEAR", uid), "ERR uid must be")
@@ -393,6 +393,8 @@ def test_resp_bad_and_out_of_range_ids(srv):
         for d in ("-1", "x", "18446744073709551616", "1.0"):
             assert_err(c.cmd("CNT.INCR", 1001, 0, d))
             assert_err(c.cmd("CNT.DECR", 1001, 0, d))
+        # Leading zeros are the same number (redis-benchmark pads them).
+        assert c.cmd("CNT.GET", "0001001", "00") == 3
 
 
 # --------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import random
 import signal
 import tempfile
 
-from harness import E, U64_MAX, Server, info_flat, is_err, run_cli
+from harness import E, ID_MAX, U64_MAX, Server, info_flat, is_err, run_cli
 from ways import Via, each_way, lib_connect, libunread
 
 
@@ -46,10 +46,10 @@ def test_channels_are_independent(bc):
     assert bc("BC.UNREAD", 7, 2) == 0  # nothing published yet
     assert bc("BC.PUBLISH", 2) == 1
     assert bc("BC.UNREAD", 7, 2) == 1  # the first publish counts
-    assert bc("BC.PUBLISH", U64_MAX) == 1
+    assert bc("BC.PUBLISH", ID_MAX) == 1
     assert bc("BC.PUBLISH", 0) == 1
     assert bc("BC.UNREAD", 7, 0) == 0
-    assert bc("BC.UNREAD", U64_MAX, U64_MAX) == 0
+    assert bc("BC.UNREAD", ID_MAX, ID_MAX) == 0
     bc("BC.READ", 7, 2)
     bc("BC.PUBLISH", 0)
     assert bc("BC.UNREAD", 7, 0) == 1
@@ -68,7 +68,7 @@ def test_unread_is_not_capped(bc):
 def test_bad_numbers_are_refused(bc):
     bc("BC.UNREAD", 1, 5)
     bc("BC.PUBLISH", 5)
-    for bad in ("x", "-1", "1.5", "0x10", "+1", str(U64_MAX + 1)):
+    for bad in ("x", "-1", "1.5", "0x10", "+1", str(ID_MAX + 1)):
         bc.bad(bc("BC.PUBLISH", bad), "ERR ch must be")
         bc.bad(bc("BC.UNREAD", bad, 5), "ERR uid must be")
         bc.bad(bc("BC.UNREAD", 1, bad), "ERR ch must be")
@@ -172,8 +172,8 @@ def test_random_ops_match_model_across_protocols():
     head, off = {}, {}
     with Server() as srv:
         ways = [Via(srv, k) for k in ("resp", "inline", "binary")]
-        uids = [0, 1, U64_MAX] + [rng.randrange(1 << 64) for _ in range(8)]
-        chans = [0, 3, U64_MAX] + [rng.randrange(1 << 64) for _ in range(2)]
+        uids = [0, 1, ID_MAX] + [rng.randrange(1 << 63) for _ in range(8)]
+        chans = [0, 3, ID_MAX] + [rng.randrange(1 << 63) for _ in range(2)]
         for i in range(2000):
             via = rng.choice(ways)
             u, ch = rng.choice(uids), rng.choice(chans)

@@ -80,7 +80,7 @@ def test_decimal_string_arguments_are_accepted_for_integers():
     with Server() as srv, srv.bin() as b:
         assert b.call("CNT.INCR", b"42", b"3", b"2") == [2, 2]
         assert b.call("CNT.GET", 42, b"3") == 2
-        assert b.call("CNT.INCR", b"18446744073709551615", 0) == [1, 1]
+        assert b.call("CNT.INCR", b"9223372036854775807", 0) == [1, 1]
 
 
 def test_non_canonical_string_arguments_are_badarg():
@@ -136,6 +136,7 @@ def test_hello_over_binary():
         assert b.call("HELLO", 1)[1] == b"unreadd"
         assert_err(b.call("HELLO", 2), None, E["NOPROTO"])
         assert_err(b.call("HELLO", 3), None, E["NOPROTO"])
+        assert_err(b.call("HELLO", 0), None, E["NOPROTO"])
         assert b.call("PING") == "PONG"
 
 

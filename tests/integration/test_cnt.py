@@ -8,7 +8,7 @@ against a Python model.
 import os
 import random
 
-from harness import (E, U32_MAX, U64_MAX, TYPE_NAMES, Err, Server,
+from harness import (E, U32_MAX, ID_MAX, U64_MAX, TYPE_NAMES, Err, Server,
                      assert_err, is_err)
 
 TYPE_NUM = {n: i for i, n in enumerate(TYPE_NAMES)}
@@ -175,15 +175,15 @@ def test_set_rejects_value_over_u32(cnt):
 
 @each_way
 def test_uid_range_is_u64(cnt):
-    assert cnt("CNT.INCR", U64_MAX, 0) == [1, 1]
+    assert cnt("CNT.INCR", ID_MAX, 0) == [1, 1]
     assert cnt("CNT.INCR", 0, 0, 2) == [2, 2]
-    assert cnt("CNT.TOTAL", U64_MAX) == 1
+    assert cnt("CNT.TOTAL", ID_MAX) == 1
     assert cnt("CNT.TOTAL", 0) == 2
-    for bad in (str(U64_MAX + 1), "-1", "abc", "1.5", "99999999999999999999999",
+    for bad in (str(ID_MAX + 1), "-1", "abc", "1.5", "99999999999999999999999",
                 "0x10", "+1", "1e3"):
         r = cnt("CNT.INCR", bad, 0)
         cnt.bad(r, "ERR uid must be")
-    assert cnt("CNT.TOTAL", U64_MAX) == 1
+    assert cnt("CNT.TOTAL", ID_MAX) == 1
     assert cnt("CNT.TOTAL", 0) == 2
 
 
@@ -272,7 +272,7 @@ def test_random_ops_match_model_across_protocols():
     m = Model()
     with Server() as srv:
         ways = [Via(srv, k) for k in ("resp", "inline", "binary")]
-        uids = [0, 1, 2, U64_MAX] + [rng.randrange(1 << 64) for _ in range(8)]
+        uids = [0, 1, 2, ID_MAX] + [rng.randrange(1 << 63) for _ in range(8)]
 
         def typ(via):
             t = rng.choice([0, 1, 2, 3, 4, 5, 6, 31, 62, 63])

@@ -8,7 +8,7 @@ import os
 import random
 import time
 
-from harness import (E, U64_MAX, Server, assert_err, info_flat, is_err,
+from harness import (E, ID_MAX, U64_MAX, Server, assert_err, info_flat, is_err,
                      run_cli)
 from ways import Via, each_way, lib_connect, libunread
 
@@ -34,10 +34,10 @@ def test_push_then_click_then_push_again(dot):
 def test_several_dots_in_one_call(dot):
     dot("DOT.PUSH", 10, 100)
     dot("DOT.PUSH", 11, 100)
-    dot("DOT.PUSH", U64_MAX, 100)
+    dot("DOT.PUSH", ID_MAX, 100)
     dot("DOT.CLICK", 7, 11, 200)
     dot("DOT.CLICK", 7, 12, 200)  # 12 never pushed
-    assert dot("DOT.CHECK", 7, 10, 11, 12, U64_MAX, 0, 10) == [1, 0, 0, 1, 0, 1]
+    assert dot("DOT.CHECK", 7, 10, 11, 12, ID_MAX, 0, 10) == [1, 0, 0, 1, 0, 1]
 
 
 @each_way
@@ -89,14 +89,14 @@ def test_ts_range(dot):
     assert dot("DOT.CLICK", 1, 1, TS_MAX) == 0
     assert dot("DOT.CHECK", 1, 1) == [0]
     dot.bad(dot("DOT.PUSH", 2, TS_MAX + 1), "ERR ts must be at most")
-    dot.bad(dot("DOT.CLICK", 1, 2, U64_MAX), "ERR ts must be at most")
+    dot.bad(dot("DOT.CLICK", 1, 2, ID_MAX), "ERR ts must be at most")
     assert dot("DOT.CHECK", 1, 2) == [0]  # nothing pushed
 
 
 @each_way
 def test_bad_numbers_are_refused(dot):
     dot("DOT.PUSH", 5, 100)
-    for bad in ("x", "-1", "1.5", "0x10", "+1", str(U64_MAX + 1)):
+    for bad in ("x", "-1", "1.5", "0x10", "+1", str(ID_MAX + 1)):
         dot.bad(dot("DOT.PUSH", bad, 100), "ERR dot must be")
         dot.bad(dot("DOT.PUSH", 6, bad), "ERR ts must be")
         dot.bad(dot("DOT.CLICK", bad, 5, 200), "ERR uid must be")
@@ -215,8 +215,8 @@ def test_random_ops_match_model_across_protocols():
     push, click = {}, {}
     with Server() as srv:
         ways = [Via(srv, k) for k in ("resp", "inline", "binary")]
-        uids = [0, 1, U64_MAX] + [rng.randrange(1 << 64) for _ in range(6)]
-        dots = [0, 2, U64_MAX] + [rng.randrange(1 << 64) for _ in range(6)]
+        uids = [0, 1, ID_MAX] + [rng.randrange(1 << 63) for _ in range(6)]
+        dots = [0, 2, ID_MAX] + [rng.randrange(1 << 63) for _ in range(6)]
 
         def shown(u, d):
             return int(d in push and click.get((u, d), -1) < push[d])

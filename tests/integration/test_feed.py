@@ -9,7 +9,7 @@ import os
 import random
 import subprocess
 
-from harness import (E, U32_MAX, U64_MAX, UNREADD, Server, assert_err,
+from harness import (E, U32_MAX, ID_MAX, U64_MAX, UNREADD, Server, assert_err,
                      free_port, info_flat, is_err, run_cli)
 from ways import Via, each_way, lib_connect, libunread
 
@@ -111,15 +111,15 @@ def test_follow_limit(feed):
 def test_saturation(feed):
     assert feed("FEED.POST", 1, U32_MAX - 1) == U32_MAX - 1
     assert feed("FEED.POST", 1, 5) == U32_MAX
-    assert feed("FEED.POST", 1, U64_MAX) == U32_MAX
-    assert feed("FEED.UNPOST", 1, U64_MAX) == 0
+    assert feed("FEED.POST", 1, ID_MAX) == U32_MAX
+    assert feed("FEED.UNPOST", 1, ID_MAX) == 0
 
 
 @each_way
 def test_bad_numbers_are_refused(feed):
     feed("FEED.FOLLOW", 1, 2)
     feed("FEED.POST", 2)
-    for bad in ("x", "-1", "1.5", "0x10", "+1", str(U64_MAX + 1)):
+    for bad in ("x", "-1", "1.5", "0x10", "+1", str(ID_MAX + 1)):
         feed.bad(feed("FEED.POST", bad), "ERR author must be")
         feed.bad(feed("FEED.POST", 2, bad), "ERR n must be")
         feed.bad(feed("FEED.UNPOST", bad, 1), "ERR author must be")
@@ -160,7 +160,7 @@ def test_max_follows_config():
 
 def test_two_thousand_followees():
     with Server() as srv, srv.bin() as b:
-        authors = [U64_MAX - i * 7919 for i in range(2000)]
+        authors = [ID_MAX - i * 7919 for i in range(2000)]
         assert b.pipeline([("FEED.FOLLOW", 42, a) for a in authors]) == \
             [1] * 2000
         assert b.pipeline([("FEED.POST", a) for a in authors[::40]]) == \
@@ -260,8 +260,8 @@ def test_random_ops_match_model_across_protocols():
     m = Model(cap=20, max_follows=6)
     with Server(unread_cap=m.cap, feed_max_follows=m.max_follows) as srv:
         ways = [Via(srv, k) for k in ("resp", "inline", "binary")]
-        uids = [0, 1, U64_MAX] + [rng.randrange(1 << 64) for _ in range(5)]
-        authors = [0, 3, U64_MAX] + [rng.randrange(1 << 64) for _ in range(7)]
+        uids = [0, 1, ID_MAX] + [rng.randrange(1 << 63) for _ in range(5)]
+        authors = [0, 3, ID_MAX] + [rng.randrange(1 << 63) for _ in range(7)]
         for i in range(2000):
             via = rng.choice(ways)
             u, a = rng.choice(uids), rng.choice(authors)

@@ -13,7 +13,7 @@ import signal
 import tempfile
 import time
 
-from harness import E, U64_MAX, Server, assert_err, info_flat, is_err, run_cli
+from harness import E, ID_MAX, U64_MAX, Server, assert_err, info_flat, is_err, run_cli
 from ways import Via, each_way, lib_connect, libunread
 
 CAP = 5
@@ -33,7 +33,7 @@ def test_seqs_are_dense_from_one_per_group(grp):
     assert grp("GRP.POST", 10, 1001) == 2
     assert grp("GRP.POST", 20, 1002) == 1
     assert grp("GRP.POST", 10) == 3  # ts omitted: the server's clock
-    assert grp("GRP.POST", U64_MAX, 5) == 1
+    assert grp("GRP.POST", ID_MAX, 5) == 1
     assert grp("GRP.POST", 0, 5) == 1
     assert grp("GRP.POST", 20, 0) == 2
 
@@ -139,13 +139,13 @@ def test_leave_and_non_members_read_zero(grp):
 
 @each_way(unread_cap=CAP)
 def test_list_shows_unread_groups_by_gid(grp):
-    gids = [900, 3, U64_MAX, 0, 42]
+    gids = [900, 3, ID_MAX, 0, 42]
     for i, g in enumerate(gids):
         grp("GRP.JOIN", 1, g)
         for _ in range(i + 1):
             grp("GRP.POST", g, 10)
     grp("GRP.SEEN", 1, 42)
-    assert grp("GRP.LIST", 1) == [0, 4, 3, 2, 900, 1, U64_MAX, 3]
+    assert grp("GRP.LIST", 1) == [0, 4, 3, 2, 900, 1, ID_MAX, 3]
     assert grp("GRP.LIST", 2) == []
 
 
@@ -175,7 +175,7 @@ def test_omitted_post_ts_is_the_server_clock(grp):
 def test_bad_numbers_are_refused(grp):
     grp("GRP.JOIN", 1, 5)
     grp("GRP.POST", 5, 100)
-    for bad in ("x", "-1", "1.5", "0x10", "+1", str(U64_MAX + 1)):
+    for bad in ("x", "-1", "1.5", "0x10", "+1", str(ID_MAX + 1)):
         grp.bad(grp("GRP.POST", bad), "ERR gid must be")
         grp.bad(grp("GRP.POST", 5, bad), "ERR ts must be")
         grp.bad(grp("GRP.JOIN", bad, 5), "ERR uid must be")
@@ -636,8 +636,8 @@ def test_random_ops_match_model_across_protocols():
     m = Model()
     with Server(unread_cap=CAP, grp_max_groups=4) as srv:
         ways = [Via(srv, k) for k in ("resp", "inline", "binary")]
-        uids = [0, 1, U64_MAX] + [rng.randrange(1 << 64) for _ in range(4)]
-        gids = [0, 7, U64_MAX] + [rng.randrange(1 << 64) for _ in range(3)]
+        uids = [0, 1, ID_MAX] + [rng.randrange(1 << 63) for _ in range(4)]
+        gids = [0, 7, ID_MAX] + [rng.randrange(1 << 63) for _ in range(3)]
         now = 10000
         for i in range(2500):
             via = rng.choice(ways)

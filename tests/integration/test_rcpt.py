@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (E, U64_MAX, UNREADD, Server, assert_err, info_dict,
+from harness import (E, ID_MAX, U64_MAX, UNREADD, Server, assert_err, info_dict,
                      info_flat, is_err, run_cli)
 from ways import Via, each_way, lib_connect, libunread
 
@@ -103,8 +103,8 @@ def test_readupto_marks_tracked_messages_up_to_msgid(rc):
     assert rc("RCPT.COUNT", 4, 20) == [2, 0]
     assert rc("RCPT.COUNT", 4, 50) == [1, 1]
     assert rc("RCPT.COUNT", 4, 60) == [0, 2]
-    assert rc("RCPT.READUPTO", 4, 9, U64_MAX) == 0  # not a member
-    assert rc("RCPT.READUPTO", 99, 1, U64_MAX) == 0  # unknown group
+    assert rc("RCPT.READUPTO", 4, 9, ID_MAX) == 0  # not a member
+    assert rc("RCPT.READUPTO", 99, 1, ID_MAX) == 0  # unknown group
 
 
 @each_way

@@ -5,7 +5,7 @@ libunread; FLUSHALL; bad input.
 
 import ctypes
 
-from harness import E, U64_MAX, Server, assert_err, info_dict, \
+from harness import E, ID_MAX, U64_MAX, Server, assert_err, info_dict, \
     run_cli, run_redis_cli
 from ways import each_way, lib_connect, libunread
 
@@ -70,7 +70,7 @@ def test_info_explains_every_count(via):
 
 @each_way
 def test_info_of_an_unknown_user(via):
-    lines = text(via("USER.INFO", U64_MAX))
+    lines = text(via("USER.INFO", ID_MAX))
     assert lines[0] == "cnt: total=0"
     assert lines[-1].startswith("active: not tracked")
     assert len(lines) == 8
@@ -90,7 +90,7 @@ def test_del_erases_everywhere_but_the_anonymous_receipt(via):
     # 42 read message 1000 before it was erased: still counted, anonymous.
     assert via("RCPT.COUNT", 40, 1000) == [1, 0]
     listed = via("RCPT.LIST", 40, 1000, "READ")
-    assert U64_MAX in listed and 42 not in listed
+    assert None in listed and 42 not in listed  # a null: erased
     assert via("RCPT.SEND", 40, 1001, 99) == 1  # only 43 now
     # Reads as new everywhere; the other user keeps everything.
     assert via("BC.UNREAD", 42, 1) == 0
@@ -157,7 +157,7 @@ def test_bad_input(via):
     for cmd in (("USER.INFO", "x"), ("USER.INFO", -1),
                 ("USER.DEL", 2 ** 64), ("USER.DEL", "1x")):
         via.bad(via(*cmd))
-    via.bad(via("RCPT.JOIN", 1, U64_MAX))
+    via.bad(via("RCPT.JOIN", 1, U64_MAX))  # past the integer range
 
 
 @each_way

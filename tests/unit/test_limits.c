@@ -85,7 +85,7 @@ static void test_gate_text(void)
 
     set_pass("pw1");
     CHECK(strcmp(run(&s, "PING"), "+PONG\r\n") == 0);
-    CHECK(starts(run(&s, "HELLO"), "*10\r\n"));
+    CHECK(starts(run(&s, "HELLO"), "*14\r\n"));
     CHECK(starts(run(&s, "CNT.INCR 1 0"), "-NOAUTH Authentication required."));
     CHECK(starts(run(&s, "INFO"), "-NOAUTH"));
     CHECK(starts(run(&s, "HELP"), "-NOAUTH"));
@@ -130,15 +130,17 @@ static void test_hello_auth(void)
     struct session s = {.id = 2, .proto = REPLY_RESP};
 
     set_pass("pw1");
-    CHECK(starts(run(&s, "HELLO 2 AUTH"), "-ERR syntax: HELLO"));
-    CHECK(starts(run(&s, "HELLO 2 LOGIN pw1"), "-ERR syntax: HELLO"));
+    CHECK(starts(run(&s, "HELLO 2 AUTH"), "-ERR syntax error in HELLO"));
+    CHECK(starts(run(&s, "HELLO 2 LOGIN pw1"), "-ERR syntax error in HELLO"));
     CHECK(starts(run(&s, "HELLO 2 AUTH default pw1 extra"),
+                 "-ERR syntax error in HELLO"));
+    CHECK(starts(run(&s, "HELLO 2 AUTH default pw1 a b c"),
                  "-ERR wrong number of arguments"));
-    CHECK(starts(run(&s, "HELLO 3 AUTH pw1"), "-NOPROTO"));
+    CHECK(starts(run(&s, "HELLO 4 AUTH pw1"), "-NOPROTO"));
     CHECK(!s.authed);
     CHECK(starts(run(&s, "HELLO 2 AUTH bad"), "-WRONGPASS"));
     CHECK(!s.authed);
-    CHECK(starts(run(&s, "HELLO 2 AUTH default pw1"), "*10\r\n"));
+    CHECK(starts(run(&s, "HELLO 2 AUTH default pw1"), "*14\r\n"));
     CHECK(s.authed);
 
     /* binary: HELLO 1 AUTH password */
