@@ -32,6 +32,8 @@ struct syn_node {
     enum arg_type type;
     const char *word; /* name or token, not terminated */
     size_t len;
+    const char *src; /* the node's text in the syntax column */
+    size_t src_len;
     bool optional, multiple;
     uint8_t nkids;
     uint8_t kids[SYN_KIDS];
@@ -78,7 +80,8 @@ static int syn_new(struct syn *s, enum arg_type t, const char *w, size_t len)
         s->bad = true;
         return 0;
     }
-    s->n[s->count] = (struct syn_node){t, w, len, false, false, 0, {0}};
+    s->n[s->count] =
+        (struct syn_node){t, w, len, w, len, false, false, 0, {0}};
     return (int)s->count++;
 }
 
@@ -104,9 +107,11 @@ static int parse_alt(struct syn *s, char close);
 /* One item: a word or a bracketed group, and a following "...". */
 static int parse_item(struct syn *s)
 {
+    const char *start;
     int item;
 
     skip_blank(s);
+    start = s->p;
     if (*s->p == '[') {
         s->p++;
         item = parse_alt(s, ']');
@@ -145,7 +150,19 @@ static int parse_item(struct syn *s)
         s->p += 3;
         s->n[item].multiple = true;
     }
+    s->n[item].src = start;
+    s->n[item].src_len = (size_t)(s->p - start);
+    while (s->n[item].src_len > 0 && start[s->n[item].src_len - 1] == ' ')
+        s->n[item].src_len--;
     return item;
+}
+
+/* The span of text from node a's start to node b's end. */
+static void span(struct syn *s, int node, int a, int b)
+{
+    s->n[node].src = s->n[a].src;
+    s->n[node].src_len =
+        (size_t)(s->n[b].src + s->n[b].src_len - s->n[a].src);
 }
 
 /* A sequence of items up to '|', close or the end: one item stands for
@@ -169,6 +186,8 @@ static int parse_seq(struct syn *s, char close)
     block = syn_new(s, A_BLOCK, "", 0);
     for (int i = 0; i < n; i++)
         syn_add(s, block, items[i]);
+    if (n > 0)
+        span(s, block, items[0], items[n - 1]);
     return block;
 }
 
@@ -181,11 +200,14 @@ static int parse_alt(struct syn *s, char close)
         return first;
     alt = syn_new(s, A_ONEOF, "", 0);
     syn_add(s, alt, first);
+    int last = first;
     while (*s->p == '|' && !s->bad) {
         s->p++;
-        syn_add(s, alt, parse_seq(s, close));
+        last = parse_seq(s, close);
+        syn_add(s, alt, last);
         skip_blank(s);
     }
+    span(s, alt, first, last);
     return alt;
 }
 
@@ -252,13 +274,31 @@ static void node_name(const struct syn *s, int i, char *buf, size_t cap)
     }
 }
 
-static void reply_arg(struct reply *r, const struct syn *s, int i)
+/*
+ * Arguments nest at most ARG_LEVELS deep: a deeper one (or any flag at
+ * that level) is described by its syntax text as one string argument,
+ * which redis-cli's help shows the same. COMMAND DOCS then stays within 8
+ * levels of arrays, what the binary protocol (UR_MAX_DEPTH) and common
+ * RESP readers (hiredis before 1.0: 7 levels below the top) accept.
+ */
+#define ARG_LEVELS 2
+
+static void reply_arg(struct reply *r, const struct syn *s, int i,
+                      unsigned level)
 {
     const struct syn_node *n = &s->n[i];
     uint32_t pairs = 2;
     char name[128];
     unsigned nflags = (unsigned)n->optional + (unsigned)n->multiple;
 
+    if (level >= ARG_LEVELS && (n->nkids > 0 || nflags > 0)) {
+        reply_map(r, 2);
+        reply_cstr(r, "name");
+        reply_str(r, n->src, n->src_len);
+        reply_cstr(r, "type");
+        reply_cstr(r, "string");
+        return;
+    }
     node_name(s, i, name, sizeof(name));
     pairs += n->type == A_TOKEN;
     pairs += n->type == A_KEY;
@@ -289,7 +329,7 @@ static void reply_arg(struct reply *r, const struct syn *s, int i)
         reply_cstr(r, "arguments");
         reply_arr(r, n->nkids);
         for (unsigned c = 0; c < n->nkids; c++)
-            reply_arg(r, s, n->kids[c]);
+            reply_arg(r, s, n->kids[c], level + 1);
     }
 }
 
@@ -308,11 +348,11 @@ static void reply_args(struct reply *r, const struct ur_op *op)
         !s.n[root].multiple) {
         reply_arr(r, s.n[root].nkids);
         for (unsigned c = 0; c < s.n[root].nkids; c++)
-            reply_arg(r, &s, s.n[root].kids[c]);
+            reply_arg(r, &s, s.n[root].kids[c], 0);
         return;
     }
     reply_arr(r, 1);
-    reply_arg(r, &s, root);
+    reply_arg(r, &s, root, 0);
 }
 
 /* ---- flags, categories, groups ----------------------------------------- */

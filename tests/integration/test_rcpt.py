@@ -143,7 +143,7 @@ def test_bad_input_is_refused(rc):
     for args in (("RCPT.JOIN", "x", 1), ("RCPT.JOIN", 1, "-1"),
                  ("RCPT.QUIT", "18446744073709551616", 1),
                  ("RCPT.SEND", 1, "1.5", 1), ("RCPT.SEND", 1, 12, 1, "now"),
-                 ("RCPT.READUPTO", 1, 2, "x"), ("RCPT.COUNT", 1, "01"),
+                 ("RCPT.READUPTO", 1, 2, "x"), ("RCPT.COUNT", 1, "+1"),
                  ("RCPT.LIST", 1, 10, "READ", "x", 1),
                  ("RCPT.LIST", 1, 10, "READ", 0, "4294967296")):
         rc.bad(rc(*args))
