@@ -471,5 +471,5 @@ def test_prometheus_redis_exporter_scrapes_without_errors():
         assert values["redis_aof_enabled"] == "1"
         assert values["redis_connected_clients"] in ("2", "3")
         assert "redis_slowlog_length" in names  # SLOWLOG LEN answered
-        assert values["redis_exporter_last_scrape_error"] == "0"
+        assert values['redis_exporter_last_scrape_error{err=""}'] == "0"
 test_prometheus_redis_exporter_scrapes_without_errors.timeout = 60
