@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 static enum log_level min_level = LOG_INFO;
-static FILE *log_file;  /* NULL: stderr */
+static FILE *log_file; /* NULL: stderr */
 static char log_path[512];
 
 static const char *const level_names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
@@ -96,9 +96,8 @@ void log_msg(enum log_level level, const char *fmt, ...)
     gmtime_r(&tv.tv_sec, &tm);
     char when[32];
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-    fprintf(log_file != NULL ? log_file : stderr, "%s.%03dZ [%d] %s %s\n",
-            when, (int)(tv.tv_usec / 1000), (int)getpid(), level_names[level],
-            msg);
+    fprintf(log_file != NULL ? log_file : stderr, "%s.%03dZ [%d] %s %s\n", when,
+            (int)(tv.tv_usec / 1000), (int)getpid(), level_names[level], msg);
 }
 
 bool log_rate_ok(struct log_rate *r, uint64_t now_ms, uint64_t *suppressed)

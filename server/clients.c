@@ -70,8 +70,8 @@ static void lower_name(char *dst, size_t cap, const char *name)
     size_t k = 0;
 
     for (; name[k] != '\0' && k + 1 < cap; k++)
-        dst[k] = (char)(name[k] >= 'A' && name[k] <= 'Z' ? name[k] + 32
-                                                          : name[k]);
+        dst[k] =
+            (char)(name[k] >= 'A' && name[k] <= 'Z' ? name[k] + 32 : name[k]);
     dst[k] = '\0';
 }
 
@@ -116,9 +116,8 @@ int clients_describe(const struct server *srv, const struct client *cl,
                  (unsigned long long)((now_ms - cl->ctime_ms) / 1000),
                  (unsigned long long)((now_ms - cl->last_ms) / 1000), flags,
                  s->multi != NULL ? 0 : -1, bf.qbuf, bf.qbuf_cap - bf.qbuf,
-                 bf.qbuf_cap, bf.qbuf, bf.obuf_cap,
-                 bf.qbuf_cap + bf.obuf_cap, events, cmd,
-                 s->proto == REPLY_RESP3 ? 3 : 2,
+                 bf.qbuf_cap, bf.qbuf, bf.obuf_cap, bf.qbuf_cap + bf.obuf_cap,
+                 events, cmd, s->proto == REPLY_RESP3 ? 3 : 2,
                  cl->lib_name ? cl->lib_name : "",
                  cl->lib_ver ? cl->lib_ver : "",
                  s->proto == REPLY_BIN ? "binary" : "resp");
@@ -196,20 +195,28 @@ static int put_repr(struct ur_buf *b, const char *s, size_t n)
     return ur_buf_append(b, "\"", 1);
 }
 
-/* Whether argument i of op must not be shown: passwords. */
+static bool word(const struct ur_arg *a, const char *w)
+{
+    return a->kind == UR_ARG_STR && a->len == strlen(w) &&
+           strncasecmp(a->str, w, a->len) == 0;
+}
+
+/* Whether argument i of op must not be shown: passwords (AUTH's, HELLO's
+ * after AUTH, CONFIG SET requirepass's value). */
 static bool redacted(const struct ur_op *op, uint32_t argc,
                      const struct ur_arg *argv, uint32_t i)
 {
     if (op->code == UR_OP_AUTH)
         return true;
-    if (op->code == UR_OP_HELLO)
-        return i >= 1;
-    if (op->code == UR_OP_CONFIG && argc >= 2 && i >= 2 &&
-        argv[0].kind == UR_ARG_STR && argv[0].len == 3 &&
-        strncasecmp(argv[0].str, "SET", 3) == 0)
-        return i % 2 == 0 && argv[i - 1].kind == UR_ARG_STR &&
-               argv[i - 1].len == 11 &&
-               strncasecmp(argv[i - 1].str, "requirepass", 11) == 0;
+    if (op->code == UR_OP_HELLO) {
+        for (uint32_t a = 1; a < i && a < argc; a++)
+            if (word(&argv[a], "AUTH"))
+                return i == a + 1 || (i == a + 2 && !word(&argv[i], "SETNAME"));
+        return false;
+    }
+    if (op->code == UR_OP_CONFIG && i >= 2 && i % 2 == 0 &&
+        word(&argv[0], "SET"))
+        return word(&argv[i - 1], "requirepass");
     return false;
 }
 

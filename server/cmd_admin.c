@@ -52,8 +52,8 @@ void cmd_ECHO(struct exec_ctx *x)
 void cmd_HELLO(struct exec_ctx *x)
 {
     bool bin = x->sess->proto == REPLY_BIN;
-    uint64_t ver = bin ? UR_FRAME_VERSION
-                       : (x->sess->proto == REPLY_RESP3 ? 3 : 2);
+    uint64_t ver =
+        bin ? UR_FRAME_VERSION : (x->sess->proto == REPLY_RESP3 ? 3 : 2);
     uint32_t auth_at = 0, auth_n = 0, name_at = 0;
     char text[32];
 
@@ -61,10 +61,9 @@ void cmd_HELLO(struct exec_ctx *x)
         if (!arg_u64(x, 0, "protover", &ver))
             return;
         if (bin ? ver != UR_FRAME_VERSION : (ver != 2 && ver != 3)) {
-            reply_err(x->r, UR_E_NOPROTO,
-                      "unsupported protocol version %llu (%s)",
-                      (unsigned long long)ver,
-                      bin ? "binary: 1" : "RESP: 2 or 3");
+            reply_err(
+                x->r, UR_E_NOPROTO, "unsupported protocol version %llu (%s)",
+                (unsigned long long)ver, bin ? "binary: 1" : "RESP: 2 or 3");
             return;
         }
     }
@@ -240,8 +239,10 @@ static void config_set_pairs(struct exec_ctx *x)
             value[ur_fmt_u64(value, v->num)] = '\0';
         } else if (v->len >= sizeof(value) ||
                    memchr(v->str, '\0', v->len) != NULL) {
-            reply_err(x->r, UR_E_BADARG, "CONFIG SET failed: '%s': value "
-                      "too long or not text", key);
+            reply_err(x->r, UR_E_BADARG,
+                      "CONFIG SET failed: '%s': value "
+                      "too long or not text",
+                      key);
             return;
         } else {
             memcpy(value, v->str, v->len);
@@ -251,8 +252,8 @@ static void config_set_pairs(struct exec_ctx *x)
             if (x->argv[j].kind == UR_ARG_STR &&
                 x->argv[i].kind == UR_ARG_STR &&
                 x->argv[j].len == x->argv[i].len &&
-                strncasecmp(x->argv[j].str, x->argv[i].str,
-                            x->argv[i].len) == 0) {
+                strncasecmp(x->argv[j].str, x->argv[i].str, x->argv[i].len) ==
+                    0) {
                 reply_err(x->r, UR_E_BADARG,
                           "CONFIG SET failed: duplicate parameter '%s'", key);
                 return;

@@ -244,8 +244,9 @@ static void client_pause(struct exec_ctx *x)
         if (arg_is(x, 2, "WRITE")) {
             all = false;
         } else if (!arg_is(x, 2, "ALL")) {
-            reply_err(x->r, UR_E_BADARG, "syntax error: CLIENT PAUSE timeout "
-                                         "[WRITE|ALL]");
+            reply_err(x->r, UR_E_BADARG,
+                      "syntax error: CLIENT PAUSE timeout "
+                      "[WRITE|ALL]");
             return;
         }
     }
@@ -272,17 +273,26 @@ static void client_pause(struct exec_ctx *x)
 
 static const char *const client_help[] = {
     "CLIENT <subcommand> [<arg> ...]. Subcommands are:",
-    "ID", "    The id of the current connection.",
-    "INFO", "    Information about the current connection.",
-    "LIST [ID id ...]", "    Every connection, one line each.",
-    "GETNAME", "    The name of the current connection.",
-    "SETNAME name", "    Names the current connection.",
-    "SETINFO LIB-NAME|LIB-VER value", "    The client library's name or version.",
+    "ID",
+    "    The id of the current connection.",
+    "INFO",
+    "    Information about the current connection.",
+    "LIST [ID id ...]",
+    "    Every connection, one line each.",
+    "GETNAME",
+    "    The name of the current connection.",
+    "SETNAME name",
+    "    Names the current connection.",
+    "SETINFO LIB-NAME|LIB-VER value",
+    "    The client library's name or version.",
     "KILL addr | KILL <filter> value ...",
     "    Closes connections: ID, ADDR, LADDR, TYPE, USER, SKIPME, MAXAGE.",
-    "PAUSE timeout [WRITE|ALL]", "    Holds writes (or every command).",
-    "UNPAUSE", "    Ends a pause.",
-    "NO-EVICT on|off, NO-TOUCH on|off, REPLY ON", "    Accepted, no effect.",
+    "PAUSE timeout [WRITE|ALL]",
+    "    Holds writes (or every command).",
+    "UNPAUSE",
+    "    Ends a pause.",
+    "NO-EVICT on|off, NO-TOUCH on|off, REPLY ON",
+    "    Accepted, no effect.",
 };
 
 void cmd_CLIENT(struct exec_ctx *x)
@@ -341,8 +351,7 @@ void cmd_CLIENT(struct exec_ctx *x)
                       lib ? "lib-name" : "lib-ver");
             return;
         }
-        if (me != NULL &&
-            !set_field(x, lib ? &me->lib_name : &me->lib_ver, 2))
+        if (me != NULL && !set_field(x, lib ? &me->lib_name : &me->lib_ver, 2))
             return;
         reply_status(x->r, "OK");
     } else if (arg_is(x, 0, "KILL") && x->argc >= 2) {
@@ -389,8 +398,9 @@ void cmd_SELECT(struct exec_ctx *x)
 
     if (a->kind == UR_ARG_STR &&
         ur_parse_uint(a->str, a->len, UR_INT_MAX, &db) == UR_NUM_SYNTAX) {
-        reply_err(x->r, UR_E_BADARG, "value is not an integer or out of "
-                                     "range");
+        reply_err(x->r, UR_E_BADARG,
+                  "value is not an integer or out of "
+                  "range");
         return;
     }
     if (!arg_u64(x, 0, "index", &db))

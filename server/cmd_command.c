@@ -22,8 +22,8 @@
 
 enum arg_type { A_STRING, A_INTEGER, A_KEY, A_TOKEN, A_ONEOF, A_BLOCK };
 
-static const char *const arg_type_names[] = {
-    "string", "integer", "key", "pure-token", "oneof", "block"};
+static const char *const arg_type_names[] = {"string",     "integer", "key",
+                                             "pure-token", "oneof",   "block"};
 
 #define SYN_NODES 96
 #define SYN_KIDS 24
@@ -52,9 +52,9 @@ struct syn {
 static bool int_name(const char *w, size_t len)
 {
     static const char *const names[] = {
-        "uid",   "gid",   "cid",    "ch",      "dot",     "author",
-        "msgid", "seq",   "ts",     "delta",   "value",   "count",
-        "offset", "n",    "timeout", "index",  "cursor",  "id",
+        "uid",     "gid",    "cid",      "ch",     "dot",    "author",
+        "msgid",   "seq",    "ts",       "delta",  "value",  "count",
+        "offset",  "n",      "timeout",  "index",  "cursor", "id",
         "seconds", "maxage", "protover", "sender", "mapid"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strlen(names[i]) == len && memcmp(names[i], w, len) == 0)
@@ -80,8 +80,7 @@ static int syn_new(struct syn *s, enum arg_type t, const char *w, size_t len)
         s->bad = true;
         return 0;
     }
-    s->n[s->count] =
-        (struct syn_node){t, w, len, w, len, false, false, 0, {0}};
+    s->n[s->count] = (struct syn_node){t, w, len, w, len, false, false, 0, {0}};
     return (int)s->count++;
 }
 
@@ -161,8 +160,7 @@ static int parse_item(struct syn *s)
 static void span(struct syn *s, int node, int a, int b)
 {
     s->n[node].src = s->n[a].src;
-    s->n[node].src_len =
-        (size_t)(s->n[b].src + s->n[b].src_len - s->n[a].src);
+    s->n[node].src_len = (size_t)(s->n[b].src + s->n[b].src_len - s->n[a].src);
 }
 
 /* A sequence of items up to '|', close or the end: one item stands for
@@ -618,7 +616,8 @@ void cmd_COMMAND(struct exec_ctx *x)
 
         for (uint32_t i = 0; i < (x->argc == 1 ? UR_OP_COUNT : x->argc - 1);
              i++) {
-            const struct ur_op *op = x->argc == 1 ? &ur_ops[i] : arg_op(x, i + 1);
+            const struct ur_op *op =
+                x->argc == 1 ? &ur_ops[i] : arg_op(x, i + 1);
             char name[64];
 
             if (op == NULL)
@@ -638,8 +637,7 @@ void cmd_COMMAND(struct exec_ctx *x)
             reply_err(x->r, UR_E_BADARG,
                       "Invalid number of arguments specified for command");
         } else if (!op_has_key(op)) {
-            reply_err(x->r, UR_E_BADARG,
-                      "The command has no key arguments");
+            reply_err(x->r, UR_E_BADARG, "The command has no key arguments");
         } else {
             uint32_t from = (uint32_t)op_first_key(op) + 1; /* in argv */
             uint32_t to = op->flags & OPF_UIDS ? x->argc : from + 1;
@@ -655,12 +653,18 @@ void cmd_COMMAND(struct exec_ctx *x)
     } else if (arg_is(x, 0, "HELP") && x->argc == 1) {
         static const char *const help[] = {
             "COMMAND <subcommand> [<arg> ...]. Subcommands are:",
-            "(no subcommand)", "    Every command's details.",
-            "COUNT", "    The number of commands.",
-            "DOCS [command ...]", "    Documentation of commands.",
-            "GETKEYS command [arg ...]", "    The key arguments of a command.",
-            "INFO [command ...]", "    Details of commands.",
-            "LIST [FILTERBY PATTERN pattern]", "    Command names."};
+            "(no subcommand)",
+            "    Every command's details.",
+            "COUNT",
+            "    The number of commands.",
+            "DOCS [command ...]",
+            "    Documentation of commands.",
+            "GETKEYS command [arg ...]",
+            "    The key arguments of a command.",
+            "INFO [command ...]",
+            "    Details of commands.",
+            "LIST [FILTERBY PATTERN pattern]",
+            "    Command names."};
         reply_arr(x->r, sizeof(help) / sizeof(help[0]));
         for (size_t i = 0; i < sizeof(help) / sizeof(help[0]); i++)
             reply_status(x->r, help[i]);

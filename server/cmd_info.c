@@ -159,8 +159,8 @@ static void sec_memory(struct info *in, struct server *srv)
     size_t used = db_bytes(&srv->db);
     uint64_t rss = metrics_rss_bytes();
     struct sysinfo si;
-    uint64_t total = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit
-                                       : 0;
+    uint64_t total =
+        sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
     size_t startup = srv->mem_startup < used ? srv->mem_startup : used;
     char h1[32], h2[32], h3[32], h4[32], h5[32];
 
@@ -283,8 +283,7 @@ static void sec_stats(struct info *in, const struct server *srv)
         "sync_full:0\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\n",
         (ull)st->connections, (ull)st->commands,
         (ull)server_inst(srv, INST_OPS), (ull)st->net_in_bytes,
-        (ull)st->net_out_bytes,
-        (double)server_inst(srv, INST_NET_IN) / 1024.0,
+        (ull)st->net_out_bytes, (double)server_inst(srv, INST_NET_IN) / 1024.0,
         (double)server_inst(srv, INST_NET_OUT) / 1024.0,
         (ull)st->rejected_conns);
     add(in,
@@ -370,7 +369,8 @@ static void sec_commandstats(struct info *in, const struct server *srv)
             "rejected_calls=%llu,failed_calls=%llu,errors=%llu\r\n",
             name, (ull)ran, (ull)st->op_usec[i],
             ran ? (double)st->op_usec[i] / (double)ran : 0.0,
-            (ull)st->op_rejected[i], (ull)(st->op_errors[i] - st->op_rejected[i]),
+            (ull)st->op_rejected[i],
+            (ull)(st->op_errors[i] - st->op_rejected[i]),
             (ull)st->op_errors[i]);
     }
     add(in, "\r\n");
@@ -460,9 +460,9 @@ enum {
 };
 
 static const char *const sec_names[S__COUNT] = {
-    "server",  "clients", "memory",     "persistence", "stats",
-    "replication", "cpu", "modules",    "errorstats",  "cluster",
-    "keyspace", "expiry", "commandstats"};
+    "server",      "clients", "memory",      "persistence", "stats",
+    "replication", "cpu",     "modules",     "errorstats",  "cluster",
+    "keyspace",    "expiry",  "commandstats"};
 
 void cmd_INFO(struct exec_ctx *x)
 {

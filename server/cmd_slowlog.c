@@ -45,7 +45,8 @@ void cmd_SLOWLOG(struct exec_ctx *x)
         }
     } else if (arg_is(x, 0, "HELP") && x->argc == 1) {
         reply_arr(x->r, 4);
-        reply_status(x->r, "SLOWLOG <subcommand> [<arg> ...]. Subcommands are:");
+        reply_status(x->r,
+                     "SLOWLOG <subcommand> [<arg> ...]. Subcommands are:");
         reply_status(x->r, "GET [count]: the newest entries (10; -1: all).");
         reply_status(x->r, "LEN: the number of entries.");
         reply_status(x->r, "RESET: forgets every entry.");
@@ -136,7 +137,8 @@ void cmd_LATENCY(struct exec_ctx *x)
         reply_str(x->r, buf, (size_t)len);
     } else if (arg_is(x, 0, "HELP") && x->argc == 1) {
         reply_arr(x->r, 5);
-        reply_status(x->r, "LATENCY <subcommand> [<arg> ...]. Subcommands are:");
+        reply_status(x->r,
+                     "LATENCY <subcommand> [<arg> ...]. Subcommands are:");
         reply_status(x->r, "LATEST: the latest and largest sample per event.");
         reply_status(x->r, "HISTORY event: the event's samples (command, "
                            "fork, journal-fsync, expire-cycle).");

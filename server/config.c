@@ -96,8 +96,8 @@ static const struct key keys[] = {
     {"slowlog-log-slower-than", K_I64, F(slowlog_slower_than), "10000", 0, 0,
      R},
     {"slowlog-max-len", K_U32, F(slowlog_max_len), "128", 0, 1000000, R},
-    {"latency-monitor-threshold", K_U32, F(latency_threshold), "0", 0,
-     86400000, R},
+    {"latency-monitor-threshold", K_U32, F(latency_threshold), "0", 0, 86400000,
+     R},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -358,8 +358,7 @@ int config_set(struct config *cfg, const char *key, const char *value,
         bool neg = value[0] == '-';
         if (ur_parse_uint(value + neg, strlen(value + neg), INT64_MAX, &v) !=
             UR_NUM_OK) {
-            snprintf(err, errlen, "%s: '%s' is not an integer", k->name,
-                     value);
+            snprintf(err, errlen, "%s: '%s' is not an integer", k->name, value);
             return -1;
         }
         *(int64_t *)(void *)field = neg ? -(int64_t)v : (int64_t)v;
@@ -793,8 +792,8 @@ int config_rewrite(const struct config *cfg, const char *path, char *err,
         char dbuf[48];
         const char *v = key_text(cfg, &keys[i], buf, sizeof(buf), true);
 
-        if (seen[i] || strcmp(v, key_text(&dflt, &keys[i], dbuf, sizeof(dbuf),
-                                          true)) == 0)
+        if (seen[i] ||
+            strcmp(v, key_text(&dflt, &keys[i], dbuf, sizeof(dbuf), true)) == 0)
             continue;
         if (!marked)
             fprintf(out, "\n%s\n", REWRITE_MARK);

@@ -66,10 +66,10 @@ struct config {
     char requirepass[CONFIG_STR_MAX]; /* "" (default): no AUTH needed */
 
     /* introspection (docs/OPERATIONS.md "Redis tools") */
-    char logfile[CONFIG_STR_MAX];  /* "" (default): stderr */
-    int64_t slowlog_slower_than;   /* microseconds; negative: off */
-    uint32_t slowlog_max_len;      /* entries kept */
-    uint32_t latency_threshold;    /* ms; 0: the latency monitor is off */
+    char logfile[CONFIG_STR_MAX]; /* "" (default): stderr */
+    int64_t slowlog_slower_than;  /* microseconds; negative: off */
+    uint32_t slowlog_max_len;     /* entries kept */
+    uint32_t latency_threshold;   /* ms; 0: the latency monitor is off */
 
     char config_file[CONFIG_STR_MAX]; /* "" when none */
 };

@@ -147,11 +147,10 @@ static void exec_done(struct server *srv, struct session *sess,
     if (r->status != UR_E_OK && r->status < UR_E__COUNT)
         srv->stats.err_by_code[r->status]++;
     if (slower >= 0 && usec >= (uint64_t)slower)
-        slowlog_add(&srv->slowlog, srv->cfg.slowlog_max_len,
-                    server_now_ms() / 1000, usec, op->name, argc, argv,
-                    sess->client ? sess->client->addr : "",
-                    sess->client && sess->client->name ? sess->client->name
-                                                       : "");
+        slowlog_add(
+            &srv->slowlog, srv->cfg.slowlog_max_len, server_now_ms() / 1000,
+            usec, op->name, argc, argv, sess->client ? sess->client->addr : "",
+            sess->client && sess->client->name ? sess->client->name : "");
     if (srv->cfg.latency_threshold != 0)
         latency_add(&srv->latency, LAT_COMMAND, server_now_ms() / 1000,
                     usec / 1000, srv->cfg.latency_threshold);

@@ -128,10 +128,10 @@ struct conn {
     size_t hold_from;
     uint64_t hold_seq;
     struct session sess;
-    struct client cl;  /* the registry's view (clients.h) */
-    size_t push_mark;  /* out.len when a push began */
-    bool running;      /* its requests are being run (process) */
-    bool pause_wait;   /* input waits for CLIENT PAUSE to end */
+    struct client cl; /* the registry's view (clients.h) */
+    size_t push_mark; /* out.len when a push began */
+    bool running;     /* its requests are being run (process) */
+    bool pause_wait;  /* input waits for CLIENT PAUSE to end */
     struct conn *next_pending;
     struct conn *prev, *next; /* all connections */
 };
@@ -147,7 +147,7 @@ static const struct timeval *out_tv;  /* client-output-timeout, or NULL */
 static struct conn *pending;
 static struct conn *conns;
 static struct event *pause_ev; /* CLIENT PAUSE's end */
-static struct ur_arg *args; /* scratch: max_args + 1 parsed arguments */
+static struct ur_arg *args;    /* scratch: max_args + 1 parsed arguments */
 static char rbuf[READ_CHUNK];
 static struct log_rate accept_log, auth_log, input_log;
 static uint64_t auth_second_ms; /* the second AUTH failures are counted in */
@@ -1236,7 +1236,8 @@ int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
     idle_tv = common_timeout(srv->cfg.timeout);
     out_tv = common_timeout(srv->cfg.client_output_timeout);
     if (args == NULL || flush_ev == NULL || retry_ev == NULL ||
-        accept_ev == NULL || pause_ev == NULL || (srv->cfg.timeout && idle_tv == NULL) ||
+        accept_ev == NULL || pause_ev == NULL ||
+        (srv->cfg.timeout && idle_tv == NULL) ||
         (srv->cfg.client_output_timeout && out_tv == NULL)) {
         snprintf(err, errlen, "out of memory");
         goto error;

@@ -129,8 +129,8 @@ static void agg(struct reply *r, char type, uint32_t count)
     if (r->proto == REPLY_BIN)
         check(r, ur_frame_put_arr(r->out, count));
     else
-        check(r, ur_resp_put_agg(r->out,
-                                 r->proto == REPLY_RESP3 ? type : '*', count));
+        check(r, ur_resp_put_agg(r->out, r->proto == REPLY_RESP3 ? type : '*',
+                                 count));
 }
 
 void reply_map(struct reply *r, uint32_t pairs)

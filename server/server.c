@@ -37,9 +37,8 @@ uint64_t server_mono_ns(void)
 
 void server_sample(struct server *srv)
 {
-    const uint64_t values[INST_COUNT] = {srv->stats.commands,
-                                         srv->stats.net_in_bytes,
-                                         srv->stats.net_out_bytes};
+    const uint64_t values[INST_COUNT] = {
+        srv->stats.commands, srv->stats.net_in_bytes, srv->stats.net_out_bytes};
     uint64_t now = server_mono_ms();
 
     for (int i = 0; i < INST_COUNT; i++) {

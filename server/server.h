@@ -41,8 +41,8 @@ struct stats {
     uint64_t op_rejected[UR_OP_COUNT]; /* refused before running (NOAUTH,
                                           arity, OOM, MISCONF) */
     uint64_t err_by_code[UR_E__COUNT]; /* error replies per code */
-    uint64_t net_in_bytes;  /* read from clients */
-    uint64_t net_out_bytes; /* written to clients */
+    uint64_t net_in_bytes;             /* read from clients */
+    uint64_t net_out_bytes;            /* written to clients */
     uint64_t reads, writes; /* read(2) / write(2) calls that moved bytes */
 };
 
@@ -110,17 +110,17 @@ struct server {
     /* Redis-style introspection (docs/OPERATIONS.md): clients, per-command
      * timing, SLOWLOG and LATENCY, CLIENT PAUSE. */
     struct client_list clist;
-    uint64_t cmd_ns;   /* monotonic ns at which the next command starts */
-    bool cmd_clock;    /* cmd_ns is set (net.c, while it runs requests) */
+    uint64_t cmd_ns; /* monotonic ns at which the next command starts */
+    bool cmd_clock;  /* cmd_ns is set (net.c, while it runs requests) */
     struct slowlog slowlog;
     struct latency latency;
     uint64_t pause_end_ms; /* CLIENT PAUSE until this monotonic ms; 0: none */
     bool pause_all;        /* ... every command, not only writes */
     struct inst_metric inst[INST_COUNT];
-    char run_id[41]; /* random, hex: INFO run_id */
-    const char *mux_api;  /* libevent's backend: INFO multiplexing_api */
-    size_t mem_peak;      /* the largest used_memory seen (INFO, cron) */
-    size_t mem_startup;   /* used_memory when the server started */
+    char run_id[41];     /* random, hex: INFO run_id */
+    const char *mux_api; /* libevent's backend: INFO multiplexing_api */
+    size_t mem_peak;     /* the largest used_memory seen (INFO, cron) */
+    size_t mem_startup;  /* used_memory when the server started */
     /* Persistence as the cron saw it last (main.c observe_persist). */
     uint64_t total_forks, seen_fsyncs;
     /* Set by net.c (NULL without a network): CLIENT PAUSE / UNPAUSE

@@ -31,9 +31,9 @@ struct slowlog_entry {
     uint64_t id;
     uint64_t time_s; /* unix seconds */
     uint64_t usec;
-    uint32_t argc;    /* strings in argv (the name included) */
-    char **argv;      /* one allocation: pointers, then the bytes */
-    uint32_t *lens;   /* ... inside the same allocation */
+    uint32_t argc;  /* strings in argv (the name included) */
+    char **argv;    /* one allocation: pointers, then the bytes */
+    uint32_t *lens; /* ... inside the same allocation */
     char addr[64];
     char name[64];
 };

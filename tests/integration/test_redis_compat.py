@@ -299,8 +299,9 @@ def test_monitor_streams_other_clients_commands():
         c.cmd("CONFIG", "SET", "requirepass", "sekrit")
         c.cmd("AUTH", "sekrit")
         c.cmd("ECHO", 'a"b\n')
+        c.cmd("HELLO", 2, "AUTH", "default", "sekrit", "SETNAME", "app")
         assert m.read_reply().endswith('"monitor"')  # bm's
-        lines = [m.read_reply() for _ in range(5)]
+        lines = [m.read_reply() for _ in range(6)]
         for line in lines:
             assert isinstance(line, Status) and MONITOR_LINE.match(line), line
         assert lines[0].endswith('"cnt.incr" "5" "mention" "2"')
@@ -309,6 +310,8 @@ def test_monitor_streams_other_clients_commands():
         assert "sekrit" not in "".join(lines)
         assert lines[3].endswith('"auth" "(redacted)"')
         assert lines[4].endswith('"echo" "a\\"b\\n"')
+        assert lines[5].endswith('"hello" "2" "AUTH" "(redacted)" '
+                                 '"(redacted)" "SETNAME" "app"'), lines[5]
         # The binary monitor gets push frames: id 0, flag 1, a string.
         for want in ('"cnt.incr"', '"cnt.get"'):
             magic, ver, status, fid, length, argc, flags = HDR.unpack(
@@ -685,3 +688,56 @@ def test_unusable_data_dir_says_what_is_wrong():
                 pass
             assert "not writable" in srv.stderr_text()
             assert "another unreadd" not in srv.stderr_text()
+
+
+def _pty_session(argv, keys, want, timeout=10):
+    """Runs argv on a pseudo-terminal, types keys (a list of byte strings,
+    each sent once the output so far holds the matching entry of want)."""
+    import pty
+    import select
+    import subprocess as sp
+    master, slave = pty.openpty()
+    p = sp.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
+                 env=dict(os.environ, TERM="xterm",
+                          UNREADCLI_HISTFILE=os.path.join(
+                              tempfile.gettempdir(),
+                              "unreadcli-hist-%d" % os.getpid())))
+    os.close(slave)
+    out = b""
+
+    def n_of(w, want, k):
+        return want[:keys.index(k) + 1].count(w)
+
+    try:
+        for k, w in zip(keys, want):
+            deadline = time.monotonic() + timeout
+            while out.count(w.encode()) < n_of(w, want, k):
+                r, _, _ = select.select([master], [], [],
+                                        max(0, deadline - time.monotonic()))
+                assert r, "waiting for %r, got %r" % (w, out[-300:])
+                out += os.read(master, 4096)
+            if k is not None:
+                os.write(master, k)
+    finally:
+        os.close(master)
+        p.wait(5)
+    return out.decode("utf-8", "replace")
+
+
+def test_unread_cli_line_editing_history_and_version():
+    cli = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                       os.environ.get("UNREADD_BUILD", "build"), "unread-cli")
+    import subprocess as sp
+    v = sp.run([cli, "--version"], capture_output=True, text=True)
+    assert v.returncode == 0 and re.fullmatch(r"unread-cli \d+\.\d+\.\d+\n",
+                                              v.stdout), v
+    with Server() as srv, srv.resp() as c:
+        prompt = "127.0.0.1:%d> " % srv.port
+        # Up arrow recalls the last line: the second Enter runs it again.
+        out = _pty_session([cli, "-p", str(srv.port)],
+                           [b"CNT.INCR 5 0\r", b"\x1b[A\r", b"CNT.IN\t7 0\r",
+                            b"\x04"],
+                           [prompt, prompt, prompt, prompt])
+        assert "^[[A" not in out, out
+        assert c.cmd("CNT.GET", 5, 0) == 2  # the recalled line ran
+        assert c.cmd("CNT.GET", 7, 0) == 1  # Tab completed CNT.INCR

@@ -55,8 +55,8 @@ static void test_cnt_text(void)
                  "*2\r\n:0\r\n:0\r\n") == 0);
     /* Leading zeros (redis-benchmark's __rand_int__) name the same user;
      * past the shared integer range is refused. */
-    CHECK(strcmp(text("CNT.INCR 0000000042 1 0002"),
-                 "*2\r\n:2\r\n:2\r\n") == 0);
+    CHECK(strcmp(text("CNT.INCR 0000000042 1 0002"), "*2\r\n:2\r\n:2\r\n") ==
+          0);
     CHECK(strcmp(text("CNT.GET 42 1"), ":2\r\n") == 0);
     CHECK(starts(text("CNT.INCR 9223372036854775808 0"),
                  "-ERR uid must be at most 9223372036854775807"));
