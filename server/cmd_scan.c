@@ -31,11 +31,6 @@
 #define SCAN_HASH_BITS (63 - 3)
 #define SCAN_COUNT_MAX 1000000u
 
-/* The families walked, in cursor order. */
-static const unsigned scan_fams[] = {FAM_CNT, FAM_CONV, FAM_GRP, FAM_DOT,
-                                     FAM_FEED};
-#define SCAN_FAMS (sizeof(scan_fams) / sizeof(scan_fams[0]))
-
 struct uids {
     uint64_t *v;
     size_t n, cap;
@@ -86,51 +81,96 @@ static void list_visit(uint64_t uid, uint32_t n, const uint64_t *e, void *ctx)
     uids_add(ctx, uid);
 }
 
-/* One step of family f's walk: up to max users. */
-static size_t fam_scan(const struct db *db, unsigned f, uint64_t *cursor,
-                       size_t max, struct uids *u)
+/* One step of a family's walk (up to max users), and its user count. */
+struct scan_family {
+    size_t (*scan)(const struct db *db, uint64_t *cursor, size_t max,
+                   struct uids *u);
+    size_t (*users)(const struct db *db);
+};
+
+static size_t cnt_step(const struct db *db, uint64_t *c, size_t max,
+                       struct uids *u)
 {
-    switch (f) {
-    case FAM_CNT:
-        return cnt_scan(db->cnt, cursor, max, cnt_visit, u);
-    case FAM_CONV:
-        return conv_scan(db->conv, cursor, max, conv_visit, u);
-    case FAM_GRP:
-        return grp_scan_members(db->grp, cursor, max, grp_visit, u);
-    case FAM_DOT:
-        return dot_scan(db->dot, cursor, max, list_visit, u);
-    case FAM_FEED:
-        return feed_scan(db->feed, cursor, max, list_visit, u);
-    default:
-        *cursor = 0;
-        return 0;
-    }
+    return cnt_scan(db->cnt, c, max, cnt_visit, u);
 }
 
-static size_t fam_users(const struct db *db, unsigned f)
+static size_t cnt_count(const struct db *db)
 {
-    switch (f) {
-    case FAM_CNT:
-        return cnt_entries(db->cnt); /* one entry per user */
-    case FAM_CONV:
-        return conv_users(db->conv);
-    case FAM_GRP:
-        return grp_users(db->grp);
-    case FAM_DOT:
-        return dot_users(db->dot);
-    case FAM_FEED:
-        return feed_users(db->feed);
-    default:
-        return 0;
-    }
+    return cnt_entries(db->cnt); /* an entry is a user */
 }
+
+static size_t conv_step(const struct db *db, uint64_t *c, size_t max,
+                        struct uids *u)
+{
+    return conv_scan(db->conv, c, max, conv_visit, u);
+}
+
+static size_t conv_count(const struct db *db)
+{
+    return conv_users(db->conv);
+}
+
+static size_t grp_step(const struct db *db, uint64_t *c, size_t max,
+                       struct uids *u)
+{
+    return grp_scan_members(db->grp, c, max, grp_visit, u);
+}
+
+static size_t grp_count(const struct db *db)
+{
+    return grp_users(db->grp);
+}
+
+static size_t dot_step(const struct db *db, uint64_t *c, size_t max,
+                       struct uids *u)
+{
+    return dot_scan(db->dot, c, max, list_visit, u);
+}
+
+static size_t dot_count(const struct db *db)
+{
+    return dot_users(db->dot);
+}
+
+static size_t feed_step(const struct db *db, uint64_t *c, size_t max,
+                        struct uids *u)
+{
+    return feed_scan(db->feed, c, max, list_visit, u);
+}
+
+static size_t feed_count(const struct db *db)
+{
+    return feed_users(db->feed);
+}
+
+/*
+ * One entry per family of families.def, so that a new family cannot be
+ * forgotten: it fails to compile until SCAN_<ID> says how USER.SCAN walks
+ * its users, or that it does not ({NULL, NULL}: BC keeps users per
+ * channel, RCPT per group).
+ */
+#define SCAN_CNT {cnt_step, cnt_count}
+#define SCAN_CONV {conv_step, conv_count}
+#define SCAN_GRP {grp_step, grp_count}
+#define SCAN_BC {NULL, NULL}
+#define SCAN_DOT {dot_step, dot_count}
+#define SCAN_FEED {feed_step, feed_count}
+#define SCAN_RCPT {NULL, NULL}
+static const struct scan_family scan_fams[FAM_COUNT] = {
+#define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
+    [FAM_##ID] = SCAN_##ID,
+#include "families.def"
+#undef FAMILY
+};
+_Static_assert(FAM_COUNT <= 8, "USER.SCAN's cursor has 3 bits of family");
 
 uint64_t scan_users_held(const struct db *db)
 {
     uint64_t n = 0;
 
-    for (size_t i = 0; i < SCAN_FAMS; i++)
-        n += fam_users(db, scan_fams[i]);
+    for (unsigned f = 0; f < FAM_COUNT; f++)
+        if (scan_fams[f].users != NULL)
+            n += scan_fams[f].users(db);
     return n;
 }
 
@@ -139,16 +179,17 @@ void cmd_DBSIZE(struct exec_ctx *x)
     reply_int(x->r, scan_users_held(&x->srv->db));
 }
 
-/* The position in scan_fams of the family argument i names; -1 after
+/* The family argument i names, when USER.SCAN walks it; -1 after
  * replying the error. */
 static int fam_arg(struct exec_ctx *x, uint32_t i)
 {
     char text[32];
+    int f;
 
     arg_text(x, i, text, sizeof(text));
-    for (size_t k = 0; k < SCAN_FAMS; k++)
-        if (strcasecmp(text, db_families[scan_fams[k]].name) == 0)
-            return (int)k;
+    f = db_family_by_name(text, strlen(text));
+    if (f >= 0 && scan_fams[f].scan != NULL)
+        return f;
     reply_err(x->r, UR_E_BADARG,
               "family '%s' is not walked by USER.SCAN (cnt conv grp dot "
               "feed: bc and rcpt keep their users per channel and group)",
@@ -199,7 +240,11 @@ void cmd_USER_SCAN(struct exec_ctx *x)
     h = (cursor & ((UINT64_C(1) << SCAN_HASH_BITS) - 1)) << SCAN_DROP;
     if (cursor == 0 && only >= 0)
         k = (unsigned)only;
-    if (k >= SCAN_FAMS || (only >= 0 && k != (unsigned)only)) {
+    while (cursor == 0 && only < 0 && k < FAM_COUNT &&
+           scan_fams[k].scan == NULL)
+        k++;
+    if (k >= FAM_COUNT || scan_fams[k].scan == NULL ||
+        (only >= 0 && k != (unsigned)only)) {
         reply_err(x->r, UR_E_BADARG, "invalid cursor");
         return;
     }
@@ -207,11 +252,15 @@ void cmd_USER_SCAN(struct exec_ctx *x)
     size_t visited = 0;
     next = 0;
     for (;;) {
-        visited += fam_scan(&x->srv->db, scan_fams[k], &h, count - visited, &u);
+        visited += scan_fams[k].scan(&x->srv->db, &h, count - visited, &u);
         if (h == 0) { /* this family's walk ended */
-            if (only >= 0 || k + 1 == SCAN_FAMS)
+            unsigned f = k + 1;
+
+            while (f < FAM_COUNT && scan_fams[f].scan == NULL)
+                f++;
+            if (only >= 0 || f == FAM_COUNT)
                 break;
-            k++;
+            k = f;
         } else if (visited >= count) {
             next = (uint64_t)k << SCAN_HASH_BITS | h >> SCAN_DROP;
             if (next != 0)
