@@ -415,6 +415,11 @@ def test_redis_benchmark_with_rand_int_ids():
             if cursor == b"0":
                 break
         assert total == 3000
+        # The largest id and count, through redis-benchmark's reader.
+        p = _run(["redis-benchmark", "-p", str(srv.port), "-n", "200", "-c",
+                  "2", "CNT.SET", str(ID_MAX), "1", str(U32_MAX)], timeout=60)
+        assert p.returncode == 0 and "WARNING" not in p.stdout + p.stderr
+        assert c.cmd("CNT.GET", ID_MAX, 1) == U32_MAX
 
 
 # --------------------------------------------------------------------------
