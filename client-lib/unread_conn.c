@@ -445,6 +445,12 @@ int uc_conn_reply(struct uc_conn *k, const struct uc_deadline *d,
         if (avail > 0)
             st = ur_frame_parse_reply(k->in.data + k->in_pos, avail,
                                       UC_MAX_REPLY, h, &consumed, &hint);
+        if (st == UR_PARSE_OK && (h->flags & UR_FRAME_FLAG_PUSH)) {
+            /* A push frame (MONITOR, later pub/sub) answers no request:
+             * set aside, so the next frame is matched to the request. */
+            k->in_pos += consumed;
+            continue;
+        }
         if (st == UR_PARSE_OK)
             break;
         if (st == UR_PARSE_INVALID)

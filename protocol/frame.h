@@ -11,16 +11,20 @@
  *   4  u32 id      request id, echoed in the reply
  *   8  u32 len     body bytes after the header (<= max-frame)
  *  12  u16 argc    request: argument count; reply: 0
- *  14  u16 flags   reserved, 0
+ *  14  u16 flags   requests: reserved, 0; replies: 0, or UR_FRAME_FLAG_PUSH
+ *                  on a push frame (below)
  * Request body: argc arguments, each
  *   0x01 u64                 integer
  *   0x02 u32 len, len bytes  byte string
  * Reply body: exactly one value (enum ur_val_kind):
  *   0x01 u64 | 0x02 u32 len, bytes | 0x03 u32 count, count values | 0x04 |
  *   0x05 u32 len, bytes (status text) | 0x06 u16 code, u32 len, bytes (error)
+ *   | 0x07 i64 (signed integer)
  * A reply whose status is not 0 carries one 0x06 value with the same code;
  * a reply with status 0 does not have a 0x06 value at the top (an array may
- * hold 0x06 elements). Receivers ignore the reserved fields.
+ * hold 0x06 elements). Receivers ignore the reserved fields. Revision 1.1:
+ * value 0x07 is an i64, and a frame with id 0 and flag UR_FRAME_FLAG_PUSH
+ * is a push frame, a message not answering any request.
  *
  * The atomic batch frame (op UR_FRAME_OP_BATCH) is a request whose argc
  * counts sub-requests and whose body holds them, each

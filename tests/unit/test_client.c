@@ -51,7 +51,8 @@ enum fake_mode {
     FAKE_CLOSE_AFTER, /* first connection: `arg` replies, then close */
     FAKE_CLOSE_IDLE,  /* first connection: closed after 1 reply */
     FAKE_DEAF,        /* accepts, never reads */
-    FAKE_SKEW         /* canned replies, but global writes answer + 1 */
+    FAKE_SKEW,        /* canned replies, but global writes answer + 1 */
+    FAKE_PUSH         /* a push frame (id 0, flag PUSH) before each reply */
 };
 
 struct fake {
@@ -295,6 +296,13 @@ static void fake_conn(int fd, enum fake_mode mode, int arg, bool first,
             } else if (mode != FAKE_SILENT) {
                 size_t start = out.len;
 
+                if (mode == FAKE_PUSH) {
+                    size_t hdr;
+                    ur_frame_push_begin(&out, &hdr);
+                    ur_frame_put_str(&out, "pushed", 6);
+                    ur_frame_reply_end(&out, hdr, 0);
+                    start = out.len;
+                }
                 fake_answer(&out, &rq, mode == FAKE_BAD_ID ? rq.id + 1 : rq.id,
                             mode == FAKE_SKEW);
                 if (mode == FAKE_CLOSE_MID && first) {
@@ -829,6 +837,34 @@ static void test_bad_id(void)
     CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EPROTO);
     CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EPROTO);
     CHECK_EQ_U64(unread_pipe_read(c, &r), UNREAD_EUSAGE);
+    unread_close(c);
+out:
+    fake_stop(&f);
+}
+
+/* Push frames (MONITOR, pub/sub) answer no request: the library sets
+ * them aside and matches the replies around them to their requests. */
+static void test_push_frames_are_set_aside(void)
+{
+    struct fake f = fake_start(FAKE_PUSH, 0, false);
+    struct unread *c = conn(&f, 2000);
+    struct unread_reply *r;
+    int n = 0;
+
+    CHECK(c != NULL);
+    if (c == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_ping(c), 0);
+    CHECK_EQ_U64(unread_pipe_begin(c), 0);
+    for (int i = 0; i < 50; i++)
+        unread_pipe_cnt_total(c, (uint64_t)i);
+    CHECK_EQ_U64(unread_pipe_flush(c), 0);
+    while (unread_pipe_read(c, &r) == 0) {
+        n++;
+        unread_reply_free(r);
+    }
+    CHECK_EQ_U64(n, 50);
+    CHECK_EQ_U64(unread_ping(c), 0);
     unread_close(c);
 out:
     fake_stop(&f);
@@ -1991,6 +2027,7 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     T_RUN(test_typed_calls);
+    T_RUN(test_push_frames_are_set_aside);
     T_RUN(test_command);
     T_RUN(test_server_errors);
     T_RUN(test_bad_shapes);
