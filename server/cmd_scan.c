@@ -149,13 +149,34 @@ static size_t feed_count(const struct db *db)
  * its users, or that it does not ({NULL, NULL}: BC keeps users per
  * channel, RCPT per group).
  */
-#define SCAN_CNT {cnt_step, cnt_count}
-#define SCAN_CONV {conv_step, conv_count}
-#define SCAN_GRP {grp_step, grp_count}
-#define SCAN_BC {NULL, NULL}
-#define SCAN_DOT {dot_step, dot_count}
-#define SCAN_FEED {feed_step, feed_count}
-#define SCAN_RCPT {NULL, NULL}
+#define SCAN_CNT                                                               \
+    {                                                                          \
+        cnt_step, cnt_count                                                    \
+    }
+#define SCAN_CONV                                                              \
+    {                                                                          \
+        conv_step, conv_count                                                  \
+    }
+#define SCAN_GRP                                                               \
+    {                                                                          \
+        grp_step, grp_count                                                    \
+    }
+#define SCAN_BC                                                                \
+    {                                                                          \
+        NULL, NULL                                                             \
+    }
+#define SCAN_DOT                                                               \
+    {                                                                          \
+        dot_step, dot_count                                                    \
+    }
+#define SCAN_FEED                                                              \
+    {                                                                          \
+        feed_step, feed_count                                                  \
+    }
+#define SCAN_RCPT                                                              \
+    {                                                                          \
+        NULL, NULL                                                             \
+    }
 static const struct scan_family scan_fams[FAM_COUNT] = {
 #define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
     [FAM_##ID] = SCAN_##ID,
