@@ -471,11 +471,25 @@ enum ur_parse ur_resp_parse_reply(const char *buf, size_t len,
         switch (c) {
         case '+':
         case '-':
+        case ',': /* RESP3 double */
+        case '(': /* RESP3 big number */
+        case '_': /* RESP3 null: an empty line */
+        case '#': /* RESP3 boolean */
             st = read_text_line(buf + pos + 1, len - pos - 1, max_bulk, &used);
+            if (st == UR_PARSE_OK &&
+                ((c == '_' && used != 2) ||
+                 (c == '#' && (used != 3 ||
+                               (buf[pos + 1] != 't' && buf[pos + 1] != 'f'))) ||
+                 ((c == ',' || c == '(') && used == 2)))
+                return UR_PARSE_INVALID;
             break;
         case ':':
         case '$':
         case '*':
+        case '=': /* RESP3 verbatim string */
+        case '%': /* RESP3 map */
+        case '~': /* RESP3 set */
+        case '>': /* RESP3 push */
             st = read_signed(buf + pos + 1, len - pos - 1, &v, &used);
             break;
         default:
@@ -484,13 +498,14 @@ enum ur_parse ur_resp_parse_reply(const char *buf, size_t len,
         if (st != UR_PARSE_OK)
             return st;
         pos += 1 + used;
-        if (c == '$' || c == '*') {
-            if (v < -1)
+        if (c == '$' || c == '*' || c == '=' || c == '%' || c == '~' ||
+            c == '>') {
+            if (v < -1 || (v == -1 && c != '$' && c != '*'))
                 return UR_PARSE_INVALID;
             if (v > (int64_t)max_bulk)
                 return UR_PARSE_TOO_BIG;
         }
-        if (c == '$' && v >= 0) {
+        if ((c == '$' || c == '=') && v >= 0) {
             uint64_t blen = (uint64_t)v;
 
             if (len - pos < blen + 2)
@@ -499,11 +514,11 @@ enum ur_parse ur_resp_parse_reply(const char *buf, size_t len,
                 return UR_PARSE_INVALID;
             pos += blen + 2;
         }
-        if (c == '*' && v >= 0) {
+        if ((c == '*' || c == '%' || c == '~' || c == '>') && v >= 0) {
             if (top == UR_MAX_DEPTH)
                 return UR_PARSE_INVALID;
             if (v > 0)
-                need[++top] = (uint64_t)v;
+                need[++top] = (uint64_t)v * (c == '%' ? 2 : 1);
         }
         if (first) {
             *type = c;

@@ -80,10 +80,12 @@ int ur_resp_put_request(struct ur_buf *b, uint32_t argc,
 
 /*
  * Parses one complete reply (any nesting up to UR_MAX_DEPTH) from
- * buf[0..len). On OK, *consumed is its size, *type its first byte
- * ('+', '-', ':', '$', '*') and, when type is ':', *num the integer (for
- * '*' the element count, for '$' the length, -1 for nil). Bulk lengths and
- * counts are capped by max_bulk (TOO_BIG).
+ * buf[0..len), RESP2 or RESP3. On OK, *consumed is its size, *type its
+ * first byte ('+', '-', ':', '$', '*', and in RESP3 '%', '~', '>', '_',
+ * '#', ',', '(', '=') and, when type is ':', *num the integer (for '*',
+ * '%', '~', '>' the element or pair count, for '$' and '=' the length, -1
+ * for a RESP2 nil). Bulk lengths and counts are capped by max_bulk
+ * (TOO_BIG). RESP3 attributes ('|') are INVALID.
  */
 enum ur_parse ur_resp_parse_reply(const char *buf, size_t len,
                                   uint32_t max_bulk, size_t *consumed,

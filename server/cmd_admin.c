@@ -204,13 +204,8 @@ static void config_get(struct exec_ctx *x)
  * anew each time. */
 static void config_apply(struct server *srv, const char *key)
 {
-    char err[256];
-
     if (strcmp(key, "loglevel") == 0)
         log_set_level((enum log_level)srv->cfg.loglevel);
-    else if (strcmp(key, "logfile") == 0 &&
-             log_open(srv->cfg.logfile, err, sizeof(err)) != 0)
-        log_warn("%s", err);
     else if (strcmp(key, "slowlog-max-len") == 0)
         slowlog_trim(&srv->slowlog, srv->cfg.slowlog_max_len);
     if (srv->on_config != NULL)

@@ -92,7 +92,9 @@ static const struct key keys[] = {
      31536000, R},
     {"requirepass", K_SECRET, F(requirepass), "", 0, 0, R},
     /* introspection (docs/OPERATIONS.md "Redis tools") */
-    {"logfile", K_STR0, F(logfile), "", 0, 0, R},
+    /* Not at run time (as in Redis): a client could make the server
+     * create files anywhere it may write. */
+    {"logfile", K_STR0, F(logfile), "", 0, 0, 0},
     {"slowlog-log-slower-than", K_I64, F(slowlog_slower_than), "10000", 0, 0,
      R},
     {"slowlog-max-len", K_U32, F(slowlog_max_len), "128", 0, 1000000, R},

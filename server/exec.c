@@ -146,6 +146,8 @@ static void exec_done(struct server *srv, struct session *sess,
     srv->stats.op_usec[op->index] += usec;
     if (r->status != UR_E_OK && r->status < UR_E__COUNT)
         srv->stats.err_by_code[r->status]++;
+    if (srv->loading)
+        return; /* replay at start-up: not a client's command */
     if (slower >= 0 && usec >= (uint64_t)slower)
         slowlog_add(
             &srv->slowlog, srv->cfg.slowlog_max_len, server_now_ms() / 1000,

@@ -112,7 +112,7 @@ static void run_resp(const char *buf, size_t len)
             continue;
         out.len = 0;
         srv.clock_pin_ms += 1000;
-        reply_begin(&r, &out, REPLY_RESP, 0);
+        reply_begin(&r, &out, (enum reply_proto)sess.proto, 0);
         exec_text(&srv, &sess, argc, args, &r);
         reply_end(&r);
         check_resp_reply();
@@ -159,6 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run_bin(buf, size);
     ASSERT(db_audit(&srv.db) == 0);
     db_deinit(&srv.db);
+    slowlog_deinit(&srv.slowlog);
     ur_buf_deinit(&out);
     free(buf);
     return 0;

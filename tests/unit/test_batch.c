@@ -45,6 +45,7 @@ static void server_down(void)
 {
     replay_close(&srv);
     db_deinit(&srv.db);
+    slowlog_deinit(&srv.slowlog);
     batch_multi_end(&sess);
 }
 

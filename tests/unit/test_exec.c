@@ -236,5 +236,6 @@ int main(void)
     T_RUN(test_stats);
     ur_buf_deinit(&out);
     db_deinit(&srv.db);
+    slowlog_deinit(&srv.slowlog);
     T_END();
 }

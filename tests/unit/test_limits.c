@@ -237,6 +237,7 @@ int main(void)
     T_RUN(test_config_limits);
     T_RUN(test_multibulk_total);
     db_deinit(&srv.db);
+    slowlog_deinit(&srv.slowlog);
     ur_buf_deinit(&out);
     T_END();
 }

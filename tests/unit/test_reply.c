@@ -11,6 +11,7 @@
 #include "config.h"
 #include "frame.h"
 #include "reply.h"
+#include "resp.h"
 #include "slowlog.h"
 #include "t.h"
 
@@ -129,6 +130,49 @@ static void test_scalars(void)
     begin(&r, REPLY_RESP3);
     reply_fmt(&r, "%0300d", 7);
     CHECK(strncmp(text(&r), "$300\r\n000", 9) == 0 && out.len == 300 + 8);
+}
+
+/* The shared reply parser (bench, tests, fuzzers) reads RESP3 too. */
+static bool parses(const char *s, char want_type, int64_t want_num)
+{
+    size_t consumed = 0;
+    int64_t num = 0;
+    char type = 0;
+
+    return ur_resp_parse_reply(s, strlen(s), 1024, &consumed, &type, &num) ==
+               UR_PARSE_OK &&
+           consumed == strlen(s) && type == want_type && num == want_num;
+}
+
+static bool refused(const char *s)
+{
+    size_t consumed;
+    int64_t num;
+    char type;
+
+    return ur_resp_parse_reply(s, strlen(s), 1024, &consumed, &type, &num) ==
+           UR_PARSE_INVALID;
+}
+
+static void test_resp3_parse(void)
+{
+    CHECK(parses("%1\r\n$1\r\na\r\n:1\r\n", '%', 1));
+    CHECK(parses("~2\r\n+a\r\n#t\r\n", '~', 2));
+    CHECK(parses(">2\r\n_\r\n,1.5\r\n", '>', 2));
+    CHECK(parses("(18446744073709551615\r\n", '(', 0));
+    CHECK(parses("=7\r\ntxt:abc\r\n", '=', 7));
+    CHECK(parses("%0\r\n", '%', 0));
+    CHECK(refused("_x\r\n"));
+    CHECK(refused("#x\r\n"));
+    CHECK(refused(",\r\n"));
+    CHECK(refused("%-1\r\n"));
+    CHECK(refused("|1\r\n+a\r\n+b\r\n+c\r\n"));
+    size_t consumed;
+    int64_t num;
+    char type;
+    /* A map of 1 needs two values. */
+    CHECK(ur_resp_parse_reply("%1\r\n:1\r\n", 8, 1024, &consumed, &type,
+                              &num) == UR_PARSE_NEED_MORE);
 }
 
 static void test_push_frame(void)
@@ -291,6 +335,7 @@ int main(void)
     T_RUN(test_aggregates);
     T_RUN(test_scalars);
     T_RUN(test_push_frame);
+    T_RUN(test_resp3_parse);
     T_RUN(test_parse_uint);
     T_RUN(test_slowlog);
     T_RUN(test_latency);
