@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (st != UR_PARSE_OK)
             break;
         ASSERT(consumed >= 3 && consumed <= size - pos);
-        ASSERT(type == buf[pos] && strchr("+-:$*", type) != NULL);
+        ASSERT(type == buf[pos] && strchr("+-:$*%~>_#,(=", type) != NULL);
         ASSERT(ur_resp_parse_reply(buf + pos, consumed - 1, 4096, &c2, &type,
                                    &num) == UR_PARSE_NEED_MORE);
         pos += consumed;
