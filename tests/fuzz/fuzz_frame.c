@@ -148,7 +148,7 @@ static void check_reply(const char *p, size_t c, const struct ur_frame_hdr *h)
     /* A validated body reads to its end, one value per byte at most. */
     ur_val_reader_init(&r, p + UR_FRAME_HDR, h->len);
     while (ur_val_next(&r, &v)) {
-        ASSERT(v.kind >= UR_VAL_INT && v.kind <= UR_VAL_ERR);
+        ASSERT(v.kind >= UR_VAL_INT && v.kind <= UR_VAL_SINT);
         if (v.str != NULL && v.len > 0)
             sink += (uint8_t)v.str[v.len - 1];
         sink += v.num + v.count + v.code;
