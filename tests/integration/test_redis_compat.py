@@ -697,11 +697,10 @@ def _pty_session(argv, keys, want, timeout=10):
     import select
     import subprocess as sp
     master, slave = pty.openpty()
+    hist = tempfile.NamedTemporaryFile(prefix="unreadcli-hist-")
     p = sp.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
                  env=dict(os.environ, TERM="xterm",
-                          UNREADCLI_HISTFILE=os.path.join(
-                              tempfile.gettempdir(),
-                              "unreadcli-hist-%d" % os.getpid())))
+                          UNREADCLI_HISTFILE=hist.name))
     os.close(slave)
     out = b""
 
@@ -721,6 +720,7 @@ def _pty_session(argv, keys, want, timeout=10):
     finally:
         os.close(master)
         p.wait(5)
+        hist.close()
     return out.decode("utf-8", "replace")
 
 
