@@ -738,6 +738,7 @@ def test_unread_cli_line_editing_history_and_version():
                            [b"CNT.INCR 5 0\r", b"\x1b[A\r", b"CNT.IN\t7 0\r",
                             b"\x04"],
                            [prompt, prompt, prompt, prompt])
-        assert "^[[A" not in out, out
-        assert c.cmd("CNT.GET", 5, 0) == 2  # the recalled line ran
+        # (The terminal may still echo keys typed before libedit takes it
+        # over, so the screen is not compared: what ran is.)
+        assert c.cmd("CNT.GET", 5, 0) == 2, out  # the recalled line ran
         assert c.cmd("CNT.GET", 7, 0) == 1  # Tab completed CNT.INCR
