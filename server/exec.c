@@ -275,10 +275,13 @@ void exec_prefetch(const struct server *srv, uint16_t opcode, uint64_t uid,
 bool arg_u64(struct exec_ctx *x, uint32_t i, const char *what, uint64_t *out)
 {
     const struct ur_arg *a = &x->argv[i];
+    /* A journal written before the integer range became the rule may hold
+     * ids up to 2^64-1, acknowledged then: they must load again. */
+    const uint64_t max = x->srv->loading ? UINT64_MAX : UR_INT_MAX;
     char text[32];
 
     if (a->kind == UR_ARG_INT) {
-        if (a->num <= UR_INT_MAX) {
+        if (a->num <= max) {
             *out = a->num;
             return true;
         }
@@ -287,7 +290,7 @@ bool arg_u64(struct exec_ctx *x, uint32_t i, const char *what, uint64_t *out)
                   what, (long long)UR_INT_MAX, (unsigned long long)a->num);
         return false;
     }
-    switch (ur_parse_uint(a->str, a->len, UR_INT_MAX, out)) {
+    switch (ur_parse_uint(a->str, a->len, max, out)) {
     case UR_NUM_OK:
         return true;
     case UR_NUM_RANGE:
