@@ -83,6 +83,13 @@ $(BUILD)/badge_service: $(call obj,client-lib/examples/badge_service.c) \
                         $(BUILD)/libunread.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 
+# The asynchronous example (docs/CLIENT.md): libunread's async handle on
+# libevent through the header-only adapter client-lib/unread_libevent.h.
+all: $(BUILD)/async_badge
+$(BUILD)/async_badge: $(call obj,client-lib/examples/async_badge.c) \
+                      $(BUILD)/libunread.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+
 # The fault-injection shim of the fault suites (tests/faults/faultfs.c),
 # LD_PRELOADed into the server: never sanitized (the sanitizer runtime
 # must come first in a sanitized server; the suites say so in

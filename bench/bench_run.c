@@ -538,13 +538,18 @@ static void workers_free(struct worker *ws, unsigned nw)
  * used by one thread at a time), connected to every server. */
 static int placement_open(struct worker *w, char *err, size_t errlen)
 {
-    struct unread_opts o;
+    struct unread_opts *o;
 
     if (w->p->cluster == NULL)
         return 0;
-    unread_opts_init(&o);
-    o.connect_timeout_ms = CLUSTER_TIMEOUT_MS;
-    w->placement = unread_connect_cluster(w->p->cluster, &o, err, errlen);
+    o = unread_opts_new();
+    if (o == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    unread_opts_set_timeouts(o, CLUSTER_TIMEOUT_MS, 1000, 1000);
+    w->placement = unread_connect_cluster(w->p->cluster, o, err, errlen);
+    unread_opts_free(o);
     return w->placement != NULL ? 0 : -1;
 }
 

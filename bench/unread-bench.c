@@ -348,15 +348,19 @@ static int audit_shard(struct unread *u, size_t i, uint64_t *bad, char *err,
 static int audit(const struct bench_plan *p, uint64_t *bad, char *err,
                  size_t errlen)
 {
-    struct unread_opts o;
+    struct unread_opts *o;
     struct unread *u;
     int rc = 0;
 
-    unread_opts_init(&o);
-    o.connect_timeout_ms = o.read_timeout_ms = SETUP_TIMEOUT_MS;
-    if (p->cluster != NULL)
-        u = unread_connect_cluster(p->cluster, &o, err, errlen);
-    else
+    if (p->cluster != NULL) {
+        o = unread_opts_new();
+        if (o != NULL)
+            unread_opts_set_timeouts(o, SETUP_TIMEOUT_MS, SETUP_TIMEOUT_MS,
+                                     1000);
+        u = o != NULL ? unread_connect_cluster(p->cluster, o, err, errlen)
+                      : NULL;
+        unread_opts_free(o);
+    } else
         u = unread_connect(p->host, p->port, SETUP_TIMEOUT_MS, err, errlen);
     if (u == NULL)
         return -1;

@@ -195,22 +195,25 @@ static void print_reply(const struct cli *cli, const struct unread_reply *r,
 /* A cluster, or one server in degraded mode: the options handle. */
 static struct unread *cli_open(const struct cli *cli, char *err, size_t errlen)
 {
-    struct unread_opts o;
+    struct unread_opts *o = unread_opts_new();
+    struct unread *c;
     char one[300];
 
-    unread_opts_init(&o);
-    o.connect_timeout_ms = CLI_CONNECT_TIMEOUT_MS;
-    o.read_timeout_ms = cli->timeout_ms;
-    o.write_timeout_ms = cli->timeout_ms;
-    o.degraded = cli->degraded;
-    o.default_value = cli->dflt;
-    o.password = cli->auth;
-    if (cli->cluster != NULL)
-        return unread_connect_cluster(cli->cluster, &o, err, errlen);
+    if (o == NULL || unread_opts_set_password(o, cli->auth) != 0) {
+        unread_opts_free(o);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    unread_opts_set_timeouts(o, CLI_CONNECT_TIMEOUT_MS, cli->timeout_ms,
+                             cli->timeout_ms);
+    unread_opts_set_degraded(o, cli->degraded, cli->dflt);
     snprintf(one, sizeof(one),
              strchr(cli->host, ':') != NULL ? "[%.255s]:%u" : "%.255s:%u",
              cli->host, (unsigned)cli->port);
-    return unread_connect_cluster(one, &o, err, errlen);
+    c = unread_connect_cluster(cli->cluster != NULL ? cli->cluster : one, o,
+                               err, errlen);
+    unread_opts_free(o);
+    return c;
 }
 
 static bool cli_connect(struct cli *cli)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ops.h"
 #include "proto.h"
@@ -128,14 +129,8 @@ int uc_core_init(struct uc_core *k, struct uc_addr *a, size_t n,
     ur_buf_init(&k->merged);
     if (!opts_valid(o, n, err, errlen))
         return -1;
-    k->opt.connect_timeout_ms = o->connect_timeout_ms;
-    k->opt.read_timeout_ms = o->read_timeout_ms;
-    k->opt.write_timeout_ms = o->write_timeout_ms;
-    k->opt.degraded = o->degraded;
-    k->opt.default_value = o->default_value;
-    k->opt.breaker_failures = o->breaker_failures;
-    k->opt.breaker_open_ms = o->breaker_open_ms;
-    k->opt.ring_points = o->ring_points;
+    k->opt = *o;
+    k->opt.password = NULL; /* the core's own copy, below */
     k->brk_cfg.failures = o->breaker_failures;
     k->brk_cfg.open_ms = o->breaker_open_ms;
     k->srv = calloc(n, sizeof(*k->srv));
@@ -181,14 +176,120 @@ int uc_core_addrs(const char *list, const char *host, uint16_t port,
     return rc;
 }
 
+/* ---- Counter types by name ----------------------------------------------- */
+
+/*
+ * CONFIG GET counter-types answers [name, value] with the value the names
+ * separated by blanks, by position ("mention comment like dm system":
+ * mention is 0).
+ */
+bool uc_core_learn_types(struct uc_core *k, const char *body, size_t len)
+{
+    struct ur_val_reader rd;
+    struct ur_val v;
+    unsigned n = 0;
+    size_t i, start;
+
+    ur_val_reader_init(&rd, body, len);
+    if (!ur_val_next(&rd, &v) || v.kind != UR_VAL_ARR || v.count != 2 ||
+        !ur_val_next(&rd, &v) || v.kind != UR_VAL_STR ||
+        v.len != strlen("counter-types") ||
+        memcmp(v.str, "counter-types", v.len) != 0 || !ur_val_next(&rd, &v) ||
+        v.kind != UR_VAL_STR)
+        return false;
+    for (i = 0; i < v.len;) {
+        while (i < v.len && (v.str[i] == ' ' || v.str[i] == '\t'))
+            i++;
+        start = i;
+        while (i < v.len && v.str[i] != ' ' && v.str[i] != '\t')
+            i++;
+        if (i == start)
+            break;
+        if (n == UC_TYPES_MAX || i - start >= UC_TYPE_NAME)
+            return false;
+        memcpy(k->types[n], v.str + start, i - start);
+        k->types[n][i - start] = '\0';
+        n++;
+    }
+    k->ntypes = n;
+    k->types_known = true;
+    return true;
+}
+
+int uc_core_type(struct uc_core *k, const char *name, unsigned *type)
+{
+    uint64_t v;
+    unsigned i;
+
+    if (name == NULL)
+        return uc_err(k, UNREAD_EUSAGE, "no counter type name");
+    if (ur_parse_u64(name, strlen(name), &v)) {
+        if (v >= UC_TYPES_MAX)
+            return uc_err(k, UNREAD_ERR_BADARG, "ERR counter type %llu: 0..63",
+                          (unsigned long long)v);
+        *type = (unsigned)v;
+        return 0;
+    }
+    for (i = 0; i < k->ntypes; i++) {
+        if (strcasecmp(k->types[i], name) == 0) {
+            *type = i;
+            return 0;
+        }
+    }
+    return uc_err(k, UNREAD_ERR_BADARG,
+                  "ERR unknown counter type '%s' (use 0..63 or a name from "
+                  "counter-types)",
+                  name);
+}
+
+int unread_types_reload(struct unread *c)
+{
+    struct unread_arg argv[2] = {unread_arg_str("GET", 3),
+                                 unread_arg_str("counter-types", 13)};
+    struct ur_frame_hdr h;
+    const char *body;
+    int rc = UNREAD_ECONNECT;
+    uint32_t s;
+
+    /* the first server that answers: every server of a deployment has the
+     * same counter-types */
+    for (s = 0; s < c->k.nsrv; s++) {
+        rc = uc_round_call(c, s, UR_OP_CONFIG, 2, argv, &h, &body);
+        if (rc == 0 && !uc_core_learn_types(&c->k, body, h.len))
+            rc = uc_err(&c->k, UNREAD_EPROTO,
+                        "%s: protocol error: unexpected reply to CONFIG GET "
+                        "counter-types",
+                        c->k.addr[s].name);
+        if (rc >= 0 && rc != UNREAD_DEGRADED)
+            return rc;
+    }
+    return rc;
+}
+
+int unread_type(struct unread *c, const char *name, unsigned *type)
+{
+    uint64_t v;
+    int rc;
+
+    if (name != NULL && !c->k.types_known &&
+        !ur_parse_u64(name, strlen(name), &v)) {
+        rc = unread_types_reload(c);
+        if (rc != 0)
+            return rc;
+    }
+    return uc_core_type(&c->k, name, type);
+}
+
 /* ---- The synchronous handle --------------------------------------------- */
 
 #define UC_DEFAULT_TIMEOUT_MS 1000
 #define UC_DEFAULT_BREAKER_FAILURES 3
 #define UC_DEFAULT_BREAKER_OPEN_MS 1000
 #define UC_DEFAULT_RING_POINTS 160
+#define UC_DEFAULT_RECONNECT_MIN_MS 100
+#define UC_DEFAULT_RECONNECT_MAX_MS 5000
 
-void unread_opts_init(struct unread_opts *o)
+void uc_opts_defaults(struct unread_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->connect_timeout_ms = UC_DEFAULT_TIMEOUT_MS;
@@ -197,6 +298,93 @@ void unread_opts_init(struct unread_opts *o)
     o->breaker_failures = UC_DEFAULT_BREAKER_FAILURES;
     o->breaker_open_ms = UC_DEFAULT_BREAKER_OPEN_MS;
     o->ring_points = UC_DEFAULT_RING_POINTS;
+    o->reconnect_min_ms = UC_DEFAULT_RECONNECT_MIN_MS;
+    o->reconnect_max_ms = UC_DEFAULT_RECONNECT_MAX_MS;
+}
+
+/* ---- Options --------------------------------------------------------------
+ */
+
+struct unread_opts *unread_opts_new(void)
+{
+    struct unread_opts *o = malloc(sizeof(*o));
+
+    if (o != NULL)
+        uc_opts_defaults(o);
+    return o;
+}
+
+void unread_opts_free(struct unread_opts *o)
+{
+    if (o == NULL)
+        return;
+    free(o->password);
+    free(o);
+}
+
+int unread_opts_set_timeouts(struct unread_opts *o, int connect_ms, int read_ms,
+                             int write_ms)
+{
+    o->connect_timeout_ms = connect_ms;
+    o->read_timeout_ms = read_ms;
+    o->write_timeout_ms = write_ms;
+    return 0;
+}
+
+int unread_opts_set_degraded(struct unread_opts *o, bool on,
+                             uint64_t default_value)
+{
+    o->degraded = on;
+    o->default_value = default_value;
+    return 0;
+}
+
+int unread_opts_set_breaker(struct unread_opts *o, unsigned failures,
+                            int open_ms)
+{
+    if (failures < 1 || open_ms < 0)
+        return UNREAD_EUSAGE;
+    o->breaker_failures = failures;
+    o->breaker_open_ms = open_ms;
+    return 0;
+}
+
+int unread_opts_set_ring_points(struct unread_opts *o, unsigned points)
+{
+    if (points < 1 || points > UC_MAX_RING)
+        return UNREAD_EUSAGE;
+    o->ring_points = points;
+    return 0;
+}
+
+int unread_opts_set_password(struct unread_opts *o, const char *password)
+{
+    char *copy = NULL;
+
+    if (password != NULL && (copy = strdup(password)) == NULL)
+        return UNREAD_ENOMEM;
+    free(o->password);
+    o->password = copy;
+    return 0;
+}
+
+int unread_opts_set_reconnect(struct unread_opts *o, int min_ms, int max_ms)
+{
+    if (min_ms < 0 || max_ms < min_ms)
+        return UNREAD_EUSAGE;
+    o->reconnect_min_ms = min_ms;
+    o->reconnect_max_ms = max_ms;
+    return 0;
+}
+
+int unread_version(void)
+{
+    return UNREAD_VERSION_NUMBER;
+}
+
+const char *unread_version_string(void)
+{
+    return UNREAD_VERSION;
 }
 
 static void handle_free(struct unread *c)
@@ -257,7 +445,7 @@ struct unread *unread_connect(const char *host, uint16_t port, int timeout_ms,
     }
     if (uc_core_addrs(NULL, host, port, &a, &n, err, errlen) != 0)
         return NULL;
-    unread_opts_init(&o);
+    uc_opts_defaults(&o);
     o.connect_timeout_ms = timeout_ms;
     o.read_timeout_ms = timeout_ms;
     o.write_timeout_ms = timeout_ms;
@@ -282,7 +470,7 @@ struct unread *unread_connect_cluster(const char *servers,
         return NULL;
     }
     if (opts == NULL)
-        unread_opts_init(&o);
+        uc_opts_defaults(&o);
     else
         o = *opts;
     if (uc_core_addrs(servers, NULL, 0, &a, &n, err, errlen) != 0)

@@ -35,7 +35,7 @@
  * resent by the library: after a failure the caller cannot tell whether a
  * write was applied, and decides itself whether to retry.
  *
- * Degraded mode (opt-in, struct unread_opts): each server has a circuit
+ * Degraded mode (opt-in, unread_opts_set_degraded): each server has a circuit
  * breaker. Reads of an unreachable server (or one whose circuit is open)
  * return UNREAD_DEGRADED with the configured default, at once and without
  * touching the network while the circuit is open; writes that were not
@@ -54,8 +54,21 @@
 extern "C" {
 #endif
 
-#define UNREAD_VERSION "0.1.0"
+/* The version of this header; unread_version() is the library's. The
+ * major number is the ABI's: libunread.so.MAJOR. */
+#define UNREAD_VERSION_MAJOR 1
+#define UNREAD_VERSION_MINOR 0
+#define UNREAD_VERSION_PATCH 0
+#define UNREAD_VERSION "1.0.0"
+#define UNREAD_VERSION_NUMBER                                                  \
+    (UNREAD_VERSION_MAJOR * 10000 + UNREAD_VERSION_MINOR * 100 +               \
+     UNREAD_VERSION_PATCH)
 #define UNREAD_DEFAULT_PORT 7460
+
+/* The running library's version, as UNREAD_VERSION_NUMBER (a program
+ * built against 1.0 and run with 1.2 gets 10200), and as text. */
+int unread_version(void);
+const char *unread_version_string(void);
 
 /*
  * Result codes. Positive values are the binary protocol's error status
@@ -128,30 +141,54 @@ struct unread; /* opaque */
 struct unread *unread_connect(const char *host, uint16_t port, int timeout_ms,
                               char *err, size_t errlen);
 
-/* Options of unread_connect_cluster. Fill with unread_opts_init, then set
- * what differs: fields may be added at the end in later versions. */
-struct unread_opts {
-    int connect_timeout_ms; /* one connect attempt (1000); <= 0: none */
-    int read_timeout_ms;    /* a reply, from the end of the send (1000) */
-    int write_timeout_ms;   /* sending a call's requests (1000) */
+/*
+ * Options of unread_connect_cluster and unread_async_connect, made by the
+ * library so that a later version can add options without breaking a
+ * program built against this one (docs/CLIENT.md, "ABI"):
+ *
+ *     struct unread_opts *o = unread_opts_new();
+ *     unread_opts_set_timeouts(o, 1000, 200, 200);
+ *     unread_opts_set_degraded(o, true, 0);
+ *     c = unread_connect_cluster(list, o, err, sizeof(err));
+ *     unread_opts_free(o);          (the handle keeps a copy)
+ *
+ * Setters return 0, or UNREAD_EUSAGE for a value out of range (the option
+ * is then unchanged), UNREAD_ENOMEM.
+ */
+struct unread_opts; /* opaque */
 
-    bool degraded;             /* circuit breakers and default replies (off) */
-    uint64_t default_value;    /* what degraded reads return (0) */
-    unsigned breaker_failures; /* consecutive failed round trips that open
-                                  a server's circuit (3); >= 1 */
-    int breaker_open_ms;       /* how long it stays open before one probe
-                                  request (1000); >= 0 */
+/* Options holding the defaults below; NULL when out of memory. Free with
+ * unread_opts_free (NULL: a no-op). */
+struct unread_opts *unread_opts_new(void);
+void unread_opts_free(struct unread_opts *o);
 
-    unsigned ring_points; /* hash-ring points per server (160): every
-                             client of a deployment must use the same */
+/* Connect (one attempt), read (a reply, from the end of the send; the
+ * async handle's command timeout) and write (sending a call's requests)
+ * timeouts in ms: 1000 each; <= 0: none. */
+int unread_opts_set_timeouts(struct unread_opts *o, int connect_ms, int read_ms,
+                             int write_ms);
 
-    const char *password; /* requirepass of the servers (NULL: none): sent
-                             with AUTH on every connect, and a server that
-                             refuses it fails the connect (copied) */
-};
+/* Degraded mode: circuit breakers and default replies (off), and what
+ * degraded reads return (0). */
+int unread_opts_set_degraded(struct unread_opts *o, bool on,
+                             uint64_t default_value);
 
-/* The defaults above. */
-void unread_opts_init(struct unread_opts *o);
+/* Consecutive failed round trips that open a server's circuit (3; >= 1),
+ * and how long it stays open before one probe request (1000 ms; >= 0). */
+int unread_opts_set_breaker(struct unread_opts *o, unsigned failures,
+                            int open_ms);
+
+/* Hash-ring points per server (160; 1..): every client of a deployment
+ * must use the same. */
+int unread_opts_set_ring_points(struct unread_opts *o, unsigned points);
+
+/* requirepass of the servers (NULL: none): sent with AUTH on every
+ * connect, and a server that refuses it fails the connect (copied). */
+int unread_opts_set_password(struct unread_opts *o, const char *password);
+
+/* The async handle's reconnect backoff after a failed connect: first wait
+ * min_ms (100), doubling up to max_ms (5000); 0 <= min_ms <= max_ms. */
+int unread_opts_set_reconnect(struct unread_opts *o, int min_ms, int max_ms);
 
 /*
  * A client of every server in `servers`: "host:port,host:port,..." (":port"
@@ -228,6 +265,23 @@ const char *unread_errstr(const struct unread *c);
 /* Static name of a result code ("OK", "ARITY", "ETIMEOUT", ...); never
  * NULL. */
 const char *unread_strerror(int code);
+
+/*
+ * Counter types by name: the number of the type called name ("mention")
+ * in the servers' counter-types setting, for the typed calls, which take
+ * numbers. The first call asks the servers (CONFIG GET counter-types, one
+ * round trip to the first that answers) and the handle keeps the names;
+ * unread_types_reload() asks again (after the servers' setting changed).
+ * A decimal string ("3") is its number. 0 with *type set;
+ * UNREAD_ERR_BADARG for a name the servers do not have; a failure to ask
+ * (UNREAD_ECONNECT, ...) otherwise.
+ *
+ *     unsigned dm;
+ *     if (unread_type(c, "dm", &dm) == 0)
+ *         unread_cnt_incr(c, uid, dm, 1, &value, &total);
+ */
+int unread_type(struct unread *c, const char *name, unsigned *type);
+int unread_types_reload(struct unread *c);
 
 /* ---- Typed calls (protocol/ops.def) ----------------------------------- */
 /*
@@ -1102,6 +1156,272 @@ struct unread_user_status {
  * the families in pending). Does not mark the user active. */
 int unread_user_status(struct unread *c, uint64_t uid,
                        struct unread_user_status *out);
+
+/* ==== Asynchronous handle ============================================== */
+/*
+ * struct unread_async is the event-driven face of the same client: the
+ * same routing and sharding, circuit breakers, degraded defaults, typed
+ * calls and error codes as struct unread (they share one core), but no
+ * call ever waits. A call queues its request and returns; the request is
+ * written when the caller's event loop next hands the handle control, and
+ * a completion callback runs when its answer is in:
+ *
+ *     void done(struct unread_async *a, int rc, void *priv)
+ *     {
+ *         struct req *r = priv;   (rc as the synchronous call returns it;
+ *         ...                      r->value, r->total written before)
+ *     }
+ *     unread_async_cnt_incr(a, uid, type, 1, &r->value, &r->total, done, r);
+ *
+ * Each synchronous typed call that has an asynchronous form,
+ * unread_<f>(c, args..., outputs...), is unread_async_<f>(a, args...,
+ * outputs..., cb, priv): the outputs are written just before cb runs and
+ * must stay valid until then. unread_async_command is the generic one.
+ *
+ * Queue calls return 0 when the request was queued: cb then runs exactly
+ * once, later, never from inside the queue call. Non-zero: nothing was
+ * queued and cb never runs (UNREAD_EUSAGE, UNREAD_ENOMEM,
+ * UNREAD_ERR_UNKNOWN for an unknown name; message in unread_async_errstr).
+ * A request whose server cannot take it (circuit open, reconnect backoff,
+ * a failed connect) is answered without the network, at the next
+ * unread_async_handle_events / _handle_timeout (the timeout asks for 0
+ * ms): UNREAD_DEGRADED with the default for a read in degraded mode,
+ * UNREAD_EUNAVAIL for a write, UNREAD_ECONNECT without degraded mode.
+ *
+ * Pipelining is the default: requests to a server are written back to back
+ * without waiting for replies (those queued together go out in one
+ * write), and each server answers in order. Callbacks run in the order
+ * answers complete: one server's in the order its requests were made.
+ *
+ * Connecting: no call blocks on the network. Creating the handle starts a
+ * non-blocking connect to every server; requests queued meanwhile wait in
+ * memory and go out when it completes (after AUTH when a password is set).
+ * Name resolution (getaddrinfo) does block: give addresses, or names the
+ * system resolves locally (/etc/hosts).
+ *
+ * Timeouts: every request has one, from when it is queued to its answer:
+ * the handle's command timeout when it was queued (opts read timeout;
+ * unread_async_set_timeout changes it for later requests, so a caller can
+ * give one command its own). A connect has opts' connect timeout. A
+ * request that times out fails its server's connection (replies come in
+ * order: nothing after a lost one can be matched): every request in
+ * flight on that server completes with UNREAD_ETIMEOUT (reads: the
+ * default in degraded mode) and the next request reconnects.
+ *
+ * Reconnect with backoff: a connection that fails (I/O error, timeout,
+ * closed by the server, protocol error) fails the requests in flight on
+ * it, as a synchronous pipeline's do, and the next request to that
+ * server reconnects at once. A connect that fails makes the server wait
+ * before the next attempt: opts reconnect minimum (100 ms), doubling up
+ * to the maximum (5000 ms), back to the minimum after a success; requests
+ * meanwhile are answered at once (see above). The library never resends
+ * a request.
+ *
+ * Event loops: the handle owns one socket per server. Either attach it to
+ * a loop that watches sockets for it (unread_async_attach with hooks; the
+ * libevent adapter in unread_libevent.h is such hooks), or drive it from
+ * a poll/epoll loop of your own: unread_async_fds (sockets and the events
+ * wanted), unread_async_timeout (when to call handle_timeout), then
+ * unread_async_handle_events(a, fd, revents) and
+ * unread_async_handle_timeout(a). unread_async_poll runs one poll() round
+ * itself.
+ *
+ * Threads: a handle, its callbacks and its loop hooks belong to one thread
+ * at a time: every call on it, and the event loop that drives it, must be
+ * on the same thread (or serialized by the caller); callbacks run on the
+ * thread that called handle_events / handle_timeout / poll. The library
+ * has no global state and takes no locks: one handle per thread (per
+ * loop) scales; sync and async handles may be mixed freely. A callback
+ * may queue new requests (they go out when the callback's handle_events
+ * returns) and may close the handle (the close completes when
+ * handle_events returns).
+ */
+struct unread_async; /* opaque */
+
+/* A completion: rc as the synchronous call would return it. */
+typedef void unread_async_cb(struct unread_async *a, int rc, void *priv);
+
+/* Events of a socket: readable, writable. */
+#define UNREAD_EV_READ 1
+#define UNREAD_EV_WRITE 2
+
+/*
+ * A handle over the servers of `servers` (as unread_connect_cluster; one
+ * server is a list of one; opts NULL: the defaults), connecting to each
+ * without waiting. NULL with a message in err for a bad list or options,
+ * or when out of memory; servers that cannot be reached are found out
+ * later, request by request.
+ */
+struct unread_async *unread_async_connect(const char *servers,
+                                          const struct unread_opts *opts,
+                                          char *err, size_t errlen);
+
+/*
+ * Closes every connection, completes every request not yet answered with
+ * UNREAD_ECLOSED (its callback runs now), detaches the loop hooks and
+ * frees the handle. Inside a callback the close is finished when the
+ * handle_events (or poll, handle_timeout) that ran it returns. NULL: a
+ * no-op.
+ */
+void unread_async_close(struct unread_async *a);
+
+/* Command timeout of requests queued from now on (<= 0: none). */
+void unread_async_set_timeout(struct unread_async *a, int timeout_ms);
+
+/* Requests queued and not yet completed. */
+size_t unread_async_pending(const struct unread_async *a);
+
+/* As unread_errstr: the last failure on this handle (a queue call's, or
+ * the last completion's that failed; read it inside the callback). */
+const char *unread_async_errstr(const struct unread_async *a);
+
+/* As unread_shards, unread_shard_of, unread_shard_name,
+ * unread_shard_circuit. */
+size_t unread_async_shards(const struct unread_async *a);
+size_t unread_async_shard_of(const struct unread_async *a, uint64_t key);
+const char *unread_async_shard_name(const struct unread_async *a, size_t i);
+int unread_async_shard_circuit(const struct unread_async *a, size_t i);
+
+/* ---- Driving it from the caller's own loop ---------------------------- */
+
+/* One socket to watch: fd, and UNREAD_EV_* wanted. */
+struct unread_async_pollfd {
+    int fd;
+    int events;
+};
+
+/* The sockets the handle wants watched now into out[0..max); returns how
+ * many there are (which may exceed max). Changes after each handle_*. */
+size_t unread_async_fds(const struct unread_async *a,
+                        struct unread_async_pollfd *out, size_t max);
+
+/* Milliseconds until unread_async_handle_timeout is due (0: now), or -1
+ * when nothing waits on time. */
+int unread_async_timeout(const struct unread_async *a);
+
+/* The loop saw events on fd (UNREAD_EV_*; an error or hang-up is READ):
+ * reads and writes what it can, runs the callbacks of what completed,
+ * answers what is due. An fd not the handle's is ignored. */
+void unread_async_handle_events(struct unread_async *a, int fd, int revents);
+
+/* Time passed: fails what timed out, runs the callbacks of what was
+ * decided without the network, writes what is queued. */
+void unread_async_handle_timeout(struct unread_async *a);
+
+/* One round of the loop, for programs without one (and tests): poll()
+ * over the handle's sockets for at most timeout_ms (-1: until something
+ * happens), then handle_events and handle_timeout. Returns
+ * unread_async_pending(). */
+size_t unread_async_poll(struct unread_async *a, int timeout_ms);
+
+/* Writes what is queued now (non-blocking); otherwise it goes when the
+ * loop next runs the handle. */
+void unread_async_flush(struct unread_async *a);
+
+/* ---- Attaching it to a loop that watches sockets ------------------------- */
+
+/*
+ * Hooks of an event loop (the libevent adapter of unread_libevent.h fills
+ * them). The handle calls them from its own calls; data is the loop's.
+ *   watch    server i's socket is fd and the handle wants events on it
+ *            (UNREAD_EV_*, 0: none for now); fd -1: forget the socket of
+ *            server i (it is about to be closed). Called when either
+ *            changes; the loop calls unread_async_handle_events(a, fd,
+ *            revents) when an event comes.
+ *   timer    call unread_async_handle_timeout(a) in ms milliseconds
+ *            (replacing the previous request), or never when ms is -1.
+ *   detach   the handle is closing: free what the loop made for it.
+ */
+struct unread_async_hooks {
+    void *data;
+    void (*watch)(void *data, size_t i, int fd, int events);
+    void (*timer)(void *data, int ms);
+    void (*detach)(void *data);
+};
+
+/* Attaches the hooks (copied): watch and timer are called at once with the
+ * current state. 0, or UNREAD_EUSAGE when hooks are already attached. */
+int unread_async_attach(struct unread_async *a,
+                        const struct unread_async_hooks *hooks);
+
+/* ---- Calls ----------------------------------------------------------------
+ */
+
+/* unread_command without waiting: *out (set to NULL now) receives the
+ * reply tree before cb runs, owned by the caller (unread_reply_free). */
+int unread_async_command(struct unread_async *a, const char *name,
+                         uint16_t opcode, unsigned argc,
+                         const struct unread_arg *argv,
+                         struct unread_reply **out, unread_async_cb *cb,
+                         void *priv);
+
+/* The counter type named name ("mention", or a number "3") as the servers'
+ * counter-types number it: 0 with *type, UNREAD_ERR_BADARG for a name the
+ * servers do not have, UNREAD_EUNAVAIL while no server has told its names
+ * yet (the handle asks each server at connect: try again after the first
+ * completion). */
+int unread_async_type(struct unread_async *a, const char *name, unsigned *type);
+
+/* Typed calls, as their synchronous forms (see above). */
+int unread_async_ping(struct unread_async *a, unread_async_cb *cb, void *priv);
+int unread_async_cnt_incr(struct unread_async *a, uint64_t uid, unsigned type,
+                          uint32_t delta, uint32_t *value, uint64_t *total,
+                          unread_async_cb *cb, void *priv);
+int unread_async_cnt_decr(struct unread_async *a, uint64_t uid, unsigned type,
+                          uint32_t delta, uint32_t *value, uint64_t *total,
+                          unread_async_cb *cb, void *priv);
+int unread_async_cnt_set(struct unread_async *a, uint64_t uid, unsigned type,
+                         uint32_t set_to, uint32_t *value, uint64_t *total,
+                         unread_async_cb *cb, void *priv);
+int unread_async_cnt_get(struct unread_async *a, uint64_t uid, unsigned type,
+                         uint32_t *value, unread_async_cb *cb, void *priv);
+int unread_async_cnt_getall(struct unread_async *a, uint64_t uid,
+                            struct unread_cnt_pair *out, unsigned *n,
+                            unread_async_cb *cb, void *priv);
+int unread_async_cnt_total(struct unread_async *a, uint64_t uid,
+                           uint64_t *total, unread_async_cb *cb, void *priv);
+int unread_async_cnt_clear(struct unread_async *a, uint64_t uid,
+                           const uint8_t *types, unsigned ntypes,
+                           uint64_t *total, unread_async_cb *cb, void *priv);
+int unread_async_cnt_incr_id(struct unread_async *a, uint64_t uid,
+                             unsigned type, uint32_t delta, uint64_t nid,
+                             uint32_t *value, uint64_t *total,
+                             unread_async_cb *cb, void *priv);
+int unread_async_cnt_ack(struct unread_async *a, uint64_t uid, unsigned type,
+                         uint64_t nid, uint32_t *value, uint64_t *total,
+                         unread_async_cb *cb, void *priv);
+int unread_async_cnt_mtotal(struct unread_async *a, const uint64_t *uids,
+                            size_t n, uint64_t *totals, unread_async_cb *cb,
+                            void *priv);
+int unread_async_cnt_total_ex(struct unread_async *a, uint64_t uid,
+                              uint64_t *total, uint64_t *expired,
+                              unread_async_cb *cb, void *priv);
+int unread_async_user_mbadge(struct unread_async *a, const uint64_t *uids,
+                             size_t n, uint64_t *badges, unread_async_cb *cb,
+                             void *priv);
+int unread_async_user_badge(struct unread_async *a, uint64_t uid,
+                            const char *const *families, unsigned nfamilies,
+                            int withexpiry, struct unread_badge *out,
+                            unread_async_cb *cb, void *priv);
+int unread_async_user_del(struct unread_async *a, uint64_t uid,
+                          uint64_t *removed, unread_async_cb *cb, void *priv);
+int unread_async_bc_publish(struct unread_async *a, uint64_t ch, uint64_t *head,
+                            unread_async_cb *cb, void *priv);
+int unread_async_bc_unread(struct unread_async *a, uint64_t uid, uint64_t ch,
+                           uint64_t *unread, unread_async_cb *cb, void *priv);
+int unread_async_bc_read(struct unread_async *a, uint64_t uid, uint64_t ch,
+                         unread_async_cb *cb, void *priv);
+int unread_async_dot_push(struct unread_async *a, uint64_t dot, uint64_t ts,
+                          uint64_t *push_ts, unread_async_cb *cb, void *priv);
+int unread_async_dot_click(struct unread_async *a, uint64_t uid, uint64_t dot,
+                           uint64_t ts, unread_async_cb *cb, void *priv);
+int unread_async_feed_post(struct unread_async *a, uint64_t author, uint32_t n,
+                           uint32_t *count, unread_async_cb *cb, void *priv);
+int unread_async_feed_unread(struct unread_async *a, uint64_t uid,
+                             uint64_t *unread, unread_async_cb *cb, void *priv);
+int unread_async_rcpt_count(struct unread_async *a, uint64_t gid,
+                            uint64_t msgid, uint32_t *nread, uint32_t *nunread,
+                            unread_async_cb *cb, void *priv);
 
 #ifdef __cplusplus
 }

@@ -5,29 +5,40 @@
  */
 #include "unread_int.h"
 
-int unread_bc_publish(struct unread *c, uint64_t ch, uint64_t *head)
+static int prep_bc_publish(struct uc_core *k, struct uc_call *q, uint64_t ch,
+                           uint64_t *head)
 {
-    return uc_call_int(c, UR_OP_BC_PUBLISH, 1, &ch, head);
-}
+    int rc = uc_q_ints(k, q, UR_OP_BC_PUBLISH, 1, &ch);
 
-int unread_bc_unread(struct unread *c, uint64_t uid, uint64_t ch,
-                     uint64_t *unread)
-{
-    uint64_t args[2] = {uid, ch};
-
-    return uc_call_int(c, UR_OP_BC_UNREAD, 2, args, unread);
-}
-
-int unread_bc_read(struct unread *c, uint64_t uid, uint64_t ch)
-{
-    uint64_t args[2] = {uid, ch}, zero;
-    int rc;
-
-    rc = uc_call_int(c, UR_OP_BC_READ, 2, args, &zero);
-    if (rc == 0 && zero != 0)
-        return uc_shape_err(c, UR_OP_BC_READ);
+    q->decode = uc_dec_u64;
+    q->out[0] = head;
     return rc;
 }
+UC_FACES(bc_publish, (uint64_t ch, uint64_t *head), (ch, head))
+
+static int prep_bc_unread(struct uc_core *k, struct uc_call *q, uint64_t uid,
+                          uint64_t ch, uint64_t *unread)
+{
+    uint64_t args[2] = {uid, ch};
+    int rc = uc_q_ints(k, q, UR_OP_BC_UNREAD, 2, args);
+
+    q->decode = uc_dec_u64;
+    q->out[0] = unread;
+    return rc;
+}
+UC_FACES(bc_unread, (uint64_t uid, uint64_t ch, uint64_t *unread),
+         (uid, ch, unread))
+
+static int prep_bc_read(struct uc_core *k, struct uc_call *q, uint64_t uid,
+                        uint64_t ch)
+{
+    uint64_t args[2] = {uid, ch};
+    int rc = uc_q_ints(k, q, UR_OP_BC_READ, 2, args);
+
+    q->decode = uc_dec_zero;
+    return rc;
+}
+UC_FACES(bc_read, (uint64_t uid, uint64_t ch), (uid, ch))
 
 int unread_pipe_bc_publish(struct unread *c, uint64_t ch)
 {

@@ -294,3 +294,242 @@ int unread_command_shard(struct unread *c, size_t shard, const char *name,
     }
     return command(c, false, (uint32_t)shard, name, opcode, argc, argv, out);
 }
+
+/* ---- Typed calls for both faces ---------------------------------------- */
+
+static int q_room(struct uc_core *k, struct uc_call *q, unsigned argc)
+{
+    if (argc > UINT16_MAX)
+        return uc_err(k, UNREAD_EUSAGE, "%u arguments: at most %u", argc,
+                      (unsigned)UINT16_MAX);
+    q->argc = argc;
+    q->argv = q->inl;
+    if (argc > UC_CALL_INLINE &&
+        (q->argv = malloc(argc * sizeof(*q->argv))) == NULL)
+        return uc_err(k, UNREAD_ENOMEM, "out of memory for %u arguments", argc);
+    return 0;
+}
+
+static void q_init(struct uc_call *q, uint16_t op)
+{
+    memset(q, 0, sizeof(*q));
+    q->op = op;
+    q->argv = q->inl;
+}
+
+int uc_q_ints(struct uc_core *k, struct uc_call *q, uint16_t op, unsigned argc,
+              const uint64_t *v)
+{
+    unsigned i;
+    int rc;
+
+    q_init(q, op);
+    rc = q_room(k, q, argc);
+    for (i = 0; rc == 0 && i < argc; i++)
+        q->argv[i] = unread_arg_int(v[i]);
+    return rc;
+}
+
+int uc_q_args(struct uc_core *k, struct uc_call *q, uint16_t op, unsigned argc,
+              const struct unread_arg *argv)
+{
+    int rc;
+
+    q_init(q, op);
+    rc = q_room(k, q, argc);
+    if (rc == 0 && argc > 0)
+        memcpy(q->argv, argv, argc * sizeof(*argv));
+    return rc;
+}
+
+static void q_free(struct uc_call *q)
+{
+    if (q->argv != q->inl)
+        free(q->argv);
+    q->argv = q->inl;
+}
+
+int uc_bad_reply(struct uc_core *k, uint16_t op)
+{
+    const struct ur_op *o = ur_op_by_code(op);
+
+    return uc_err(k, UNREAD_EPROTO,
+                  "%s: protocol error: unexpected reply to %s",
+                  k->addr[k->last_srv].name, o != NULL ? o->name : "command");
+}
+
+uint64_t uc_core_default(const struct uc_core *k)
+{
+    return k->opt.default_value;
+}
+
+int uc_dec_u64(struct uc_core *k, const struct uc_call *q, int rc,
+               struct ur_val_reader *rd)
+{
+    uint64_t v;
+
+    if (!uc_rd_int(rd, &v))
+        return uc_bad_reply(k, q->op);
+    if (q->out[0] != NULL)
+        *(uint64_t *)q->out[0] = v;
+    return rc;
+}
+
+int uc_dec_u32(struct uc_core *k, const struct uc_call *q, int rc,
+               struct ur_val_reader *rd)
+{
+    uint64_t v;
+
+    if (!uc_rd_int(rd, &v) || (rc == 0 && v > UINT32_MAX))
+        return uc_bad_reply(k, q->op);
+    if (q->out[0] != NULL)
+        *(uint32_t *)q->out[0] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+    return rc;
+}
+
+int uc_dec_zero(struct uc_core *k, const struct uc_call *q, int rc,
+                struct ur_val_reader *rd)
+{
+    uint64_t v;
+
+    if (!uc_rd_int(rd, &v) || (rc == 0 && v != 0))
+        return uc_bad_reply(k, q->op);
+    return rc;
+}
+
+int uc_dec_pair32(struct uc_core *k, const struct uc_call *q, int rc,
+                  struct ur_val_reader *rd)
+{
+    uint64_t v, t;
+    uint32_t count;
+
+    if (rc != 0) /* writes: never degraded */
+        return rc;
+    if (!uc_rd_arr(rd, &count) || count != 2 || !uc_rd_int(rd, &v) ||
+        !uc_rd_int(rd, &t) || v > UINT32_MAX)
+        return uc_bad_reply(k, q->op);
+    if (q->out[0] != NULL)
+        *(uint32_t *)q->out[0] = (uint32_t)v;
+    if (q->out[1] != NULL)
+        *(uint64_t *)q->out[1] = t;
+    return 0;
+}
+
+int uc_dec_count_ex(struct uc_core *k, const struct uc_call *q, int rc,
+                    struct ur_val_reader *rd)
+{
+    uint64_t v, e;
+    uint32_t n;
+
+    if (rc == UNREAD_DEGRADED) {
+        v = k->opt.default_value;
+        e = 0;
+    } else if (!uc_rd_arr(rd, &n) || n != 2 || !uc_rd_int(rd, &v) ||
+               !uc_rd_int(rd, &e)) {
+        return uc_bad_reply(k, q->op);
+    }
+    if (q->out[0] != NULL)
+        *(uint64_t *)q->out[0] = v;
+    if (q->out[1] != NULL)
+        *(uint64_t *)q->out[1] = e;
+    return rc;
+}
+
+int uc_dec_tree(struct uc_core *k, const struct uc_call *q, int rc,
+                struct ur_val_reader *rd)
+{
+    int t = uc_tree_build(rd->p, (size_t)(rd->end - rd->p),
+                          (struct unread_reply **)q->out[0]);
+
+    if (t == UNREAD_ENOMEM)
+        return uc_err(k, t, "out of memory for a reply");
+    if (t != 0)
+        return uc_err(k, t, "%s: protocol error: bad reply body",
+                      k->addr[k->last_srv].name);
+    return rc;
+}
+
+int uc_dec_uids(struct uc_core *k, const struct uc_call *q, int rc,
+                struct ur_val_reader *rd)
+{
+    uint64_t *out = q->out[0], v;
+    struct ur_val_reader one = *rd;
+    uint32_t count;
+    size_t i;
+
+    if (rc == UNREAD_DEGRADED && uc_rd_int(&one, &v) && one.p == one.end) {
+        for (i = 0; i < q->n; i++)
+            out[i] = k->opt.default_value;
+        return rc;
+    }
+    if (!uc_rd_arr(rd, &count) || count != q->n)
+        return uc_bad_reply(k, q->op);
+    for (i = 0; i < q->n; i++) {
+        if (!uc_rd_int(rd, &v))
+            return uc_bad_reply(k, q->op);
+        out[i] = v;
+    }
+    return rc;
+}
+
+void uc_q_tree(struct uc_call *q, struct unread_reply **out)
+{
+    *out = NULL;
+    q->decode = uc_dec_tree;
+    q->errors = true;
+    q->out[0] = out;
+}
+
+int uc_q_uids(struct uc_core *k, struct uc_call *q, uint16_t op,
+              const uint64_t *uids, size_t n, uint64_t *out)
+{
+    q_init(q, op);
+    if (n > 0 && (uids == NULL || out == NULL))
+        return uc_err(k, UNREAD_EUSAGE, "%zu uids: uids and out needed", n);
+    q->many = true;
+    q->uids = uids;
+    q->n = n;
+    q->out[0] = out;
+    return 0;
+}
+
+int uc_q_count_ex(struct uc_core *k, struct uc_call *q, uint16_t op,
+                  unsigned argc, const uint64_t *args, uint64_t *count,
+                  uint64_t *expired)
+{
+    struct unread_arg argv[4];
+    unsigned i;
+    int rc;
+
+    if (argc > 3)
+        return uc_err(k, UNREAD_EUSAGE, "%u arguments: at most 3", argc);
+    for (i = 0; i < argc; i++)
+        argv[i] = unread_arg_int(args[i]);
+    argv[argc] = unread_arg_str("WITHEXPIRY", 10);
+    rc = uc_q_args(k, q, op, argc + 1, argv);
+    q->decode = uc_dec_count_ex;
+    q->out[0] = count;
+    q->out[1] = expired;
+    return rc;
+}
+
+int uc_sync(struct unread *c, struct uc_call *q)
+{
+    struct ur_val_reader rd;
+    struct ur_frame_hdr h;
+    const char *body;
+    int rc, out;
+
+    if (q->many)
+        return uc_call_uids(c, q->op, q->uids, q->n, q->out[0]);
+    rc = uc_roundtrip(c, q->op, q->argc, q->argv, &h, &body);
+    q_free(q);
+    if (q->decode == NULL ||
+        !(rc == 0 || rc == UNREAD_DEGRADED || (rc > 0 && q->errors)))
+        return rc;
+    ur_val_reader_init(&rd, body, h.len);
+    out = q->decode(&c->k, q, rc, &rd);
+    if (out == UNREAD_EPROTO)
+        uc_conn_drop(&c->k.srv[c->k.last_srv].conn);
+    return out;
+}

@@ -432,38 +432,36 @@ int uc_conn_flush(struct uc_conn *k, const struct uc_deadline *d)
     return 0;
 }
 
-int uc_conn_reply(struct uc_conn *k, const struct uc_deadline *d,
-                  struct ur_frame_hdr *h, const char **body)
+int uc_conn_take_reply(struct uc_conn *k, struct ur_frame_hdr *h,
+                       const char **body, size_t *hint)
 {
     enum ur_parse st;
-    size_t avail, consumed = 0, hint = UR_FRAME_HDR;
-    int rc;
+    size_t avail = k->in.len - k->in_pos, consumed = 0;
 
     for (;;) {
+        *hint = UR_FRAME_HDR;
         avail = k->in.len - k->in_pos;
-        st = UR_PARSE_NEED_MORE;
-        if (avail > 0)
-            st = ur_frame_parse_reply(k->in.data + k->in_pos, avail,
-                                      UC_MAX_REPLY, h, &consumed, &hint);
+        if (avail == 0)
+            return 1;
+        st = ur_frame_parse_reply(k->in.data + k->in_pos, avail, UC_MAX_REPLY,
+                                  h, &consumed, hint);
         if (st == UR_PARSE_OK && (h->flags & UR_FRAME_FLAG_PUSH)) {
             /* A push frame (MONITOR, later pub/sub) answers no request:
              * set aside, so the next frame is matched to the request. */
             k->in_pos += consumed;
             continue;
         }
-        if (st == UR_PARSE_OK)
-            break;
-        if (st == UR_PARSE_INVALID)
-            return conn_err(k, UNREAD_EPROTO,
-                            "protocol error: malformed reply frame");
-        if (st == UR_PARSE_TOO_BIG)
-            return conn_err(k, UNREAD_EPROTO,
-                            "protocol error: reply larger than %u bytes",
-                            (unsigned)UC_MAX_REPLY);
-        rc = in_read(k, hint > avail ? hint - avail : 1, d);
-        if (rc != 0)
-            return rc;
+        break;
     }
+    if (st == UR_PARSE_NEED_MORE)
+        return 1;
+    if (st == UR_PARSE_INVALID)
+        return conn_err(k, UNREAD_EPROTO,
+                        "protocol error: malformed reply frame");
+    if (st == UR_PARSE_TOO_BIG)
+        return conn_err(k, UNREAD_EPROTO,
+                        "protocol error: reply larger than %u bytes",
+                        (unsigned)UC_MAX_REPLY);
     *body = k->in.data + k->in_pos + UR_FRAME_HDR;
     k->in_pos += consumed;
     if (h->id != k->expect_id)
@@ -471,8 +469,117 @@ int uc_conn_reply(struct uc_conn *k, const struct uc_deadline *d,
                         "protocol error: reply to request %u, expected %u",
                         (unsigned)h->id, (unsigned)k->expect_id);
     k->expect_id++;
-    k->inflight--;
+    if (k->inflight > 0)
+        k->inflight--;
+    else if (k->queued > 0)
+        k->queued--;
     return 0;
+}
+
+int uc_conn_reply(struct uc_conn *k, const struct uc_deadline *d,
+                  struct ur_frame_hdr *h, const char **body)
+{
+    size_t avail, hint;
+    int rc;
+
+    for (;;) {
+        rc = uc_conn_take_reply(k, h, body, &hint);
+        if (rc <= 0)
+            return rc;
+        avail = k->in.len - k->in_pos;
+        rc = in_read(k, hint > avail ? hint - avail : 1, d);
+        if (rc != 0)
+            return rc;
+    }
+}
+
+/* ---- Without waiting (the asynchronous face) ---------------------------- */
+
+int uc_conn_dial(struct uc_conn *k)
+{
+    struct addrinfo hints, *res = NULL, *ai;
+    char portstr[8], ebuf[128];
+    int gai, fd = -1, flags, err_no = ECONNREFUSED, one = 1;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    snprintf(portstr, sizeof(portstr), "%u", (unsigned)k->a->port);
+    gai = getaddrinfo(k->a->host, portstr, &hints, &res);
+    if (gai != 0)
+        return conn_err(k, UNREAD_ECONNECT, "connect: cannot resolve %s: %s",
+                        k->a->host, gai_strerror(gai));
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+        if (fd < 0) {
+            err_no = errno;
+            continue;
+        }
+        flags = fcntl(fd, F_GETFL);
+        if (flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 &&
+            fcntl(fd, F_SETFD, FD_CLOEXEC) == 0 &&
+            (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ||
+             errno == EINPROGRESS))
+            break;
+        err_no = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        return conn_err(k, UNREAD_ECONNECT, "connect: %s",
+                        errno_text(err_no, ebuf, sizeof(ebuf)));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    k->fd = fd;
+    return 0;
+}
+
+int uc_conn_dialed(struct uc_conn *k)
+{
+    char ebuf[128];
+    socklen_t sl = sizeof(int);
+    int soerr = 0;
+
+    if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+        soerr = errno;
+    if (soerr == 0)
+        return 0;
+    return conn_err(k, UNREAD_ECONNECT, "connect: %s",
+                    errno_text(soerr, ebuf, sizeof(ebuf)));
+}
+
+int uc_conn_send(struct uc_conn *k)
+{
+    char ebuf[128];
+    ssize_t n;
+
+    while (k->out_pos < k->out.len) {
+        n = send(k->fd, k->out.data + k->out_pos, k->out.len - k->out_pos,
+                 MSG_NOSIGNAL);
+        if (n > 0) {
+            k->out_pos += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 1;
+        return conn_err(k, UNREAD_EIO, "write: %s",
+                        errno_text(errno, ebuf, sizeof(ebuf)));
+    }
+    k->out.len = 0;
+    k->out_pos = 0;
+    if (k->out.cap > UC_IDLE_KEEP)
+        ur_buf_shrink(&k->out, UC_IDLE_KEEP);
+    k->inflight += k->queued;
+    k->queued = 0;
+    return 0;
+}
+
+int uc_conn_recv(struct uc_conn *k)
+{
+    return in_recv(k, 0);
 }
 
 /* ---- Authentication ----------------------------------------------------- */

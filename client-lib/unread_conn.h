@@ -107,4 +107,33 @@ int uc_conn_flush(struct uc_conn *k, const struct uc_deadline *d);
 int uc_conn_reply(struct uc_conn *k, const struct uc_deadline *d,
                   struct ur_frame_hdr *h, const char **body);
 
+/*
+ * The next reply frame already received, without waiting: 0 (as
+ * uc_conn_reply), 1 when it is not complete yet (*hint: the bytes the
+ * frame needs in all, at least), or a failure code.
+ */
+int uc_conn_take_reply(struct uc_conn *k, struct ur_frame_hdr *h,
+                       const char **body, size_t *hint);
+
+/* ---- Without waiting: the asynchronous face ----------------------------- */
+
+/* Resolves the host (getaddrinfo: blocking for a name that is not in
+ * /etc/hosts or an address) and starts a non-blocking connect to the
+ * first address that takes one: 0 (k->fd set; the connect completes when
+ * the socket turns writable: uc_conn_dialed), or UNREAD_ECONNECT. */
+int uc_conn_dial(struct uc_conn *k);
+
+/* Whether the connect uc_conn_dial started succeeded: 0 or
+ * UNREAD_ECONNECT. */
+int uc_conn_dialed(struct uc_conn *k);
+
+/* Sends what the socket takes of the queued frames: 0 when all are sent,
+ * 1 when the socket is full, else a failure code. */
+int uc_conn_send(struct uc_conn *k);
+
+/* One recv() of what has arrived: 0 when bytes came, 1 when none were
+ * waiting, else a failure code (UNREAD_ECLOSED: the server closed). Moves
+ * the input buffer: no body from uc_conn_take_reply survives it. */
+int uc_conn_recv(struct uc_conn *k);
+
 #endif

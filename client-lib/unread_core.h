@@ -39,8 +39,9 @@
 #define UC_TYPES_MAX 64           /* counter types (UNREAD_CNT_TYPES) */
 #define UC_TYPE_NAME 32           /* a counter type's name, NUL included */
 
-/* The options a handle runs with (from struct unread_opts). */
-struct uc_opts {
+/* The options, as unread_opts_new() and its setters make them (opaque to
+ * callers: growing it breaks no binary). */
+struct unread_opts {
     int connect_timeout_ms;
     int read_timeout_ms;
     int write_timeout_ms;
@@ -79,8 +80,8 @@ struct uc_core {
     struct uc_addr *addr; /* nsrv, as listed */
     struct uc_server *srv;
     size_t nsrv;
-    struct uc_ring ring; /* when nsrv > 1 */
-    struct uc_opts opt;
+    struct uc_ring ring;    /* when nsrv > 1 */
+    struct unread_opts opt; /* its password is the core's copy */
     struct uc_breaker_cfg brk_cfg;
 
     struct uc_res *res;       /* nsrv: one request's replies, while answering */
@@ -99,6 +100,9 @@ struct uc_core {
 };
 
 /* ---- The core (unread.c) ---------------------------------------------- */
+
+/* The defaults (unread_opts_new). */
+void uc_opts_defaults(struct unread_opts *o);
 
 /* Sets k up over the n servers in a (which it takes over, even on
  * failure) with a copy of o: 0, or -1 with a message in err. Connects to

@@ -14,24 +14,29 @@ static unsigned ts_argc(unsigned argc, uint64_t ts)
     return ts == UNREAD_DOT_NOW ? argc - 1 : argc;
 }
 
-int unread_dot_push(struct unread *c, uint64_t dot, uint64_t ts,
-                    uint64_t *push_ts)
+static int prep_dot_push(struct uc_core *k, struct uc_call *q, uint64_t dot,
+                         uint64_t ts, uint64_t *push_ts)
 {
     uint64_t args[2] = {dot, ts};
+    int rc = uc_q_ints(k, q, UR_OP_DOT_PUSH, ts_argc(2, ts), args);
 
-    return uc_call_int(c, UR_OP_DOT_PUSH, ts_argc(2, ts), args, push_ts);
-}
-
-int unread_dot_click(struct unread *c, uint64_t uid, uint64_t dot, uint64_t ts)
-{
-    uint64_t args[3] = {uid, dot, ts}, zero;
-    int rc;
-
-    rc = uc_call_int(c, UR_OP_DOT_CLICK, ts_argc(3, ts), args, &zero);
-    if (rc == 0 && zero != 0)
-        return uc_shape_err(c, UR_OP_DOT_CLICK);
+    q->decode = uc_dec_u64;
+    q->out[0] = push_ts;
     return rc;
 }
+UC_FACES(dot_push, (uint64_t dot, uint64_t ts, uint64_t *push_ts),
+         (dot, ts, push_ts))
+
+static int prep_dot_click(struct uc_core *k, struct uc_call *q, uint64_t uid,
+                          uint64_t dot, uint64_t ts)
+{
+    uint64_t args[3] = {uid, dot, ts};
+    int rc = uc_q_ints(k, q, UR_OP_DOT_CLICK, ts_argc(3, ts), args);
+
+    q->decode = uc_dec_zero;
+    return rc;
+}
+UC_FACES(dot_click, (uint64_t uid, uint64_t dot, uint64_t ts), (uid, dot, ts))
 
 /* The arguments of DOT.CHECK (uid, then the dots), or NULL on allocation
  * failure (recorded for unread_errstr). The caller frees them. */

@@ -39,11 +39,18 @@ static int call_flag(struct unread *c, uint16_t op, uint64_t uid,
     return 0;
 }
 
-int unread_feed_post(struct unread *c, uint64_t author, uint32_t n,
-                     uint32_t *count)
+static int prep_feed_post(struct uc_core *k, struct uc_call *q, uint64_t author,
+                          uint32_t n, uint32_t *count)
 {
-    return call_count(c, UR_OP_FEED_POST, author, n, count);
+    uint64_t args[2] = {author, n};
+    int rc = uc_q_ints(k, q, UR_OP_FEED_POST, 2, args);
+
+    q->decode = uc_dec_u32;
+    q->out[0] = count;
+    return rc;
 }
+UC_FACES(feed_post, (uint64_t author, uint32_t n, uint32_t *count),
+         (author, n, count))
 
 int unread_feed_unpost(struct unread *c, uint64_t author, uint32_t n,
                        uint32_t *count)
@@ -63,10 +70,16 @@ int unread_feed_unfollow(struct unread *c, uint64_t uid, uint64_t author,
     return call_flag(c, UR_OP_FEED_UNFOLLOW, uid, author, removed);
 }
 
-int unread_feed_unread(struct unread *c, uint64_t uid, uint64_t *unread)
+static int prep_feed_unread(struct uc_core *k, struct uc_call *q, uint64_t uid,
+                            uint64_t *unread)
 {
-    return uc_call_int(c, UR_OP_FEED_UNREAD, 1, &uid, unread);
+    int rc = uc_q_ints(k, q, UR_OP_FEED_UNREAD, 1, &uid);
+
+    q->decode = uc_dec_u64;
+    q->out[0] = unread;
+    return rc;
 }
+UC_FACES(feed_unread, (uint64_t uid, uint64_t *unread), (uid, unread))
 
 int unread_feed_reset(struct unread *c, uint64_t uid)
 {

@@ -104,4 +104,121 @@ int uc_tree_build(const char *body, size_t len, struct unread_reply **out);
 /* An ERROR reply made on the client side; NULL when out of memory. */
 struct unread_reply *uc_reply_error(int code, const char *text);
 
+/* ---- Typed calls for both faces ---------------------------------------- */
+/*
+ * A typed call is written once, as an encode/decode pair: a prep function
+ * fills a struct uc_call (the request, and how its reply becomes the
+ * caller's outputs), and UC_FACES makes both public functions from it:
+ * unread_<name>(c, ...) runs it at once (uc_sync), unread_async_<name>(a,
+ * ..., cb, priv) queues it and decodes when the reply comes (uc_async).
+ */
+struct uc_core;
+struct uc_call;
+struct unread_async;
+
+/*
+ * Turns the answer into the caller's outputs. rc is 0, UNREAD_DEGRADED
+ * (rd then reads the degraded reply: one INT, the default, or the merged
+ * array of a split request), or a server error when q->errors. Returns
+ * the call's result: rc, or UNREAD_EPROTO from uc_bad_reply (the face then
+ * drops the connection: nothing later on it is trusted).
+ */
+typedef int uc_decode_fn(struct uc_core *k, const struct uc_call *q, int rc,
+                         struct ur_val_reader *rd);
+
+#define UC_CALL_INLINE 8
+
+struct uc_call {
+    uint16_t op;
+    unsigned argc;
+    struct unread_arg *argv; /* inl, or allocated (the face frees it) */
+    struct unread_arg inl[UC_CALL_INLINE];
+    uc_decode_fn *decode; /* NULL: only the result counts */
+    bool errors;          /* decode server errors too (reply trees) */
+    void *out[3];         /* the caller's outputs */
+    uint64_t n;           /* a count decode needs (items, max, flags) */
+    bool many;            /* a many-users call: uids[0..n) into out[0], */
+    const uint64_t *uids; /* sent in requests of at most UR_UIDS_MAX */
+};
+
+/* The request op with integer arguments v[0..argc), or with argv[0..argc)
+ * (copied): 0, or UNREAD_ENOMEM / UNREAD_EUSAGE (message recorded). */
+int uc_q_ints(struct uc_core *k, struct uc_call *q, uint16_t op, unsigned argc,
+              const uint64_t *v);
+int uc_q_args(struct uc_core *k, struct uc_call *q, uint16_t op, unsigned argc,
+              const struct unread_arg *argv);
+
+/* Records the message for the failure a prep or decode function is about
+ * to return; returns rc (unread_core.h). */
+int uc_err(struct uc_core *k, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A reply of the wrong shape to op (from k->last_srv): UNREAD_EPROTO. */
+int uc_bad_reply(struct uc_core *k, uint16_t op);
+
+/* What degraded reads answer (unread_opts.default_value). */
+uint64_t uc_core_default(const struct uc_core *k);
+
+/* Decoders of the common shapes: one INT into (uint64_t *)out[0]; one INT
+ * that fits a u32 into (uint32_t *)out[0] (saturated when degraded); an
+ * INT that must be 0; [u32, u64] into out[0], out[1]; [count, expired]
+ * (WITHEXPIRY) into two uint64_t; a reply tree into (struct unread_reply
+ * **)out[0] (q->errors set by uc_q_tree); one INT per uid into
+ * (uint64_t *)out[0] (uc_q_uids). */
+int uc_dec_u64(struct uc_core *k, const struct uc_call *q, int rc,
+               struct ur_val_reader *rd);
+int uc_dec_u32(struct uc_core *k, const struct uc_call *q, int rc,
+               struct ur_val_reader *rd);
+int uc_dec_zero(struct uc_core *k, const struct uc_call *q, int rc,
+                struct ur_val_reader *rd);
+int uc_dec_pair32(struct uc_core *k, const struct uc_call *q, int rc,
+                  struct ur_val_reader *rd);
+int uc_dec_count_ex(struct uc_core *k, const struct uc_call *q, int rc,
+                    struct ur_val_reader *rd);
+int uc_dec_tree(struct uc_core *k, const struct uc_call *q, int rc,
+                struct ur_val_reader *rd);
+/* q->n integers, one per uid, into (uint64_t *)out[0]; a degraded answer
+ * that is one INT (the request's one server was unreachable) gives the
+ * default to every uid. */
+int uc_dec_uids(struct uc_core *k, const struct uc_call *q, int rc,
+                struct ur_val_reader *rd);
+
+/* A reply tree for out (set to NULL now); a many-users read of uids[0..n)
+ * into out[0..n); a read with WITHEXPIRY after integer args. */
+void uc_q_tree(struct uc_call *q, struct unread_reply **out);
+int uc_q_uids(struct uc_core *k, struct uc_call *q, uint16_t op,
+              const uint64_t *uids, size_t n, uint64_t *out);
+int uc_q_count_ex(struct uc_core *k, struct uc_call *q, uint16_t op,
+                  unsigned argc, const uint64_t *args, uint64_t *count,
+                  uint64_t *expired);
+
+/* The two faces: run q now on c, or queue it on a (cb called once when it
+ * is answered; unread.h, "Asynchronous handle"). Both free q's argv. */
+int uc_sync(struct unread *c, struct uc_call *q);
+struct uc_core *uc_async_core(struct unread_async *a);
+int uc_async(struct unread_async *a, struct uc_call *q,
+             void (*cb)(struct unread_async *, int, void *), void *priv);
+
+#define UC_UNPAREN(...) __VA_ARGS__
+/*
+ * Both public functions of a typed call from its prep function
+ * prep_<name>(k, q, args...): params is the synchronous parameter list
+ * after the handle, args the names in it.
+ */
+#define UC_FACES(name, params, args)                                           \
+    int unread_##name(struct unread *c, UC_UNPAREN params)                     \
+    {                                                                          \
+        struct uc_call q;                                                      \
+        int rc =                                                               \
+            prep_##name((struct uc_core *)(void *)c, &q, UC_UNPAREN args);     \
+        return rc != 0 ? rc : uc_sync(c, &q);                                  \
+    }                                                                          \
+    int unread_async_##name(struct unread_async *a, UC_UNPAREN params,         \
+                            unread_async_cb *cb, void *priv)                   \
+    {                                                                          \
+        struct uc_call q;                                                      \
+        int rc = prep_##name(uc_async_core(a), &q, UC_UNPAREN args);           \
+        return rc != 0 ? rc : uc_async(a, &q, cb, priv);                       \
+    }
+
 #endif

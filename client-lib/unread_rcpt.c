@@ -107,31 +107,42 @@ int unread_rcpt_readupto(struct unread *c, uint64_t gid, uint64_t uid,
     return uc_call_int(c, UR_OP_RCPT_READUPTO, 3, args, marked);
 }
 
-int unread_rcpt_count(struct unread *c, uint64_t gid, uint64_t msgid,
-                      uint32_t *nread, uint32_t *nunread)
+/* RCPT.COUNT: [read, unread]; degraded: the default in both. */
+static int dec_count(struct uc_core *k, const struct uc_call *q, int rc,
+                     struct ur_val_reader *rd)
 {
-    uint64_t args[2] = {gid, msgid}, r, u;
-    struct ur_val_reader rd;
+    uint64_t r, u;
     uint32_t count;
-    int rc = uc_call_ints(c, UR_OP_RCPT_COUNT, 2, args, &rd);
 
     if (rc == UNREAD_DEGRADED) {
-        /* The reader holds one INT, the default: it goes in both. */
-        if (!uc_rd_int(&rd, &r))
-            return uc_shape_err(c, UR_OP_RCPT_COUNT);
+        if (!uc_rd_int(rd, &r))
+            return uc_bad_reply(k, q->op);
         u = r;
-    } else if (rc != 0) {
-        return rc;
-    } else if (!uc_rd_arr(&rd, &count) || count != 2 || !uc_rd_int(&rd, &r) ||
-               !uc_rd_int(&rd, &u) || r > UINT32_MAX || u > UINT32_MAX) {
-        return uc_shape_err(c, UR_OP_RCPT_COUNT);
+    } else if (!uc_rd_arr(rd, &count) || count != 2 || !uc_rd_int(rd, &r) ||
+               !uc_rd_int(rd, &u) || r > UINT32_MAX || u > UINT32_MAX) {
+        return uc_bad_reply(k, q->op);
     }
-    if (nread != NULL)
-        *nread = r > UINT32_MAX ? UINT32_MAX : (uint32_t)r;
-    if (nunread != NULL)
-        *nunread = u > UINT32_MAX ? UINT32_MAX : (uint32_t)u;
+    if (q->out[0] != NULL)
+        *(uint32_t *)q->out[0] = r > UINT32_MAX ? UINT32_MAX : (uint32_t)r;
+    if (q->out[1] != NULL)
+        *(uint32_t *)q->out[1] = u > UINT32_MAX ? UINT32_MAX : (uint32_t)u;
     return rc;
 }
+
+static int prep_rcpt_count(struct uc_core *k, struct uc_call *q, uint64_t gid,
+                           uint64_t msgid, uint32_t *nread, uint32_t *nunread)
+{
+    uint64_t args[2] = {gid, msgid};
+    int rc = uc_q_ints(k, q, UR_OP_RCPT_COUNT, 2, args);
+
+    q->decode = dec_count;
+    q->out[0] = nread;
+    q->out[1] = nunread;
+    return rc;
+}
+UC_FACES(rcpt_count,
+         (uint64_t gid, uint64_t msgid, uint32_t *nread, uint32_t *nunread),
+         (gid, msgid, nread, nunread))
 
 /* The arguments of RCPT.LIST; offset and count always go (count
  * UINT32_MAX: all). */

@@ -7,6 +7,20 @@
 
 #include <string.h>
 
+/* A bulk string of the reply into dst[cap] (NUL-terminated, cut). */
+static bool rd_name(struct ur_val_reader *rd, char *dst, size_t cap)
+{
+    struct ur_val v;
+    size_t n;
+
+    if (!ur_val_next(rd, &v) || v.kind != UR_VAL_STR)
+        return false;
+    n = v.len < cap - 1 ? v.len : cap - 1;
+    memcpy(dst, v.str, n);
+    dst[n] = '\0';
+    return true;
+}
+
 int unread_user_info(struct unread *c, uint64_t uid, struct unread_reply **out)
 {
     struct unread_arg a = unread_arg_int(uid);
@@ -14,10 +28,16 @@ int unread_user_info(struct unread *c, uint64_t uid, struct unread_reply **out)
     return unread_command(c, NULL, UR_OP_USER_INFO, 1, &a, out);
 }
 
-int unread_user_del(struct unread *c, uint64_t uid, uint64_t *removed)
+static int prep_user_del(struct uc_core *k, struct uc_call *q, uint64_t uid,
+                         uint64_t *removed)
 {
-    return uc_call_int(c, UR_OP_USER_DEL, 1, &uid, removed);
+    int rc = uc_q_ints(k, q, UR_OP_USER_DEL, 1, &uid);
+
+    q->decode = uc_dec_u64;
+    q->out[0] = removed;
+    return rc;
 }
+UC_FACES(user_del, (uint64_t uid, uint64_t *removed), (uid, removed))
 
 int unread_flushall(struct unread *c)
 {
@@ -37,78 +57,77 @@ int unread_pipe_user_del(struct unread *c, uint64_t uid)
     return unread_pipe_cmd(c, NULL, UR_OP_USER_DEL, 1, &a);
 }
 
-int unread_user_mbadge(struct unread *c, const uint64_t *uids, size_t n,
-                       uint64_t *badges)
+static int prep_user_mbadge(struct uc_core *k, struct uc_call *q,
+                            const uint64_t *uids, size_t n, uint64_t *badges)
 {
-    return uc_call_uids(c, UR_OP_USER_MBADGE, uids, n, badges);
+    return uc_q_uids(k, q, UR_OP_USER_MBADGE, uids, n, badges);
+}
+UC_FACES(user_mbadge, (const uint64_t *uids, size_t n, uint64_t *badges),
+         (uids, n, badges))
+
+/* USER.BADGE: [badge, family, value, ..., ("expired", ms)]; degraded: the
+ * default badge, no part. q->n: withexpiry. */
+static int dec_badge(struct uc_core *k, const struct uc_call *q, int rc,
+                     struct ur_val_reader *rd)
+{
+    struct unread_badge b;
+    uint32_t count;
+    unsigned i;
+    bool withexpiry = q->n != 0;
+
+    memset(&b, 0, sizeof(b));
+    if (rc == UNREAD_DEGRADED) {
+        b.badge = uc_core_default(k);
+    } else {
+        if (!uc_rd_arr(rd, &count) || count < 1 || count % 2 == 0 ||
+            !uc_rd_int(rd, &b.badge))
+            return uc_bad_reply(k, q->op);
+        b.nparts = (count - 1) / 2 - (withexpiry ? 1 : 0);
+        if (b.nparts > UNREAD_BADGE_PARTS || (withexpiry && count < 3))
+            return uc_bad_reply(k, q->op);
+        for (i = 0; i < b.nparts; i++)
+            if (!rd_name(rd, b.part[i].family, sizeof(b.part[i].family)) ||
+                !uc_rd_int(rd, &b.part[i].value))
+                return uc_bad_reply(k, q->op);
+        if (withexpiry) {
+            char word[16];
+
+            if (!rd_name(rd, word, sizeof(word)) ||
+                strcmp(word, "expired") != 0 || !uc_rd_int(rd, &b.expired))
+                return uc_bad_reply(k, q->op);
+        }
+    }
+    if (q->out[0] != NULL)
+        *(struct unread_badge *)q->out[0] = b;
+    return rc;
 }
 
-/* A bulk string of the reply into dst[cap] (NUL-terminated, cut). */
-static bool rd_name(struct ur_val_reader *rd, char *dst, size_t cap)
-{
-    struct ur_val v;
-    size_t n;
-
-    if (!ur_val_next(rd, &v) || v.kind != UR_VAL_STR)
-        return false;
-    n = v.len < cap - 1 ? v.len : cap - 1;
-    memcpy(dst, v.str, n);
-    dst[n] = '\0';
-    return true;
-}
-
-int unread_user_badge(struct unread *c, uint64_t uid,
-                      const char *const *families, unsigned nfamilies,
-                      int withexpiry, struct unread_badge *out)
+static int prep_user_badge(struct uc_core *k, struct uc_call *q, uint64_t uid,
+                           const char *const *families, unsigned nfamilies,
+                           int withexpiry, struct unread_badge *out)
 {
     struct unread_arg argv[2 + UNREAD_BADGE_PARTS];
-    struct unread_badge b;
-    struct ur_val_reader rd;
-    struct ur_frame_hdr h;
-    const char *body;
-    uint32_t count;
     unsigned argc = 0, i;
     int rc;
 
     if (nfamilies > UNREAD_BADGE_PARTS || (nfamilies > 0 && families == NULL))
-        return uc_set_err(c, UNREAD_EUSAGE,
-                          "USER.BADGE: %u families, at most %u", nfamilies,
-                          (unsigned)UNREAD_BADGE_PARTS);
+        return uc_err(k, UNREAD_EUSAGE, "USER.BADGE: %u families, at most %u",
+                      nfamilies, (unsigned)UNREAD_BADGE_PARTS);
     argv[argc++] = unread_arg_int(uid);
     for (i = 0; i < nfamilies; i++)
         argv[argc++] = unread_arg_str(families[i], strlen(families[i]));
     if (withexpiry)
         argv[argc++] = unread_arg_str("WITHEXPIRY", 10);
-    rc = uc_roundtrip(c, UR_OP_USER_BADGE, argc, argv, &h, &body);
-    if (rc != 0 && rc != UNREAD_DEGRADED)
-        return rc;
-    memset(&b, 0, sizeof(b));
-    ur_val_reader_init(&rd, body, h.len);
-    if (rc == UNREAD_DEGRADED) {
-        b.badge = uc_default(c);
-    } else {
-        if (!uc_rd_arr(&rd, &count) || count < 1 || count % 2 == 0 ||
-            !uc_rd_int(&rd, &b.badge))
-            return uc_shape_err(c, UR_OP_USER_BADGE);
-        b.nparts = (count - 1) / 2 - (withexpiry ? 1 : 0);
-        if (b.nparts > UNREAD_BADGE_PARTS || (withexpiry && count < 3))
-            return uc_shape_err(c, UR_OP_USER_BADGE);
-        for (i = 0; i < b.nparts; i++)
-            if (!rd_name(&rd, b.part[i].family, sizeof(b.part[i].family)) ||
-                !uc_rd_int(&rd, &b.part[i].value))
-                return uc_shape_err(c, UR_OP_USER_BADGE);
-        if (withexpiry) {
-            char word[16];
-
-            if (!rd_name(&rd, word, sizeof(word)) ||
-                strcmp(word, "expired") != 0 || !uc_rd_int(&rd, &b.expired))
-                return uc_shape_err(c, UR_OP_USER_BADGE);
-        }
-    }
-    if (out != NULL)
-        *out = b;
+    rc = uc_q_args(k, q, UR_OP_USER_BADGE, argc, argv);
+    q->decode = dec_badge;
+    q->out[0] = out;
+    q->n = withexpiry != 0;
     return rc;
 }
+UC_FACES(user_badge,
+         (uint64_t uid, const char *const *families, unsigned nfamilies,
+          int withexpiry, struct unread_badge *out),
+         (uid, families, nfamilies, withexpiry, out))
 
 int unread_user_status(struct unread *c, uint64_t uid,
                        struct unread_user_status *out)

@@ -195,7 +195,7 @@ static void status(const struct svc *s, const char *when)
 int main(int argc, char **argv)
 {
     static struct svc s;
-    struct unread_opts o;
+    struct unread_opts *o;
     char err[512], when[32];
     int64_t start, end, next_status;
     long seconds = argc > 2 ? atol(argv[2]) : 10;
@@ -204,15 +204,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: badge_service host:port[,...] [seconds]\n");
         return 2;
     }
-    unread_opts_init(&o);
-    o.connect_timeout_ms = 200;
-    o.read_timeout_ms = 200;
-    o.write_timeout_ms = 200;
-    o.degraded = true; /* badges default to 0; writes say "not sent" */
-    o.default_value = 0;
-    o.breaker_failures = 3;
-    o.breaker_open_ms = 500;
-    s.c = unread_connect_cluster(argv[1], &o, err, sizeof(err));
+    o = unread_opts_new();
+    if (o == NULL)
+        return 2;
+    unread_opts_set_timeouts(o, 200, 200, 200);
+    unread_opts_set_degraded(o, true, 0); /* badges default to 0; writes
+                                             say "not sent" */
+    unread_opts_set_breaker(o, 3, 500);
+    s.c = unread_connect_cluster(argv[1], o, err, sizeof(err));
+    unread_opts_free(o);
     if (s.c == NULL) {
         fprintf(stderr, "badge_service: %s\n", err);
         return 2;

@@ -371,22 +371,16 @@ Reply._fields_ = [("kind", ctypes.c_int), ("integer", ctypes.c_uint64),
                   ("n", ctypes.c_size_t), ("elem", ctypes.POINTER(Reply)),
                   ("code", ctypes.c_int)]
 
-class Opts(ctypes.Structure):
-    _fields_ = [("connect_timeout_ms", ctypes.c_int),
-                ("read_timeout_ms", ctypes.c_int),
-                ("write_timeout_ms", ctypes.c_int),
-                ("degraded", ctypes.c_bool),
-                ("default_value", ctypes.c_uint64),
-                ("breaker_failures", ctypes.c_uint),
-                ("breaker_open_ms", ctypes.c_int),
-                ("ring_points", ctypes.c_uint),
-                ("rest", ctypes.c_char * 256)]
-
 P = ctypes.c_void_p
 U64 = ctypes.c_uint64
 lib.unread_connect_cluster.restype = P
-lib.unread_connect_cluster.argtypes = [ctypes.c_char_p, ctypes.POINTER(Opts),
+lib.unread_connect_cluster.argtypes = [ctypes.c_char_p, P,
                                        ctypes.c_char_p, ctypes.c_size_t]
+lib.unread_opts_new.restype = P
+lib.unread_opts_free.argtypes = [P]
+lib.unread_opts_set_degraded.argtypes = [P, ctypes.c_bool, U64]
+lib.unread_opts_set_timeouts.argtypes = [P, ctypes.c_int, ctypes.c_int,
+                                         ctypes.c_int]
 lib.unread_errstr.restype = ctypes.c_char_p
 lib.unread_errstr.argtypes = [P]
 for f in ("unread_batch_begin", "unread_pipe_begin", "unread_pipe_flush",
@@ -413,13 +407,12 @@ def value(r):
     return (r.kind, r.str)
 
 def connect(servers, degraded=False):
-    o = Opts()
-    lib.unread_opts_init(ctypes.byref(o))
-    o.degraded = degraded
-    o.default_value = 7
-    o.connect_timeout_ms = o.read_timeout_ms = o.write_timeout_ms = 500
+    o = lib.unread_opts_new()
+    lib.unread_opts_set_degraded(o, degraded, 7)
+    lib.unread_opts_set_timeouts(o, 500, 500, 500)
     err = ctypes.create_string_buffer(256)
-    c = lib.unread_connect_cluster(servers.encode(), ctypes.byref(o), err, 256)
+    c = lib.unread_connect_cluster(servers.encode(), o, err, 256)
+    lib.unread_opts_free(o)
     assert c, err.value
     return c
 

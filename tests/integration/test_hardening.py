@@ -456,25 +456,16 @@ import ctypes, sys, time
 lib = ctypes.CDLL(sys.argv[1])
 port, pw = int(sys.argv[2]), sys.argv[3].encode()
 
-class Opts(ctypes.Structure):
-    _fields_ = [("connect_timeout_ms", ctypes.c_int),
-                ("read_timeout_ms", ctypes.c_int),
-                ("write_timeout_ms", ctypes.c_int),
-                ("degraded", ctypes.c_bool),
-                ("default_value", ctypes.c_uint64),
-                ("breaker_failures", ctypes.c_uint),
-                ("breaker_open_ms", ctypes.c_int),
-                ("ring_points", ctypes.c_uint),
-                ("password", ctypes.c_char_p),
-                ("rest", ctypes.c_char * 256)]
-
 P, U32, U64 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64
 lib.unread_connect.restype = P
 lib.unread_connect.argtypes = [ctypes.c_char_p, ctypes.c_uint16,
                                ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
 lib.unread_connect_cluster.restype = P
-lib.unread_connect_cluster.argtypes = [ctypes.c_char_p, ctypes.POINTER(Opts),
+lib.unread_connect_cluster.argtypes = [ctypes.c_char_p, P,
                                        ctypes.c_char_p, ctypes.c_size_t]
+lib.unread_opts_new.restype = P
+lib.unread_opts_free.argtypes = [P]
+lib.unread_opts_set_password.argtypes = [P, ctypes.c_char_p]
 lib.unread_auth.argtypes = [P, ctypes.c_char_p]
 lib.unread_errstr.restype = ctypes.c_char_p
 lib.unread_errstr.argtypes = [P]
@@ -500,16 +491,16 @@ assert lib.unread_cnt_get(c, 1, 0, ctypes.byref(v)) == 0, \
 lib.unread_close(c)
 
 # opts.password: AUTH on every connect; a wrong one fails the connect
-o = Opts()
-lib.unread_opts_init(ctypes.byref(o))
-o.password = pw
+o = lib.unread_opts_new()
+assert lib.unread_opts_set_password(o, pw) == 0
 srv = b"127.0.0.1:%d" % port
-c = lib.unread_connect_cluster(srv, ctypes.byref(o), err, 512)
+c = lib.unread_connect_cluster(srv, o, err, 512)
 assert c, err.value
 assert lib.unread_cnt_get(c, 1, 0, ctypes.byref(v)) == 0
 lib.unread_close(c)
-o.password = b"bad"
-assert not lib.unread_connect_cluster(srv, ctypes.byref(o), err, 512)
+assert lib.unread_opts_set_password(o, b"bad") == 0
+assert not lib.unread_connect_cluster(srv, o, err, 512)
+lib.unread_opts_free(o)
 assert b"AUTH refused: WRONGPASS" in err.value, err.value
 print("ok")
 '''

@@ -1230,9 +1230,49 @@ static void test_breaker_clock(void)
 /* ---- Options, timeouts, degraded mode -------------------------------------
  */
 
+/* The options a test sets, made into the library's with its setters. */
+struct topts {
+    int connect_timeout_ms, read_timeout_ms, write_timeout_ms;
+    bool degraded;
+    uint64_t default_value;
+    unsigned breaker_failures;
+    int breaker_open_ms;
+};
+
+static void topts_init(struct topts *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->connect_timeout_ms = t->read_timeout_ms = t->write_timeout_ms = 1000;
+    t->breaker_failures = 3;
+    t->breaker_open_ms = 1000;
+}
+
+static struct unread_opts *topts_make(const struct topts *t)
+{
+    struct unread_opts *o = unread_opts_new();
+
+    CHECK(o != NULL);
+    CHECK(unread_opts_set_timeouts(o, t->connect_timeout_ms, t->read_timeout_ms,
+                                   t->write_timeout_ms) == 0);
+    CHECK(unread_opts_set_degraded(o, t->degraded, t->default_value) == 0);
+    CHECK(unread_opts_set_breaker(o, t->breaker_failures, t->breaker_open_ms) ==
+          0);
+    return o;
+}
+
+static struct unread *connect_t(const char *list, const struct topts *t,
+                                char *err, size_t errlen)
+{
+    struct unread_opts *o = t != NULL ? topts_make(t) : NULL;
+    struct unread *c = unread_connect_cluster(list, o, err, errlen);
+
+    unread_opts_free(o);
+    return c;
+}
+
 /* A handle over fakes f[0..n); NULL (reported) if it cannot be made. */
 static struct unread *cluster(const struct fake *f, size_t n,
-                              const struct unread_opts *o)
+                              const struct topts *o)
 {
     char list[1024], err[256];
     size_t len = 0, i;
@@ -1242,16 +1282,16 @@ static struct unread *cluster(const struct fake *f, size_t n,
         len +=
             (size_t)snprintf(list + len, sizeof(list) - len, "%s127.0.0.1:%u",
                              i > 0 ? "," : "", (unsigned)f[i].port);
-    c = unread_connect_cluster(list, o, err, sizeof(err));
+    c = connect_t(list, o, err, sizeof(err));
     if (c == NULL)
         fprintf(stderr, "cluster %s: %s\n", list, err);
     return c;
 }
 
 /* Degraded mode with a default of 7 and short timeouts. */
-static void degraded_opts(struct unread_opts *o, unsigned failures, int open_ms)
+static void degraded_opts(struct topts *o, unsigned failures, int open_ms)
 {
-    unread_opts_init(o);
+    topts_init(o);
     o->degraded = true;
     o->default_value = 7;
     o->breaker_failures = failures;
@@ -1279,23 +1319,30 @@ static uint16_t closed_port(void)
 
 static void test_opts(void)
 {
-    struct unread_opts o;
+    struct unread_opts *op;
+    struct topts o;
     struct unread *c;
     struct fake f = fake_start(FAKE_NORMAL, 0, false);
     char err[256], list[64];
 
-    unread_opts_init(&o);
-    CHECK_EQ_U64(o.connect_timeout_ms, 1000);
-    CHECK(!o.degraded);
-    CHECK_EQ_U64(o.breaker_failures, 3);
-    CHECK_EQ_U64(o.ring_points, 160);
-    o.breaker_failures = 0;
-    CHECK(unread_connect_cluster("a:1", &o, err, sizeof(err)) == NULL);
-    CHECK(strstr(err, "breaker_failures") != NULL);
-    unread_opts_init(&o);
-    o.ring_points = 0;
-    CHECK(unread_connect_cluster("a:1,b:2", &o, err, sizeof(err)) == NULL);
+    op = unread_opts_new();
+    CHECK(op != NULL);
+    /* values out of range are refused, the option kept */
+    CHECK_EQ_U64(unread_opts_set_breaker(op, 0, 10), UNREAD_EUSAGE);
+    CHECK_EQ_U64(unread_opts_set_breaker(op, 1, -1), UNREAD_EUSAGE);
+    CHECK_EQ_U64(unread_opts_set_ring_points(op, 0), UNREAD_EUSAGE);
+    CHECK_EQ_U64(unread_opts_set_reconnect(op, 10, 5), UNREAD_EUSAGE);
+    CHECK_EQ_U64(unread_opts_set_reconnect(op, 0, 5), 0);
+    CHECK_EQ_U64(unread_opts_set_password(op, "x"), 0);
+    CHECK_EQ_U64(unread_opts_set_password(op, NULL), 0);
+    /* 2 servers x 2^20 points is more than the ring holds */
+    CHECK_EQ_U64(unread_opts_set_ring_points(op, 1u << 20), 0);
+    CHECK(unread_connect_cluster("a:1,b:2", op, err, sizeof(err)) == NULL);
     CHECK(strstr(err, "ring_points") != NULL);
+    unread_opts_free(op);
+    unread_opts_free(NULL);
+    CHECK_EQ_U64(unread_version(), UNREAD_VERSION_NUMBER);
+    CHECK(strcmp(unread_version_string(), UNREAD_VERSION) == 0);
     CHECK(unread_connect_cluster(NULL, NULL, err, sizeof(err)) == NULL);
     CHECK(unread_connect_cluster("a:1,a:1", NULL, NULL, 0) == NULL);
 
@@ -1306,7 +1353,7 @@ static void test_opts(void)
     CHECK(c == NULL);
     CHECK(strstr(err, "refused") != NULL && strstr(err, "127.0.0.1:") != NULL);
     degraded_opts(&o, 3, 1000);
-    c = unread_connect_cluster(list, &o, err, sizeof(err));
+    c = connect_t(list, &o, err, sizeof(err));
     CHECK(c != NULL);
     if (c != NULL) {
         CHECK_EQ_U64(unread_shards(c), 2);
@@ -1334,7 +1381,7 @@ static void test_timeouts(void)
     enum { BIG = 32 << 20 };
     struct sockaddr_in sa;
     socklen_t sl = sizeof(sa);
-    struct unread_opts o;
+    struct topts o;
     struct unread_reply *r = NULL;
     struct unread_arg arg;
     struct unread *c;
@@ -1356,10 +1403,10 @@ static void test_timeouts(void)
     }
     usleep(50 * 1000);
     snprintf(list, sizeof(list), "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
-    unread_opts_init(&o);
+    topts_init(&o);
     o.connect_timeout_ms = 150;
     t0 = mono_ms();
-    c = unread_connect_cluster(list, &o, err, sizeof(err));
+    c = connect_t(list, &o, err, sizeof(err));
     dt = mono_ms() - t0;
     CHECK(c == NULL);
     CHECK(strstr(err, "connect: timeout after 150 ms") != NULL);
@@ -1370,7 +1417,7 @@ static void test_timeouts(void)
     close(lfd);
 
     f = fake_start(FAKE_DEAF, 0, false);
-    unread_opts_init(&o);
+    topts_init(&o);
     o.write_timeout_ms = 150;
     o.read_timeout_ms = 5000;
     c = cluster(&f, 1, &o);
@@ -1393,7 +1440,7 @@ static void test_timeouts(void)
     fake_stop(&f);
 
     f = fake_start(FAKE_SILENT, 0, false);
-    unread_opts_init(&o);
+    topts_init(&o);
     o.write_timeout_ms = 5000;
     o.read_timeout_ms = 150;
     c = cluster(&f, 1, &o);
@@ -1421,7 +1468,7 @@ static void test_degraded_breaker(void)
     struct unread_cnt_pair pairs[UNREAD_CNT_TYPES];
     struct unread_arg a = unread_arg_int(3);
     struct unread_reply *r = NULL;
-    struct unread_opts o;
+    struct topts o;
     struct unread *c;
     uint64_t total = 0;
     uint32_t value = 0;
@@ -1491,7 +1538,7 @@ static void test_degraded_pipeline_failure(void)
 {
     struct fake f = fake_start(FAKE_SILENT, 0, true);
     struct unread_reply *r = NULL;
-    struct unread_opts o;
+    struct topts o;
     struct unread *c;
 
     degraded_opts(&o, 10, 1000);
@@ -1532,7 +1579,7 @@ out:
 static void test_degraded_recovery(void)
 {
     struct fake f = fake_start(FAKE_NORMAL, 0, true);
-    struct unread_opts o;
+    struct topts o;
     struct unread *c, *plain;
     uint16_t port = f.port;
     uint64_t total = 0;
@@ -1729,7 +1776,7 @@ static void test_cluster_global(void)
     static const char *const names[] = {"GRP.POST", "BC.PUBLISH", "DOT.PUSH",
                                         "FEED.POST", "FEED.UNPOST"};
     const struct ur_op *o;
-    struct unread_opts opts;
+    struct topts opts;
     struct unread_reply *r = NULL;
     struct unread_arg a = unread_arg_int(9);
     struct fake f[3];
@@ -1799,7 +1846,7 @@ out:
 static void test_cluster_isolation(void)
 {
     struct fake f[3];
-    struct unread_opts o;
+    struct topts o;
     struct unread_reply *r;
     struct unread *c;
     uint64_t uid, total, bad = 0, degraded = 0;
@@ -1990,7 +2037,7 @@ static void test_cluster_split_degraded(void)
 {
     enum { N = 40 };
     uint64_t uids[N], totals[N];
-    struct unread_opts o;
+    struct topts o;
     struct fake f[3];
     struct unread *c;
     size_t i, down = 3, bad = 0;
