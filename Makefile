@@ -35,10 +35,18 @@ STORE_OBJ  := $(call obj,$(STORE_SRC))
 SERVER_OBJ := $(call obj,$(SERVER_SRC))
 PERSIST_OBJ:= $(call obj,$(PERSIST_SRC))
 CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
-CORE_OBJ   := $(filter-out $(BUILD)/obj/server/main.o,$(SERVER_OBJ)) \
+CORE_OBJ   := $(filter-out $(BUILD)/obj/server/main.o \
+                $(BUILD)/obj/server/notify.o,$(SERVER_OBJ)) \
               $(STORE_OBJ) $(PERSIST_OBJ) $(COMMON_OBJ) $(PROTO_OBJ)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 STORE_BENCH:= $(patsubst bench/%.c,$(BUILD)/%,$(wildcard bench/store_*.c))
+
+# libunread's ABI (docs/CLIENT.md, "ABI"): SONAME libunread.so.MAJOR, the
+# real name libunread.so.MAJOR.MINOR.PATCH from unread.h's version macros,
+# and only the unread_* symbols exported (client-lib/libunread.map).
+UNREAD_VER := $(shell sed -n 's/^\#define UNREAD_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' client-lib/unread.h | paste -sd.)
+UNREAD_MAJOR := $(firstword $(subst ., ,$(UNREAD_VER)))
+SONAME := libunread.so.$(UNREAD_MAJOR)
 
 BINS := $(BUILD)/unreadd $(BUILD)/unread-cli $(BUILD)/libunread.a \
         $(BUILD)/libunread.so
@@ -60,15 +68,31 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/unreadd: $(BUILD)/obj/server/main.o $(CORE_OBJ)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+# sd_notify (Type=notify readiness) links libsystemd into unreadd alone,
+# when its development files are there (tools/deps.sh build installs them).
+SYSTEMD := $(shell pkg-config --exists libsystemd 2>/dev/null && echo yes)
+ifeq ($(SYSTEMD),yes)
+$(BUILD)/obj/server/notify.o: ALL_CFLAGS += -DUNREADD_SYSTEMD \
+    $(shell pkg-config --cflags libsystemd)
+SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd)
+endif
+$(BUILD)/unreadd: $(BUILD)/obj/server/main.o $(BUILD)/obj/server/notify.o \
+                  $(CORE_OBJ)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS) $(SYSTEMD_LIBS)
 
 $(BUILD)/libunread.a: $(CLIENT_OBJ) $(PROTO_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libunread.so: $(CLIENT_OBJ) $(PROTO_OBJ)
-	$(CC) $(SAN) -shared $(LDFLAGS) -o $@ $^ -lxxhash
+$(BUILD)/libunread.so.$(UNREAD_VER): $(CLIENT_OBJ) $(PROTO_OBJ) \
+                                     client-lib/libunread.map
+	$(CC) $(SAN) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) \
+	    -Wl,--version-script=client-lib/libunread.map -o $@ \
+	    $(CLIENT_OBJ) $(PROTO_OBJ) -lxxhash
+$(BUILD)/$(SONAME): $(BUILD)/libunread.so.$(UNREAD_VER)
+	ln -sf libunread.so.$(UNREAD_VER) $@
+$(BUILD)/libunread.so: $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
 
 # unread-cli's line editing and history: libedit (Debian libedit-dev).
 $(BUILD)/obj/client-lib/unread-cli.o: ALL_CFLAGS += \
@@ -248,30 +272,69 @@ check-docs: $(BUILD)/gencmds
 	@$(BUILD)/gencmds --check docs/COMMANDS.md
 
 clean:
-	rm -rf build build-asan build-ubsan build-fuzz
+	rm -rf build build-asan build-ubsan build-fuzz build-pkg
 
-# `make install` (PREFIX, DESTDIR as usual): the binaries, libunread with
-# its header and pkg-config file, and in $(DOCDIR) an example unreadd.conf
-# and systemd unit (docs/OPERATIONS.md).
+# `make install` (PREFIX, DESTDIR as usual): the binaries, libunread
+# (static, and shared with its SONAME and links) with its headers and
+# pkg-config file, and in $(DOCDIR) an example unreadd.conf and the systemd
+# unit (docs/OPERATIONS.md; its ExecStart names $(BINDIR)). `make
+# uninstall` removes exactly those files. The Debian packages (debian/,
+# `make deb`) install the same files under /usr, the configuration in
+# /etc/unreadd and the unit in systemd's directory.
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 DOCDIR  ?= $(PREFIX)/share/doc/unreadd
-PKG_VERSION := $(shell sed -n 's/^\#define UNREADD_VERSION "\(.*\)"/\1/p' \
-                   server/server.h)
-.PHONY: install
+PKG_VERSION := $(UNREAD_VER)
+INSTALL_BINS := unreadd unread-cli unread-bench
+INSTALL_HDRS := unread.h unread_libevent.h
+.PHONY: install install-files uninstall
 install: all
+	$(MAKE) install-files
+# install-files: the copying alone, of files built already (debian/rules).
+install-files:
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 	    $(DESTDIR)$(INCDIR) $(DESTDIR)$(DOCDIR)
-	install -m 755 $(BUILD)/unreadd $(BUILD)/unread-cli $(BUILD)/unread-bench \
-	    $(DESTDIR)$(BINDIR)
+	install -m 755 $(addprefix $(BUILD)/,$(INSTALL_BINS)) $(DESTDIR)$(BINDIR)
 	install -m 644 $(BUILD)/libunread.a $(DESTDIR)$(LIBDIR)
-	install -m 755 $(BUILD)/libunread.so $(DESTDIR)$(LIBDIR)
-	install -m 644 client-lib/unread.h $(DESTDIR)$(INCDIR)
+	install -m 755 $(BUILD)/libunread.so.$(UNREAD_VER) $(DESTDIR)$(LIBDIR)
+	ln -sf libunread.so.$(UNREAD_VER) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libunread.so
+	install -m 644 $(addprefix client-lib/,$(INSTALL_HDRS)) $(DESTDIR)$(INCDIR)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(PKG_VERSION)|' \
 	    client-lib/unread.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/unread.pc
-	install -m 644 docs/unreadd.conf docs/unreadd.service $(DESTDIR)$(DOCDIR)
+	install -m 644 docs/unreadd.conf $(DESTDIR)$(DOCDIR)
+	sed -e 's|/usr/bin/unreadd|$(BINDIR)/unreadd|' docs/unreadd.service \
+	    >$(DESTDIR)$(DOCDIR)/unreadd.service
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALL_BINS)) \
+	    $(DESTDIR)$(LIBDIR)/libunread.a \
+	    $(DESTDIR)$(LIBDIR)/libunread.so.$(UNREAD_VER) \
+	    $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libunread.so \
+	    $(addprefix $(DESTDIR)$(INCDIR)/,$(INSTALL_HDRS)) \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/unread.pc \
+	    $(DESTDIR)$(DOCDIR)/unreadd.conf $(DESTDIR)$(DOCDIR)/unreadd.service
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
+
+# Debian packages (debian/): unreadd, libunread1, libunread-dev and
+# unread-tools, built by dpkg-buildpackage in a copy of the tree (the
+# files git knows, committed or not) under $(DEBDIR), which receives the
+# .deb files. `make check-deb` then checks them (tests/package.sh:
+# contents, exported symbols, the unit, a program built against the
+# installed library running the async example). Its own CI step.
+DEBDIR ?= build-pkg
+.PHONY: deb check-deb
+deb:
+	@sh tools/deps.sh build deb
+	rm -rf $(DEBDIR)
+	mkdir -p $(DEBDIR)/src
+	git ls-files -co --exclude-standard -z | \
+	    xargs -0 tar cf - | tar xf - -C $(DEBDIR)/src
+	cd $(DEBDIR)/src && dpkg-buildpackage -us -uc -b
+	@ls $(DEBDIR)/*.deb
+check-deb: deb
+	sh tests/package.sh $(DEBDIR)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

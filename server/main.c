@@ -20,6 +20,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "net.h"
+#include "notify.h"
 #include "persist.h"
 #include "replay.h"
 #include "server.h"
@@ -261,8 +262,12 @@ int main(int argc, char **argv)
     }
     log_info("unreadd %s ready on %s:%u (pid %d, dir %s)", UNREADD_VERSION,
              server.cfg.bind, server.cfg.port, (int)getpid(), server.cfg.dir);
+    snprintf(err, sizeof(err), "serving on %s:%u", server.cfg.bind,
+             server.cfg.port);
+    notify_ready(err);
 
     event_base_dispatch(base);
+    notify_stopping();
     net_teardown();
     /* SHUTDOWN saved already (or was told not to); a signal saves now. */
     status = persist_shutdown(server.persist, !server.shutdown_asap) ? 1 : 0;

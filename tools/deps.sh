@@ -23,6 +23,7 @@ for what in "$@"; do
         want libxxhash-dev pkg-config --exists libxxhash
         want liblz4-dev pkg-config --exists liblz4
         want libedit-dev pkg-config --exists libedit
+        want libsystemd-dev pkg-config --exists libsystemd
         ;;
     test)
         want python3 command -v python3
@@ -40,6 +41,13 @@ for what in "$@"; do
     fuzz)
         want clang command -v clang
         want libclang-rt-14-dev sh -c 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
+        ;;
+    deb)
+        want build-essential command -v dpkg-architecture
+        want dpkg-dev command -v dpkg-buildpackage
+        want debhelper command -v dh
+        want binutils command -v objdump
+        want systemd command -v systemd-analyze
         ;;
     fmt)
         want clang-format command -v clang-format
