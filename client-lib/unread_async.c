@@ -910,13 +910,27 @@ static void after(struct unread_async *a)
     arm_timer(a);
 }
 
-void unread_async_handle_events(struct unread_async *a, int fd, int revents)
+/*
+ * Every entry point from the loop runs between enter (depth++) and
+ * leave: the outermost leave does after(), and a close asked for by a
+ * callback meanwhile happens there, last. true when the handle is gone.
+ */
+static bool leave(struct unread_async *a)
+{
+    if (a->depth == 1)
+        after(a);
+    a->depth--;
+    if (a->depth == 0 && a->closing) {
+        finish_close(a);
+        return true;
+    }
+    return false;
+}
+
+static void events(struct unread_async *a, int fd, int revents)
 {
     uint32_t s;
 
-    if (a == NULL || fd < 0)
-        return;
-    a->depth++;
     for (s = 0; s < a->k.nsrv; s++) {
         struct ua_server *sv = &a->as[s];
 
@@ -934,25 +948,23 @@ void unread_async_handle_events(struct unread_async *a, int fd, int revents)
         }
         break;
     }
-    a->depth--;
-    if (a->depth == 0) {
-        after(a);
-        if (a->closing)
-            finish_close(a);
-    }
+}
+
+void unread_async_handle_events(struct unread_async *a, int fd, int revents)
+{
+    if (a == NULL || fd < 0 || a->depth > 0)
+        return;
+    a->depth++;
+    events(a, fd, revents);
+    (void)leave(a);
 }
 
 void unread_async_handle_timeout(struct unread_async *a)
 {
-    if (a == NULL)
-        return;
-    if (a->depth > 0)
+    if (a == NULL || a->depth > 0)
         return;
     a->depth++;
-    a->depth--;
-    after(a);
-    if (a->closing)
-        finish_close(a);
+    (void)leave(a);
 }
 
 void unread_async_flush(struct unread_async *a)
@@ -1027,6 +1039,7 @@ size_t unread_async_poll(struct unread_async *a, int timeout_ms)
     do {
         ready = poll(p, (nfds_t)n, t);
     } while (ready < 0 && errno == EINTR);
+    a->depth++;
     for (i = 0; i < n && ready > 0; i++) {
         int ev = 0;
 
@@ -1034,13 +1047,13 @@ size_t unread_async_poll(struct unread_async *a, int timeout_ms)
             ev |= UNREAD_EV_READ;
         if (p[i].revents & POLLOUT)
             ev |= UNREAD_EV_WRITE;
-        if (ev != 0)
-            unread_async_handle_events(a, p[i].fd, ev);
+        if (ev != 0 && !a->closing)
+            events(a, p[i].fd, ev);
     }
     free(p);
     free(w);
-    if (unread_async_timeout(a) == 0)
-        unread_async_handle_timeout(a);
+    if (leave(a))
+        return 0;
     return a->pending;
 }
 

@@ -132,6 +132,11 @@ static void fake_answer(struct ur_buf *b, const struct ur_frame_req *rq,
     case UR_OP_QUIT:
         ur_frame_put_status(b, "OK", 2);
         break;
+    case UR_OP_CONFIG: /* CONFIG GET counter-types (the async handshake) */
+        ur_frame_put_arr(b, 2);
+        ur_frame_put_str(b, "counter-types", 13);
+        ur_frame_put_str(b, "mention comment like dm system", 30);
+        break;
     case UR_OP_CNT_INCR:
     case UR_OP_CNT_DECR:
     case UR_OP_CNT_SET:
@@ -2070,6 +2075,458 @@ out:
             fake_stop(&f[i]);
 }
 
+/* ---- The asynchronous handle ------------------------------------------- */
+
+/* What a callback saw. */
+struct acall {
+    int rc;
+    int calls;
+    uint32_t value;
+    uint64_t total;
+    struct unread_async *close_me; /* closes the handle from the callback */
+};
+
+static void acb(struct unread_async *a, int rc, void *priv)
+{
+    struct acall *x = priv;
+
+    (void)a;
+    x->rc = rc;
+    x->calls++;
+    if (x->close_me != NULL)
+        unread_async_close(x->close_me);
+}
+
+static struct unread_async *aconnect(const struct fake *f, size_t n,
+                                     const struct topts *t)
+{
+    char list[1024], err[256];
+    size_t len = 0, i;
+    struct unread_opts *o = t != NULL ? topts_make(t) : NULL;
+    struct unread_async *a;
+
+    for (i = 0; i < n; i++)
+        len +=
+            (size_t)snprintf(list + len, sizeof(list) - len, "%s127.0.0.1:%u",
+                             i > 0 ? "," : "", (unsigned)f[i].port);
+    if (o != NULL)
+        unread_opts_set_reconnect(o, 20, 100);
+    a = unread_async_connect(list, o, err, sizeof(err));
+    unread_opts_free(o);
+    if (a == NULL)
+        fprintf(stderr, "async %s: %s\n", list, err);
+    return a;
+}
+
+/* Runs the handle's own poll loop until nothing is pending, at most ms:
+ * true when it got there. */
+static bool arun(struct unread_async *a, int ms)
+{
+    int64_t end = mono_ms() + ms;
+
+    while (unread_async_pending(a) > 0 && mono_ms() < end)
+        unread_async_poll(a, 50);
+    return unread_async_pending(a) == 0;
+}
+
+/* Typed calls and the generic one, pipelined, answered in order; the
+ * counter types learnt at connect; callbacks never inside a queue call. */
+static void test_async_calls(void)
+{
+    struct fake f = fake_start(FAKE_NORMAL, 0, true);
+    struct unread_async *a = aconnect(&f, 1, NULL);
+    struct acall x[6];
+    struct unread_cnt_pair pairs[UNREAD_CNT_TYPES];
+    struct unread_arg argv[2] = {unread_arg_int(5), unread_arg_str("hi", 2)};
+    struct unread_reply *r = NULL;
+    unsigned npairs = 0, type = 99;
+    int i;
+
+    memset(x, 0, sizeof(x));
+    CHECK(a != NULL);
+    if (a == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_async_type(a, "dm", &type), UNREAD_EUNAVAIL);
+    CHECK_EQ_U64(unread_async_type(a, "2", &type), 0);
+    CHECK_EQ_U64(type, 2);
+    CHECK_EQ_U64(unread_async_cnt_incr(a, 10, 3, 4, &x[0].value, &x[0].total,
+                                       acb, &x[0]),
+                 0);
+    CHECK_EQ_U64(unread_async_cnt_total(a, 7, &x[1].total, acb, &x[1]), 0);
+    CHECK_EQ_U64(unread_async_cnt_getall(a, 1, pairs, &npairs, acb, &x[2]), 0);
+    CHECK_EQ_U64(unread_async_ping(a, acb, &x[3]), 0);
+    CHECK_EQ_U64(
+        unread_async_command(a, NULL, OP_ECHO, 2, argv, &r, acb, &x[4]), 0);
+    CHECK_EQ_U64(unread_async_cnt_get(a, UID_ARITY, 0, &x[5].value, acb, &x[5]),
+                 0);
+    for (i = 0; i < 6; i++)
+        CHECK_EQ_U64(x[i].calls, 0); /* nothing runs inside a queue call */
+    CHECK_EQ_U64(unread_async_pending(a), 6);
+    CHECK(arun(a, 3000));
+    for (i = 0; i < 6; i++)
+        CHECK_EQ_U64(x[i].calls, 1);
+    CHECK_EQ_U64(x[0].rc, 0);
+    CHECK_EQ_U64(x[0].value, 4);
+    CHECK_EQ_U64(x[0].total, 23);
+    CHECK_EQ_U64(x[1].rc, 0);
+    CHECK_EQ_U64(x[1].total, 21);
+    CHECK_EQ_U64(x[2].rc, 0);
+    CHECK_EQ_U64(npairs, 2);
+    CHECK(npairs == 2 && pairs[1].type == 4 && pairs[1].value == 1);
+    CHECK_EQ_U64(x[3].rc, 0);
+    CHECK_EQ_U64(x[4].rc, 0);
+    CHECK(r != NULL && r->kind == UNREAD_REPLY_ARRAY && r->n == 2 &&
+          r->elem[0].integer == 5 && strcmp(r->elem[1].str, "hi") == 0);
+    unread_reply_free(r);
+    CHECK_EQ_U64(x[5].rc, UNREAD_ERR_ARITY);
+    /* the handshake asked the names first; requests in order after it */
+    CHECK(strcmp(fake_next(&f), "0006 s3:GET s13:counter-types") == 0);
+    CHECK(strcmp(fake_next(&f), "0101 i10 i3 i4") == 0);
+    CHECK(strcmp(fake_next(&f), "0106 i7") == 0);
+    CHECK_EQ_U64(unread_async_type(a, "dm", &type), 0);
+    CHECK_EQ_U64(type, 3);
+    CHECK_EQ_U64(unread_async_type(a, "nosuch", &type), UNREAD_ERR_BADARG);
+    CHECK(strstr(unread_async_errstr(a), "nosuch") != NULL);
+
+    /* usage errors queue nothing and call nothing */
+    CHECK_EQ_U64(unread_async_cnt_total(a, 7, &x[1].total, NULL, NULL),
+                 UNREAD_EUSAGE);
+    CHECK_EQ_U64(unread_async_command(a, "NO.SUCH", 0, 0, NULL, &r, acb, &x[1]),
+                 UNREAD_ERR_UNKNOWN);
+    CHECK_EQ_U64(unread_async_pending(a), 0);
+out:
+    unread_async_close(a);
+    fake_stop(&f);
+}
+
+/* A cluster: a many-users read split by server and merged in order,
+ * chunked past UR_UIDS_MAX; a global write to every server; a skewed
+ * one reported. */
+static void test_async_cluster(void)
+{
+    enum { N = 2500 };
+    struct fake f[3];
+    struct unread_async *a;
+    static uint64_t uids[N], totals[N];
+    struct acall x[3];
+    uint64_t head = 0;
+    size_t i;
+    bool ok = true;
+
+    memset(x, 0, sizeof(x));
+    fakes_start(f, 3, FAKE_NORMAL);
+    a = aconnect(f, 3, NULL);
+    CHECK(a != NULL);
+    if (a == NULL)
+        goto out;
+    for (i = 0; i < N; i++)
+        uids[i] = 1 + i * 7;
+    CHECK_EQ_U64(unread_async_cnt_mtotal(a, uids, N, totals, acb, &x[0]), 0);
+    CHECK_EQ_U64(unread_async_bc_publish(a, 4, &head, acb, &x[1]), 0);
+    CHECK(arun(a, 5000));
+    CHECK_EQ_U64(x[0].calls, 1);
+    CHECK_EQ_U64(x[0].rc, 0);
+    for (i = 0; i < N; i++)
+        ok = ok && totals[i] == uids[i] * 3;
+    CHECK(ok);
+    CHECK_EQ_U64(x[1].rc, 0);
+    CHECK_EQ_U64(head, 40);
+    for (i = 0; i < 3; i++) {
+        const char *line;
+
+        while ((line = fake_next(&f[i]))[0] != '\0' &&
+               strncmp(line, "0401", 4) != 0)
+            ;
+        CHECK(strcmp(line, "0401 i4") == 0); /* every shard published */
+    }
+    unread_async_close(a);
+
+    /* a shard that answers differently */
+    fake_stop(&f[1]);
+    f[1] = fake_start_on(FAKE_SKEW, 0, false, f[1].port);
+    a = aconnect(f, 3, NULL);
+    CHECK(a != NULL);
+    if (a == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_async_command(a, "GRP.POST", 0, 1,
+                                      (struct unread_arg[]){unread_arg_int(7)},
+                                      (struct unread_reply *[]){NULL}, acb,
+                                      &x[2]) == 0,
+                 1);
+    CHECK(arun(a, 3000));
+    CHECK_EQ_U64(x[2].rc, UNREAD_EMISMATCH);
+    CHECK(strstr(unread_async_errstr(a), "disagree") != NULL);
+out:
+    unread_async_close(a);
+    fakes_stop(f, 3);
+}
+
+/* Per-command timeouts: a silent server fails the request at its own
+ * deadline, and every request in flight on it; degraded mode answers the
+ * reads with the default. */
+static void test_async_timeout(void)
+{
+    struct fake f = fake_start(FAKE_SILENT, 0, false);
+    struct topts t;
+    struct unread_async *a;
+    struct acall x[3];
+    int64_t t0;
+
+    memset(x, 0, sizeof(x));
+    topts_init(&t);
+    a = aconnect(&f, 1, &t);
+    CHECK(a != NULL);
+    if (a == NULL)
+        goto out;
+    unread_async_set_timeout(a, 150);
+    t0 = mono_ms();
+    CHECK_EQ_U64(unread_async_cnt_total(a, 1, &x[0].total, acb, &x[0]), 0);
+    unread_async_set_timeout(a, 5000);
+    CHECK_EQ_U64(unread_async_cnt_total(a, 2, &x[1].total, acb, &x[1]), 0);
+    CHECK(arun(a, 3000));
+    CHECK(mono_ms() - t0 < 2000); /* the first deadline failed both */
+    CHECK_EQ_U64(x[0].rc, UNREAD_ETIMEOUT);
+    CHECK_EQ_U64(x[1].rc, UNREAD_ETIMEOUT);
+    CHECK(strstr(unread_async_errstr(a), "timeout") != NULL);
+    unread_async_close(a);
+
+    degraded_opts(&t, 5, 1000);
+    a = aconnect(&f, 1, &t);
+    CHECK(a != NULL);
+    if (a == NULL)
+        goto out;
+    unread_async_set_timeout(a, 100);
+    x[0].total = 0;
+    CHECK_EQ_U64(unread_async_cnt_total(a, 1, &x[0].total, acb, &x[0]), 0);
+    CHECK_EQ_U64(unread_async_cnt_incr(a, 1, 0, 1, NULL, NULL, acb, &x[2]), 0);
+    CHECK(arun(a, 3000));
+    CHECK_EQ_U64(x[0].rc, UNREAD_DEGRADED);
+    CHECK_EQ_U64(x[0].total, 7);
+    CHECK_EQ_U64(x[2].rc, UNREAD_ETIMEOUT); /* sent: outcome unknown */
+out:
+    unread_async_close(a);
+    fake_stop(&f);
+}
+
+/* A server restart: the requests in flight on the dead connection fail,
+ * later ones reconnect by themselves. */
+static void test_async_restart(void)
+{
+    struct fake f = fake_start(FAKE_NORMAL, 0, false);
+    struct topts t;
+    struct unread_async *a;
+    struct acall x[4];
+    uint16_t port = f.port;
+    int64_t end;
+
+    memset(x, 0, sizeof(x));
+    topts_init(&t);
+    a = aconnect(&f, 1, &t);
+    CHECK(a != NULL);
+    if (a == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_async_cnt_total(a, 3, &x[0].total, acb, &x[0]), 0);
+    CHECK(arun(a, 3000));
+    CHECK_EQ_U64(x[0].rc, 0);
+    fake_stop(&f);
+    /* down: the idle connection's close is seen, the connect refused */
+    CHECK_EQ_U64(unread_async_cnt_total(a, 3, &x[1].total, acb, &x[1]), 0);
+    CHECK(arun(a, 3000));
+    CHECK(x[1].rc == UNREAD_ECONNECT || x[1].rc == UNREAD_ECLOSED ||
+          x[1].rc == UNREAD_EIO);
+    f = fake_start_on(FAKE_NORMAL, 0, false, port);
+    /* back: within the backoff (at most 100 ms here) requests go again */
+    end = mono_ms() + 3000;
+    do {
+        x[2].calls = 0;
+        CHECK_EQ_U64(unread_async_cnt_total(a, 4, &x[2].total, acb, &x[2]), 0);
+        CHECK(arun(a, 3000));
+        if (x[2].rc != 0)
+            usleep(20 * 1000);
+    } while (x[2].rc != 0 && mono_ms() < end);
+    CHECK_EQ_U64(x[2].rc, 0);
+    CHECK_EQ_U64(x[2].total, 12);
+
+    /* a connection the server drops mid-stream fails what it owed */
+    fake_stop(&f);
+    f = fake_start_on(FAKE_CLOSE_AFTER, 1, false, port);
+    CHECK_EQ_U64(unread_async_cnt_total(a, 5, &x[0].total, acb, &x[0]), 0);
+    CHECK_EQ_U64(unread_async_cnt_total(a, 6, &x[3].total, acb, &x[3]), 0);
+    CHECK(arun(a, 3000));
+    CHECK(x[0].rc != 0 || x[3].rc != 0);
+out:
+    unread_async_close(a);
+    fake_stop(&f);
+}
+
+/* The breaker: a dead server opens its circuit; reads are the default at
+ * once without the network, writes are "not sent"; the probe after
+ * breaker_open_ms closes it when the server is back. */
+static void test_async_breaker(void)
+{
+    uint16_t port = closed_port();
+    struct fake f = {-1, port, -1}, g;
+    struct topts t;
+    struct unread_async *a;
+    struct acall x[4];
+    int i;
+    int64_t t0;
+
+    memset(x, 0, sizeof(x));
+    degraded_opts(&t, 2, 300);
+    a = aconnect(&f, 1, &t);
+    CHECK(a != NULL);
+    if (a == NULL)
+        return;
+    for (i = 0; i < 3; i++) {
+        x[0].total = 0;
+        CHECK_EQ_U64(unread_async_cnt_total(a, 1, &x[0].total, acb, &x[0]), 0);
+        CHECK(arun(a, 3000));
+        CHECK_EQ_U64(x[0].rc, UNREAD_DEGRADED);
+        CHECK_EQ_U64(x[0].total, 7);
+        usleep(120 * 1000); /* past the reconnect backoff */
+    }
+    CHECK_EQ_U64(unread_async_shard_circuit(a, 0), UNREAD_CIRCUIT_OPEN);
+    t0 = mono_ms();
+    CHECK_EQ_U64(unread_async_cnt_incr(a, 1, 0, 1, NULL, NULL, acb, &x[1]), 0);
+    CHECK(arun(a, 3000));
+    CHECK_EQ_U64(x[1].rc, UNREAD_EUNAVAIL);
+    CHECK(strstr(unread_async_errstr(a), "circuit open") != NULL);
+    CHECK(mono_ms() - t0 < 100);
+
+    g = fake_start_on(FAKE_NORMAL, 0, false, port);
+    usleep(350 * 1000);
+    CHECK_EQ_U64(unread_async_cnt_total(a, 2, &x[2].total, acb, &x[2]), 0);
+    CHECK(arun(a, 3000));
+    CHECK_EQ_U64(x[2].rc, 0);
+    CHECK_EQ_U64(x[2].total, 6);
+    CHECK_EQ_U64(unread_async_shard_circuit(a, 0), UNREAD_CIRCUIT_CLOSED);
+    unread_async_close(a);
+    fake_stop(&g);
+}
+
+/* Closing from a callback completes the other requests with ECLOSED; a
+ * connect that is refused is answered later, never inside the call. */
+static void test_async_close(void)
+{
+    struct fake f = fake_start(FAKE_SILENT, 0, false);
+    uint16_t dead = closed_port();
+    struct fake d = {-1, dead, -1};
+    struct unread_async *a = aconnect(&d, 1, NULL);
+    struct acall x[3];
+
+    memset(x, 0, sizeof(x));
+    CHECK(a != NULL);
+    if (a == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_async_cnt_total(a, 1, &x[0].total, acb, &x[0]), 0);
+    CHECK_EQ_U64(x[0].calls, 0);
+    CHECK(arun(a, 3000));
+    CHECK_EQ_U64(x[0].calls, 1);
+    CHECK_EQ_U64(x[0].rc, UNREAD_ECONNECT);
+    CHECK(strstr(unread_async_errstr(a), "refused") != NULL ||
+          strstr(unread_async_errstr(a), "attempt") != NULL);
+    unread_async_close(a);
+
+    a = aconnect(&f, 1, NULL);
+    CHECK(a != NULL);
+    if (a == NULL)
+        goto out;
+    unread_async_set_timeout(a, 100);
+    x[0].close_me = a;
+    x[0].calls = 0;
+    CHECK_EQ_U64(unread_async_cnt_total(a, 1, &x[0].total, acb, &x[0]), 0);
+    unread_async_set_timeout(a, 0);
+    CHECK_EQ_U64(unread_async_cnt_total(a, 2, &x[1].total, acb, &x[1]), 0);
+    /* the first times out, its callback closes the handle: the second
+     * completes then, with the same failure (it was in flight on the same
+     * connection) */
+    while (x[1].calls == 0)
+        unread_async_poll(a, 50);
+    CHECK_EQ_U64(x[0].calls, 1);
+    CHECK_EQ_U64(x[1].calls, 1);
+    CHECK(x[1].rc == UNREAD_ETIMEOUT || x[1].rc == UNREAD_ECLOSED);
+    a = NULL;
+out:
+    unread_async_close(a);
+    fake_stop(&f);
+}
+
+/* Hooks: an event loop of our own watches what the handle asks for. */
+struct loop {
+    int fd[4], ev[4];
+    int timer_ms;
+    int watches, detached;
+};
+
+static void loop_watch(void *data, size_t i, int fd, int events)
+{
+    struct loop *l = data;
+
+    if (i < 4) {
+        l->fd[i] = fd;
+        l->ev[i] = events;
+    }
+    l->watches++;
+}
+
+static void loop_timer(void *data, int ms)
+{
+    ((struct loop *)data)->timer_ms = ms;
+}
+
+static void loop_detach(void *data)
+{
+    ((struct loop *)data)->detached++;
+}
+
+static void test_async_hooks(void)
+{
+    struct fake f = fake_start(FAKE_NORMAL, 0, false);
+    struct unread_async *a = aconnect(&f, 1, NULL);
+    struct unread_async_hooks h = {NULL, loop_watch, loop_timer, loop_detach};
+    struct loop l;
+    struct acall x;
+    struct unread_async_pollfd pf[2];
+    int64_t end = mono_ms() + 3000;
+
+    memset(&l, 0, sizeof(l));
+    memset(&x, 0, sizeof(x));
+    l.fd[0] = -1;
+    l.timer_ms = -1;
+    h.data = &l;
+    CHECK(a != NULL);
+    if (a == NULL)
+        goto out;
+    CHECK_EQ_U64(unread_async_attach(a, &h), 0);
+    CHECK_EQ_U64(unread_async_attach(a, &h), UNREAD_EUSAGE);
+    CHECK(l.fd[0] >= 0 && (l.ev[0] & UNREAD_EV_WRITE)); /* connecting */
+    CHECK_EQ_U64(unread_async_fds(a, pf, 2), 1);
+    CHECK(pf[0].fd == l.fd[0] && pf[0].events == l.ev[0]);
+    CHECK_EQ_U64(unread_async_cnt_total(a, 9, &x.total, acb, &x), 0);
+    while (x.calls == 0 && mono_ms() < end) {
+        struct pollfd p = {l.fd[0], 0, 0};
+
+        p.events = (short)(((l.ev[0] & UNREAD_EV_READ) ? POLLIN : 0) |
+                           ((l.ev[0] & UNREAD_EV_WRITE) ? POLLOUT : 0));
+        if (poll(&p, 1, 50) > 0)
+            unread_async_handle_events(
+                a, p.fd,
+                ((p.revents & (POLLIN | POLLHUP | POLLERR)) ? UNREAD_EV_READ
+                                                            : 0) |
+                    ((p.revents & POLLOUT) ? UNREAD_EV_WRITE : 0));
+        if (l.timer_ms == 0)
+            unread_async_handle_timeout(a);
+    }
+    CHECK_EQ_U64(x.calls, 1);
+    CHECK_EQ_U64(x.total, 27);
+    CHECK_EQ_U64(l.ev[0], UNREAD_EV_READ); /* connected, nothing to send */
+    unread_async_close(a);
+    CHECK_EQ_U64(l.detached, 1);
+out:
+    fake_stop(&f);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -2103,5 +2560,12 @@ int main(void)
     T_RUN(test_cluster_isolation);
     T_RUN(test_cluster_split);
     T_RUN(test_cluster_split_degraded);
+    T_RUN(test_async_calls);
+    T_RUN(test_async_cluster);
+    T_RUN(test_async_timeout);
+    T_RUN(test_async_restart);
+    T_RUN(test_async_breaker);
+    T_RUN(test_async_close);
+    T_RUN(test_async_hooks);
     T_END();
 }
