@@ -158,6 +158,12 @@ $(BUILD)/tests/test_bench: $(BUILD)/obj/tests/unit/test_bench.o $(BENCH_OBJ) \
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -pthread -o $@ $^ $(LIBS)
 
+# client-bench: libunread's sync and async faces side by side from one
+# thread (docs/PERFORMANCE.md, "Client library").
+all: $(BUILD)/client-bench
+$(BUILD)/client-bench: $(call obj,bench/client_bench.c) $(BUILD)/libunread.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+
 # BENCH_ARGS: more compare.py options, e.g. "--seconds 10 --reps 5".
 BENCH_ARGS ?=
 .PHONY: bench bench-memory bench-shards

@@ -11,7 +11,9 @@
  * are synchronous (one request, one reply) or pipelined (queue many
  * requests, send them in one write per server, read the replies in order);
  * an atomic batch runs several commands on one server with nothing in
- * between.
+ * between. struct unread_async (at the end of this file) is the same
+ * client for event loops: calls queue and return, a callback gets the
+ * result.
  *
  * Threads: the library keeps no global state and takes no locks. A handle
  * must be used by one thread at a time (typically one handle per thread);
@@ -285,8 +287,8 @@ int unread_types_reload(struct unread *c);
 
 /* ---- Typed calls (protocol/ops.def) ----------------------------------- */
 /*
- * Counter types are numbers 0..63 (names such as "mention" are a feature of
- * the text protocol and unread-cli). Output pointers may be NULL when the
+ * Counter types are numbers 0..63; unread_type() gives the number of a
+ * name ("mention") from the servers' counter-types. Output pointers may be NULL when the
  * value is not wanted; they are written only on success and on
  * UNREAD_DEGRADED, when an integer output holds the configured default
  * (saturated to the output's width), an array output is empty (count 0)
