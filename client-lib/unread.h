@@ -288,8 +288,8 @@ int unread_types_reload(struct unread *c);
 /* ---- Typed calls (protocol/ops.def) ----------------------------------- */
 /*
  * Counter types are numbers 0..63; unread_type() gives the number of a
- * name ("mention") from the servers' counter-types. Output pointers may be NULL when the
- * value is not wanted; they are written only on success and on
+ * name ("mention") from the servers' counter-types. Output pointers may be NULL
+ * when the value is not wanted; they are written only on success and on
  * UNREAD_DEGRADED, when an integer output holds the configured default
  * (saturated to the output's width), an array output is empty (count 0)
  * and a pair output (e.g. [read, unread]) holds the default twice. Counter
@@ -1364,8 +1364,24 @@ int unread_async_command(struct unread_async *a, const char *name,
  * completion). */
 int unread_async_type(struct unread_async *a, const char *name, unsigned *type);
 
-/* Typed calls, as their synchronous forms (see above). */
+/* Typed calls, as their synchronous forms (see above), in the order of
+ * the families' sections. CONV and GRP calls are sent with
+ * unread_async_command for now. */
 int unread_async_ping(struct unread_async *a, unread_async_cb *cb, void *priv);
+int unread_async_flushall(struct unread_async *a, unread_async_cb *cb,
+                          void *priv);
+int unread_async_bc_publish(struct unread_async *a, uint64_t ch, uint64_t *head,
+                            unread_async_cb *cb, void *priv);
+int unread_async_bc_unread(struct unread_async *a, uint64_t uid, uint64_t ch,
+                           uint64_t *unread, unread_async_cb *cb, void *priv);
+int unread_async_bc_read(struct unread_async *a, uint64_t uid, uint64_t ch,
+                         unread_async_cb *cb, void *priv);
+int unread_async_bc_read_upto(struct unread_async *a, uint64_t uid, uint64_t ch,
+                              uint64_t upto, uint64_t *unread,
+                              unread_async_cb *cb, void *priv);
+int unread_async_bc_unread_ex(struct unread_async *a, uint64_t uid, uint64_t ch,
+                              uint64_t *unread, uint64_t *expired,
+                              unread_async_cb *cb, void *priv);
 int unread_async_cnt_incr(struct unread_async *a, uint64_t uid, unsigned type,
                           uint32_t delta, uint32_t *value, uint64_t *total,
                           unread_async_cb *cb, void *priv);
@@ -1398,6 +1414,60 @@ int unread_async_cnt_mtotal(struct unread_async *a, const uint64_t *uids,
 int unread_async_cnt_total_ex(struct unread_async *a, uint64_t uid,
                               uint64_t *total, uint64_t *expired,
                               unread_async_cb *cb, void *priv);
+int unread_async_dot_push(struct unread_async *a, uint64_t dot, uint64_t ts,
+                          uint64_t *push_ts, unread_async_cb *cb, void *priv);
+int unread_async_dot_click(struct unread_async *a, uint64_t uid, uint64_t dot,
+                           uint64_t ts, unread_async_cb *cb, void *priv);
+int unread_async_dot_check(struct unread_async *a, uint64_t uid,
+                           const uint64_t *dots, unsigned n, uint8_t *shown,
+                           unread_async_cb *cb, void *priv);
+int unread_async_feed_post(struct unread_async *a, uint64_t author, uint32_t n,
+                           uint32_t *count, unread_async_cb *cb, void *priv);
+int unread_async_feed_unpost(struct unread_async *a, uint64_t author,
+                             uint32_t n, uint32_t *count, unread_async_cb *cb,
+                             void *priv);
+int unread_async_feed_follow(struct unread_async *a, uint64_t uid,
+                             uint64_t author, int *added, unread_async_cb *cb,
+                             void *priv);
+int unread_async_feed_unfollow(struct unread_async *a, uint64_t uid,
+                               uint64_t author, int *removed,
+                               unread_async_cb *cb, void *priv);
+int unread_async_feed_unread(struct unread_async *a, uint64_t uid,
+                             uint64_t *unread, unread_async_cb *cb, void *priv);
+int unread_async_feed_reset(struct unread_async *a, uint64_t uid,
+                            unread_async_cb *cb, void *priv);
+int unread_async_feed_follow_many(struct unread_async *a, uint64_t uid,
+                                  const uint64_t *authors, size_t n,
+                                  uint64_t *added, unread_async_cb *cb,
+                                  void *priv);
+int unread_async_feed_unread_ex(struct unread_async *a, uint64_t uid,
+                                uint64_t *unread, uint64_t *expired,
+                                unread_async_cb *cb, void *priv);
+int unread_async_rcpt_join(struct unread_async *a, uint64_t gid, uint64_t uid,
+                           uint32_t *mapid, unread_async_cb *cb, void *priv);
+int unread_async_rcpt_quit(struct unread_async *a, uint64_t gid, uint64_t uid,
+                           int *was_member, unread_async_cb *cb, void *priv);
+int unread_async_rcpt_send(struct unread_async *a, uint64_t gid, uint64_t msgid,
+                           uint64_t sender, uint64_t ts, uint32_t *nrcpt,
+                           unread_async_cb *cb, void *priv);
+int unread_async_rcpt_read(struct unread_async *a, uint64_t gid, uint64_t uid,
+                           const uint64_t *msgids, unsigned n, uint64_t *marked,
+                           unread_async_cb *cb, void *priv);
+int unread_async_rcpt_readupto(struct unread_async *a, uint64_t gid,
+                               uint64_t uid, uint64_t msgid, uint64_t *marked,
+                               unread_async_cb *cb, void *priv);
+int unread_async_rcpt_count(struct unread_async *a, uint64_t gid,
+                            uint64_t msgid, uint32_t *nread, uint32_t *nunread,
+                            unread_async_cb *cb, void *priv);
+int unread_async_rcpt_list(struct unread_async *a, uint64_t gid, uint64_t msgid,
+                           int want_read, uint32_t offset, uint32_t count,
+                           uint64_t **uids, size_t *n, unread_async_cb *cb,
+                           void *priv);
+int unread_async_user_info(struct unread_async *a, uint64_t uid,
+                           struct unread_reply **out, unread_async_cb *cb,
+                           void *priv);
+int unread_async_user_del(struct unread_async *a, uint64_t uid,
+                          uint64_t *removed, unread_async_cb *cb, void *priv);
 int unread_async_user_mbadge(struct unread_async *a, const uint64_t *uids,
                              size_t n, uint64_t *badges, unread_async_cb *cb,
                              void *priv);
@@ -1405,25 +1475,9 @@ int unread_async_user_badge(struct unread_async *a, uint64_t uid,
                             const char *const *families, unsigned nfamilies,
                             int withexpiry, struct unread_badge *out,
                             unread_async_cb *cb, void *priv);
-int unread_async_user_del(struct unread_async *a, uint64_t uid,
-                          uint64_t *removed, unread_async_cb *cb, void *priv);
-int unread_async_bc_publish(struct unread_async *a, uint64_t ch, uint64_t *head,
-                            unread_async_cb *cb, void *priv);
-int unread_async_bc_unread(struct unread_async *a, uint64_t uid, uint64_t ch,
-                           uint64_t *unread, unread_async_cb *cb, void *priv);
-int unread_async_bc_read(struct unread_async *a, uint64_t uid, uint64_t ch,
-                         unread_async_cb *cb, void *priv);
-int unread_async_dot_push(struct unread_async *a, uint64_t dot, uint64_t ts,
-                          uint64_t *push_ts, unread_async_cb *cb, void *priv);
-int unread_async_dot_click(struct unread_async *a, uint64_t uid, uint64_t dot,
-                           uint64_t ts, unread_async_cb *cb, void *priv);
-int unread_async_feed_post(struct unread_async *a, uint64_t author, uint32_t n,
-                           uint32_t *count, unread_async_cb *cb, void *priv);
-int unread_async_feed_unread(struct unread_async *a, uint64_t uid,
-                             uint64_t *unread, unread_async_cb *cb, void *priv);
-int unread_async_rcpt_count(struct unread_async *a, uint64_t gid,
-                            uint64_t msgid, uint32_t *nread, uint32_t *nunread,
-                            unread_async_cb *cb, void *priv);
+int unread_async_user_status(struct unread_async *a, uint64_t uid,
+                             struct unread_user_status *out,
+                             unread_async_cb *cb, void *priv);
 
 #ifdef __cplusplus
 }

@@ -59,21 +59,30 @@ int unread_pipe_bc_read(struct unread *c, uint64_t uid, uint64_t ch)
     return uc_pipe_ints(c, UR_OP_BC_READ, 2, a);
 }
 
-int unread_bc_read_upto(struct unread *c, uint64_t uid, uint64_t ch,
-                        uint64_t upto, uint64_t *unread)
+static int prep_bc_read_upto(struct uc_core *k, struct uc_call *q, uint64_t uid,
+                             uint64_t ch, uint64_t upto, uint64_t *unread)
 {
     uint64_t args[3] = {uid, ch, upto};
+    int rc = uc_q_ints(k, q, UR_OP_BC_READ, 3, args);
 
-    return uc_call_int(c, UR_OP_BC_READ, 3, args, unread);
+    q->decode = uc_dec_u64;
+    q->out[0] = unread;
+    return rc;
 }
+UC_FACES(bc_read_upto,
+         (uint64_t uid, uint64_t ch, uint64_t upto, uint64_t *unread),
+         (uid, ch, upto, unread))
 
-int unread_bc_unread_ex(struct unread *c, uint64_t uid, uint64_t ch,
-                        uint64_t *unread, uint64_t *expired)
+static int prep_bc_unread_ex(struct uc_core *k, struct uc_call *q, uint64_t uid,
+                             uint64_t ch, uint64_t *unread, uint64_t *expired)
 {
     uint64_t args[2] = {uid, ch};
 
-    return uc_call_count_ex(c, UR_OP_BC_UNREAD, 2, args, unread, expired);
+    return uc_q_count_ex(k, q, UR_OP_BC_UNREAD, 2, args, unread, expired);
 }
+UC_FACES(bc_unread_ex,
+         (uint64_t uid, uint64_t ch, uint64_t *unread, uint64_t *expired),
+         (uid, ch, unread, expired))
 
 int unread_pipe_bc_read_upto(struct unread *c, uint64_t uid, uint64_t ch,
                              uint64_t upto)

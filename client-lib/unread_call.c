@@ -317,6 +317,12 @@ static void q_init(struct uc_call *q, uint16_t op)
     q->argv = q->inl;
 }
 
+int uc_q_alloc(struct uc_core *k, struct uc_call *q, uint16_t op, unsigned argc)
+{
+    q_init(q, op);
+    return q_room(k, q, argc);
+}
+
 int uc_q_ints(struct uc_core *k, struct uc_call *q, uint16_t op, unsigned argc,
               const uint64_t *v)
 {
@@ -470,6 +476,41 @@ int uc_dec_uids(struct uc_core *k, const struct uc_call *q, int rc,
         out[i] = v;
     }
     return rc;
+}
+
+int uc_dec_flag(struct uc_core *k, const struct uc_call *q, int rc,
+                struct ur_val_reader *rd)
+{
+    uint64_t v;
+
+    if (rc != 0)
+        return rc; /* writes: never degraded */
+    if (!uc_rd_int(rd, &v) || v > 1)
+        return uc_bad_reply(k, q->op);
+    if (q->out[0] != NULL)
+        *(int *)q->out[0] = (int)v;
+    return 0;
+}
+
+int uc_q_int_list(struct uc_core *k, struct uc_call *q, uint16_t op,
+                  uint64_t first, const uint64_t *rest, size_t n, uint64_t *out)
+{
+    size_t i;
+    int rc;
+
+    q_init(q, op);
+    if (n == 0 || rest == NULL || n >= UINT16_MAX)
+        return uc_err(k, UNREAD_EUSAGE, "%zu items: 1 to %u", n,
+                      (unsigned)UINT16_MAX - 1);
+    rc = q_room(k, q, (unsigned)n + 1);
+    if (rc != 0)
+        return rc;
+    q->argv[0] = unread_arg_int(first);
+    for (i = 0; i < n; i++)
+        q->argv[i + 1] = unread_arg_int(rest[i]);
+    q->decode = uc_dec_u64;
+    q->out[0] = out;
+    return 0;
 }
 
 void uc_q_tree(struct uc_call *q, struct unread_reply **out)

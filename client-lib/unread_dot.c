@@ -72,34 +72,47 @@ static bool check_reply(struct ur_val_reader *rd, unsigned n, uint8_t *shown)
     return true;
 }
 
-int unread_dot_check(struct unread *c, uint64_t uid, const uint64_t *dots,
-                     unsigned n, uint8_t *shown)
+/* DOT.CHECK: n flags into (uint8_t *)out[0]; degraded: every flag is 1
+ * when the default is non-zero. */
+static int dec_check(struct uc_core *k, const struct uc_call *q, int rc,
+                     struct ur_val_reader *rd)
 {
-    struct unread_arg *argv = check_argv(c, uid, dots, n);
-    struct ur_val_reader rd;
-    struct ur_frame_hdr h;
-    const char *body;
-    int rc;
+    uint8_t *shown = q->out[0];
+    uint64_t dflt = 0;
 
-    if (argv == NULL)
-        return UNREAD_ENOMEM;
-    rc = uc_roundtrip(c, UR_OP_DOT_CHECK, n + 1, argv, &h, &body);
-    free(argv);
-    if (rc != 0 && rc != UNREAD_DEGRADED)
-        return rc;
-    ur_val_reader_init(&rd, body, h.len);
     if (rc == UNREAD_DEGRADED) {
-        uint64_t dflt = 0;
-
-        uc_rd_int(&rd, &dflt);
-        for (unsigned i = 0; i < n; i++)
+        uc_rd_int(rd, &dflt);
+        for (uint64_t i = 0; i < q->n; i++)
             shown[i] = dflt != 0;
         return rc;
     }
-    if (!check_reply(&rd, n, shown))
-        return uc_shape_err(c, UR_OP_DOT_CHECK);
+    if (!check_reply(rd, (unsigned)q->n, shown))
+        return uc_bad_reply(k, q->op);
     return 0;
 }
+
+static int prep_dot_check(struct uc_core *k, struct uc_call *q, uint64_t uid,
+                          const uint64_t *dots, unsigned n, uint8_t *shown)
+{
+    unsigned i;
+    int rc;
+
+    if (n > 0 && (dots == NULL || shown == NULL))
+        return uc_err(k, UNREAD_EUSAGE, "DOT.CHECK: dots and shown needed");
+    rc = uc_q_alloc(k, q, UR_OP_DOT_CHECK, n + 1);
+    if (rc != 0)
+        return rc;
+    q->argv[0] = unread_arg_int(uid);
+    for (i = 0; i < n; i++)
+        q->argv[i + 1] = unread_arg_int(dots[i]);
+    q->decode = dec_check;
+    q->out[0] = shown;
+    q->n = n;
+    return 0;
+}
+UC_FACES(dot_check,
+         (uint64_t uid, const uint64_t *dots, unsigned n, uint8_t *shown),
+         (uid, dots, n, shown))
 
 int unread_pipe_dot_push(struct unread *c, uint64_t dot, uint64_t ts)
 {

@@ -148,6 +148,11 @@ int uc_q_ints(struct uc_core *k, struct uc_call *q, uint16_t op, unsigned argc,
 int uc_q_args(struct uc_core *k, struct uc_call *q, uint16_t op, unsigned argc,
               const struct unread_arg *argv);
 
+/* The request op with argc arguments for the caller to fill in
+ * q->argv[0..argc): 0, or UNREAD_ENOMEM / UNREAD_EUSAGE. */
+int uc_q_alloc(struct uc_core *k, struct uc_call *q, uint16_t op,
+               unsigned argc);
+
 /* Records the message for the failure a prep or decode function is about
  * to return; returns rc (unread_core.h). */
 int uc_err(struct uc_core *k, int rc, const char *fmt, ...)
@@ -177,6 +182,13 @@ int uc_dec_count_ex(struct uc_core *k, const struct uc_call *q, int rc,
                     struct ur_val_reader *rd);
 int uc_dec_tree(struct uc_core *k, const struct uc_call *q, int rc,
                 struct ur_val_reader *rd);
+/* An INT that is 0 or 1 into (int *)out[0]. */
+int uc_dec_flag(struct uc_core *k, const struct uc_call *q, int rc,
+                struct ur_val_reader *rd);
+/* op first rest[0..n) (1 <= n < 65535), one INT into (uint64_t *)out. */
+int uc_q_int_list(struct uc_core *k, struct uc_call *q, uint16_t op,
+                  uint64_t first, const uint64_t *rest, size_t n,
+                  uint64_t *out);
 /* q->n integers, one per uid, into (uint64_t *)out[0]; a degraded answer
  * that is one INT (the request's one server was unreachable) gives the
  * default to every uid. */

@@ -4,56 +4,52 @@
  * Every RCPT op is routed by its first argument, the gid.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "unread_int.h"
 
-/* A u32 result (mapid, recipient count) of a one-integer reply. */
-static int call_u32(struct unread *c, uint16_t op, unsigned argc,
-                    const uint64_t *args, uint32_t *out)
-{
-    uint64_t v;
-    int rc = uc_call_int(c, op, argc, args, &v);
-
-    if (rc != 0 && rc != UNREAD_DEGRADED)
-        return rc;
-    if (rc == 0 && v > UINT32_MAX)
-        return uc_shape_err(c, op);
-    if (out != NULL)
-        *out = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-    return rc;
-}
-
-int unread_rcpt_join(struct unread *c, uint64_t gid, uint64_t uid,
-                     uint32_t *mapid)
+static int prep_rcpt_join(struct uc_core *k, struct uc_call *q, uint64_t gid,
+                          uint64_t uid, uint32_t *mapid)
 {
     uint64_t args[2] = {gid, uid};
+    int rc = uc_q_ints(k, q, UR_OP_RCPT_JOIN, 2, args);
 
-    return call_u32(c, UR_OP_RCPT_JOIN, 2, args, mapid);
+    q->decode = uc_dec_u32;
+    q->out[0] = mapid;
+    return rc;
 }
+UC_FACES(rcpt_join, (uint64_t gid, uint64_t uid, uint32_t *mapid),
+         (gid, uid, mapid))
 
-int unread_rcpt_quit(struct unread *c, uint64_t gid, uint64_t uid,
-                     int *was_member)
+static int prep_rcpt_quit(struct uc_core *k, struct uc_call *q, uint64_t gid,
+                          uint64_t uid, int *was_member)
 {
-    uint64_t args[2] = {gid, uid}, v;
-    int rc = uc_call_int(c, UR_OP_RCPT_QUIT, 2, args, &v);
+    uint64_t args[2] = {gid, uid};
+    int rc = uc_q_ints(k, q, UR_OP_RCPT_QUIT, 2, args);
 
-    if (rc != 0)
-        return rc;
-    if (v > 1)
-        return uc_shape_err(c, UR_OP_RCPT_QUIT);
-    if (was_member != NULL)
-        *was_member = (int)v;
-    return 0;
+    q->decode = uc_dec_flag;
+    q->out[0] = was_member;
+    return rc;
 }
+UC_FACES(rcpt_quit, (uint64_t gid, uint64_t uid, int *was_member),
+         (gid, uid, was_member))
 
-int unread_rcpt_send(struct unread *c, uint64_t gid, uint64_t msgid,
-                     uint64_t sender, uint64_t ts, uint32_t *nrcpt)
+static int prep_rcpt_send(struct uc_core *k, struct uc_call *q, uint64_t gid,
+                          uint64_t msgid, uint64_t sender, uint64_t ts,
+                          uint32_t *nrcpt)
 {
     uint64_t args[4] = {gid, msgid, sender, ts};
+    int rc =
+        uc_q_ints(k, q, UR_OP_RCPT_SEND, ts == UNREAD_RCPT_NOW ? 3 : 4, args);
 
-    return call_u32(c, UR_OP_RCPT_SEND, ts == UNREAD_RCPT_NOW ? 3 : 4, args,
-                    nrcpt);
+    q->decode = uc_dec_u32;
+    q->out[0] = nrcpt;
+    return rc;
 }
+UC_FACES(rcpt_send,
+         (uint64_t gid, uint64_t msgid, uint64_t sender, uint64_t ts,
+          uint32_t *nrcpt),
+         (gid, msgid, sender, ts, nrcpt))
 
 /* The arguments of RCPT.READ (gid, uid, then the msgids), or NULL on
  * allocation failure (recorded for unread_errstr). The caller frees them. */
@@ -75,37 +71,62 @@ static struct unread_arg *read_argv(struct unread *c, uint64_t gid,
     return argv;
 }
 
-int unread_rcpt_read(struct unread *c, uint64_t gid, uint64_t uid,
-                     const uint64_t *msgids, unsigned n, uint64_t *marked)
+/* RCPT.READ: how many of the q->n msgids were newly marked (a write:
+ * never degraded). */
+static int dec_marked(struct uc_core *k, const struct uc_call *q, int rc,
+                      struct ur_val_reader *rd)
 {
-    struct unread_arg *argv = read_argv(c, gid, uid, msgids, n);
-    struct ur_val_reader rd;
-    struct ur_frame_hdr h;
-    const char *body;
     uint64_t v;
-    int rc;
 
-    if (argv == NULL)
-        return UNREAD_ENOMEM;
-    rc = uc_roundtrip(c, UR_OP_RCPT_READ, n + 2, argv, &h, &body);
-    free(argv);
     if (rc != 0)
         return rc;
-    ur_val_reader_init(&rd, body, h.len);
-    if (!uc_rd_int(&rd, &v) || v > n)
-        return uc_shape_err(c, UR_OP_RCPT_READ);
-    if (marked != NULL)
-        *marked = v;
+    if (!uc_rd_int(rd, &v) || v > q->n)
+        return uc_bad_reply(k, q->op);
+    if (q->out[0] != NULL)
+        *(uint64_t *)q->out[0] = v;
     return 0;
 }
 
-int unread_rcpt_readupto(struct unread *c, uint64_t gid, uint64_t uid,
-                         uint64_t msgid, uint64_t *marked)
+static int prep_rcpt_read(struct uc_core *k, struct uc_call *q, uint64_t gid,
+                          uint64_t uid, const uint64_t *msgids, unsigned n,
+                          uint64_t *marked)
+{
+    unsigned i;
+    int rc;
+
+    if (n > 0 && msgids == NULL)
+        return uc_err(k, UNREAD_EUSAGE, "RCPT.READ: %u msgids, none given", n);
+    rc = uc_q_alloc(k, q, UR_OP_RCPT_READ, n + 2);
+    if (rc != 0)
+        return rc;
+    q->argv[0] = unread_arg_int(gid);
+    q->argv[1] = unread_arg_int(uid);
+    for (i = 0; i < n; i++)
+        q->argv[i + 2] = unread_arg_int(msgids[i]);
+    q->decode = dec_marked;
+    q->out[0] = marked;
+    q->n = n;
+    return 0;
+}
+UC_FACES(rcpt_read,
+         (uint64_t gid, uint64_t uid, const uint64_t *msgids, unsigned n,
+          uint64_t *marked),
+         (gid, uid, msgids, n, marked))
+
+static int prep_rcpt_readupto(struct uc_core *k, struct uc_call *q,
+                              uint64_t gid, uint64_t uid, uint64_t msgid,
+                              uint64_t *marked)
 {
     uint64_t args[3] = {gid, uid, msgid};
+    int rc = uc_q_ints(k, q, UR_OP_RCPT_READUPTO, 3, args);
 
-    return uc_call_int(c, UR_OP_RCPT_READUPTO, 3, args, marked);
+    q->decode = uc_dec_u64;
+    q->out[0] = marked;
+    return rc;
 }
+UC_FACES(rcpt_readupto,
+         (uint64_t gid, uint64_t uid, uint64_t msgid, uint64_t *marked),
+         (gid, uid, msgid, marked))
 
 /* RCPT.COUNT: [read, unread]; degraded: the default in both. */
 static int dec_count(struct uc_core *k, const struct uc_call *q, int rc,
@@ -181,27 +202,41 @@ static int list_reply(struct ur_val_reader *rd, size_t body_len,
     return 0;
 }
 
-int unread_rcpt_list(struct unread *c, uint64_t gid, uint64_t msgid,
-                     int want_read, uint32_t offset, uint32_t count,
-                     uint64_t **uids, size_t *n)
+static int dec_list(struct uc_core *k, const struct uc_call *q, int rc,
+                    struct ur_val_reader *rd)
+{
+    size_t len = (size_t)(rd->end - rd->p);
+    int r;
+
+    if (rc == UNREAD_DEGRADED)
+        return rc; /* an empty list */
+    r = list_reply(rd, len, (uint32_t)q->n, q->out[0], q->out[1]);
+    if (r == UNREAD_ENOMEM)
+        return uc_err(k, r, "out of memory for RCPT.LIST");
+    return r < 0 ? uc_bad_reply(k, q->op) : 0;
+}
+
+static int prep_rcpt_list(struct uc_core *k, struct uc_call *q, uint64_t gid,
+                          uint64_t msgid, int want_read, uint32_t offset,
+                          uint32_t count, uint64_t **uids, size_t *n)
 {
     struct unread_arg argv[5];
-    struct ur_val_reader rd;
-    struct ur_frame_hdr h;
-    const char *body;
     int rc;
 
     *uids = NULL;
     *n = 0;
     list_argv(argv, gid, msgid, want_read, offset, count);
-    rc = uc_roundtrip(c, UR_OP_RCPT_LIST, 5, argv, &h, &body);
-    if (rc != 0)
-        return rc; /* UNREAD_DEGRADED included: an empty list */
-    ur_val_reader_init(&rd, body, h.len);
-    rc = list_reply(&rd, h.len, count, uids, n);
-    return rc < 0 && rc != UNREAD_ENOMEM ? uc_shape_err(c, UR_OP_RCPT_LIST)
-                                         : rc;
+    rc = uc_q_args(k, q, UR_OP_RCPT_LIST, 5, argv);
+    q->decode = dec_list;
+    q->out[0] = uids;
+    q->out[1] = n;
+    q->n = count;
+    return rc;
 }
+UC_FACES(rcpt_list,
+         (uint64_t gid, uint64_t msgid, int want_read, uint32_t offset,
+          uint32_t count, uint64_t **uids, size_t *n),
+         (gid, msgid, want_read, offset, count, uids, n))
 
 int unread_pipe_rcpt_join(struct unread *c, uint64_t gid, uint64_t uid)
 {

@@ -21,12 +21,15 @@ static bool rd_name(struct ur_val_reader *rd, char *dst, size_t cap)
     return true;
 }
 
-int unread_user_info(struct unread *c, uint64_t uid, struct unread_reply **out)
+static int prep_user_info(struct uc_core *k, struct uc_call *q, uint64_t uid,
+                          struct unread_reply **out)
 {
-    struct unread_arg a = unread_arg_int(uid);
+    int rc = uc_q_ints(k, q, UR_OP_USER_INFO, 1, &uid);
 
-    return unread_command(c, NULL, UR_OP_USER_INFO, 1, &a, out);
+    uc_q_tree(q, out);
+    return rc;
 }
+UC_FACES(user_info, (uint64_t uid, struct unread_reply **out), (uid, out))
 
 static int prep_user_del(struct uc_core *k, struct uc_call *q, uint64_t uid,
                          uint64_t *removed)
@@ -39,15 +42,42 @@ static int prep_user_del(struct uc_core *k, struct uc_call *q, uint64_t uid,
 }
 UC_FACES(user_del, (uint64_t uid, uint64_t *removed), (uid, removed))
 
+static int dec_status_ok(struct uc_core *k, const struct uc_call *q, int rc,
+                         struct ur_val_reader *rd)
+{
+    struct ur_val v;
+
+    if (rc != 0)
+        return rc;
+    if (!ur_val_next(rd, &v) || v.kind != UR_VAL_STATUS)
+        return uc_bad_reply(k, q->op);
+    return 0;
+}
+
+static int prep_flushall(struct uc_core *k, struct uc_call *q, int unused)
+{
+    int rc = uc_q_ints(k, q, UR_OP_FLUSHALL, 0, NULL);
+
+    (void)unused;
+    q->decode = dec_status_ok;
+    return rc;
+}
+
 int unread_flushall(struct unread *c)
 {
-    struct unread_reply *r = NULL;
-    int rc = unread_command(c, NULL, UR_OP_FLUSHALL, 0, NULL, &r);
+    struct uc_call q;
+    int rc = prep_flushall((struct uc_core *)(void *)c, &q, 0);
 
-    if (rc == 0 && r->kind != UNREAD_REPLY_STATUS)
-        rc = uc_shape_err(c, UR_OP_FLUSHALL);
-    unread_reply_free(r);
-    return rc;
+    return rc != 0 ? rc : uc_sync(c, &q);
+}
+
+int unread_async_flushall(struct unread_async *a, unread_async_cb *cb,
+                          void *priv)
+{
+    struct uc_call q;
+    int rc = prep_flushall(uc_async_core(a), &q, 0);
+
+    return rc != 0 ? rc : uc_async(a, &q, cb, priv);
 }
 
 int unread_pipe_user_del(struct unread *c, uint64_t uid)
@@ -129,23 +159,20 @@ UC_FACES(user_badge,
           int withexpiry, struct unread_badge *out),
          (uid, families, nfamilies, withexpiry, out))
 
-int unread_user_status(struct unread *c, uint64_t uid,
-                       struct unread_user_status *out)
+static int dec_status(struct uc_core *k, const struct uc_call *q, int rc,
+                      struct ur_val_reader *rd)
 {
     struct unread_user_status st;
-    struct ur_val_reader rd;
     uint32_t count, i;
     char state[16];
-    int rc;
 
-    rc = uc_call_ints(c, UR_OP_USER_STATUS, 1, &uid, &rd);
     if (rc != 0)
-        return rc;
+        return rc; /* not a count: no default to give */
     memset(&st, 0, sizeof(st));
-    if (!uc_rd_arr(&rd, &count) || count < 3 ||
-        count - 3 > UNREAD_BADGE_PARTS || !rd_name(&rd, state, sizeof(state)) ||
-        !uc_rd_int(&rd, &st.last_active_ms) || !uc_rd_int(&rd, &st.expired_ms))
-        return uc_shape_err(c, UR_OP_USER_STATUS);
+    if (!uc_rd_arr(rd, &count) || count < 3 || count - 3 > UNREAD_BADGE_PARTS ||
+        !rd_name(rd, state, sizeof(state)) ||
+        !uc_rd_int(rd, &st.last_active_ms) || !uc_rd_int(rd, &st.expired_ms))
+        return uc_bad_reply(k, q->op);
     if (strcmp(state, "active") == 0)
         st.state = UNREAD_USER_ACTIVE;
     else if (strcmp(state, "expired") == 0)
@@ -153,12 +180,24 @@ int unread_user_status(struct unread *c, uint64_t uid,
     else if (strcmp(state, "unknown") == 0)
         st.state = UNREAD_USER_UNKNOWN;
     else
-        return uc_shape_err(c, UR_OP_USER_STATUS);
+        return uc_bad_reply(k, q->op);
     st.npending = count - 3;
     for (i = 0; i < st.npending; i++)
-        if (!rd_name(&rd, st.pending[i], sizeof(st.pending[i])))
-            return uc_shape_err(c, UR_OP_USER_STATUS);
-    if (out != NULL)
-        *out = st;
+        if (!rd_name(rd, st.pending[i], sizeof(st.pending[i])))
+            return uc_bad_reply(k, q->op);
+    if (q->out[0] != NULL)
+        *(struct unread_user_status *)q->out[0] = st;
     return 0;
 }
+
+static int prep_user_status(struct uc_core *k, struct uc_call *q, uint64_t uid,
+                            struct unread_user_status *out)
+{
+    int rc = uc_q_ints(k, q, UR_OP_USER_STATUS, 1, &uid);
+
+    q->decode = dec_status;
+    q->out[0] = out;
+    return rc;
+}
+UC_FACES(user_status, (uint64_t uid, struct unread_user_status *out),
+         (uid, out))
