@@ -1175,10 +1175,10 @@ int unread_user_status(struct unread *c, uint64_t uid,
  *     }
  *     unread_async_cnt_incr(a, uid, type, 1, &r->value, &r->total, done, r);
  *
- * Each synchronous typed call that has an asynchronous form,
- * unread_<f>(c, args..., outputs...), is unread_async_<f>(a, args...,
- * outputs..., cb, priv): the outputs are written just before cb runs and
- * must stay valid until then. unread_async_command is the generic one.
+ * Every synchronous typed call unread_<f>(c, args..., outputs...) has an
+ * asynchronous form unread_async_<f>(a, args..., outputs..., cb, priv):
+ * the outputs are written just before cb runs and must stay valid until
+ * then. unread_async_command is the generic one.
  *
  * Queue calls return 0 when the request was queued: cb then runs exactly
  * once, later, never from inside the queue call. Non-zero: nothing was
@@ -1365,8 +1365,7 @@ int unread_async_command(struct unread_async *a, const char *name,
 int unread_async_type(struct unread_async *a, const char *name, unsigned *type);
 
 /* Typed calls, as their synchronous forms (see above), in the order of
- * the families' sections. CONV and GRP calls are sent with
- * unread_async_command for now. */
+ * the families' files: every typed call has its asynchronous form. */
 int unread_async_ping(struct unread_async *a, unread_async_cb *cb, void *priv);
 int unread_async_flushall(struct unread_async *a, unread_async_cb *cb,
                           void *priv);
@@ -1414,6 +1413,95 @@ int unread_async_cnt_mtotal(struct unread_async *a, const uint64_t *uids,
 int unread_async_cnt_total_ex(struct unread_async *a, uint64_t uid,
                               uint64_t *total, uint64_t *expired,
                               unread_async_cb *cb, void *priv);
+int unread_async_conv_incr(struct unread_async *a, uint64_t uid, uint64_t cid,
+                           uint64_t delta, uint32_t *unread, uint64_t *total,
+                           unread_async_cb *cb, void *priv);
+int unread_async_conv_seq(struct unread_async *a, uint64_t uid, uint64_t cid,
+                          uint64_t seq, uint32_t *unread, uint64_t *total,
+                          unread_async_cb *cb, void *priv);
+int unread_async_conv_read(struct unread_async *a, uint64_t uid, uint64_t cid,
+                           uint64_t seq, uint32_t *unread, uint64_t *total,
+                           unread_async_cb *cb, void *priv);
+int unread_async_conv_read_all(struct unread_async *a, uint64_t uid,
+                               uint64_t cid, uint32_t *unread, uint64_t *total,
+                               unread_async_cb *cb, void *priv);
+int unread_async_conv_markunread(struct unread_async *a, uint64_t uid,
+                                 uint64_t cid, uint64_t seq, uint32_t *unread,
+                                 uint64_t *total, unread_async_cb *cb,
+                                 void *priv);
+int unread_async_conv_recall(struct unread_async *a, uint64_t uid, uint64_t cid,
+                             uint64_t seq, uint32_t *unread, uint64_t *total,
+                             unread_async_cb *cb, void *priv);
+int unread_async_conv_mute(struct unread_async *a, uint64_t uid, uint64_t cid,
+                           int muted, uint32_t *unread, uint64_t *total,
+                           unread_async_cb *cb, void *priv);
+int unread_async_conv_del(struct unread_async *a, uint64_t uid, uint64_t cid,
+                          uint64_t *total, unread_async_cb *cb, void *priv);
+int unread_async_conv_get(struct unread_async *a, uint64_t uid, uint64_t cid,
+                          uint32_t *unread, unread_async_cb *cb, void *priv);
+int unread_async_conv_total(struct unread_async *a, uint64_t uid,
+                            uint64_t *total, unread_async_cb *cb, void *priv);
+int unread_async_conv_list(struct unread_async *a, uint64_t uid, unsigned max,
+                           struct unread_conv_pair *out, unsigned *n,
+                           unread_async_cb *cb, void *priv);
+int unread_async_conv_mtotal(struct unread_async *a, const uint64_t *uids,
+                             size_t n, uint64_t *totals, unread_async_cb *cb,
+                             void *priv);
+int unread_async_conv_total_ex(struct unread_async *a, uint64_t uid,
+                               uint64_t *total, uint64_t *expired,
+                               unread_async_cb *cb, void *priv);
+int unread_async_conv_rollup(struct unread_async *a, uint64_t uid, uint64_t cid,
+                             int rolled_up, uint32_t *unread, uint64_t *total,
+                             unread_async_cb *cb, void *priv);
+int unread_async_conv_state(struct unread_async *a, uint64_t uid, uint64_t cid,
+                            const uint64_t *tid, struct unread_chat_state *st,
+                            unread_async_cb *cb, void *priv);
+int unread_async_conv_mentions(struct unread_async *a, uint64_t uid,
+                               uint64_t *mentions, unread_async_cb *cb,
+                               void *priv);
+int unread_async_conv_readall(struct unread_async *a, uint64_t uid,
+                              uint64_t *total, unread_async_cb *cb, void *priv);
+int unread_async_conv_total_counts(struct unread_async *a, uint64_t uid,
+                                   uint64_t *total, uint64_t *chats,
+                                   uint64_t *threads, unread_async_cb *cb,
+                                   void *priv);
+int unread_async_conv_threads(struct unread_async *a, uint64_t uid,
+                              uint64_t cid, struct unread_conv_pair *out,
+                              unsigned max, unsigned *n, unread_async_cb *cb,
+                              void *priv);
+int unread_async_conv_sources(struct unread_async *a, uint64_t uid,
+                              uint64_t cid, uint32_t counts[8],
+                              unread_async_cb *cb, void *priv);
+int unread_async_conv_list_page(struct unread_async *a, uint64_t uid, int order,
+                                uint64_t cursor, unsigned count,
+                                struct unread_list_entry *out, unsigned *n,
+                                uint64_t *next, unread_async_cb *cb,
+                                void *priv);
+int unread_async_conv_seq_opt(struct unread_async *a, uint64_t uid,
+                              uint64_t cid, uint64_t seq,
+                              const struct unread_conv_opt *opt,
+                              uint32_t *unread, uint64_t *total,
+                              unread_async_cb *cb, void *priv);
+int unread_async_conv_incr_opt(struct unread_async *a, uint64_t uid,
+                               uint64_t cid, uint64_t delta,
+                               const struct unread_conv_opt *opt,
+                               uint32_t *unread, uint64_t *total,
+                               unread_async_cb *cb, void *priv);
+int unread_async_conv_read_opt(struct unread_async *a, uint64_t uid,
+                               uint64_t cid, uint64_t seq,
+                               const struct unread_conv_opt *opt,
+                               uint32_t *unread, uint64_t *total,
+                               unread_async_cb *cb, void *priv);
+int unread_async_conv_markunread_opt(struct unread_async *a, uint64_t uid,
+                                     uint64_t cid, uint64_t seq,
+                                     const struct unread_conv_opt *opt,
+                                     uint32_t *unread, uint64_t *total,
+                                     unread_async_cb *cb, void *priv);
+int unread_async_conv_recall_opt(struct unread_async *a, uint64_t uid,
+                                 uint64_t cid, uint64_t seq,
+                                 const struct unread_conv_opt *opt,
+                                 uint32_t *unread, uint64_t *total,
+                                 unread_async_cb *cb, void *priv);
 int unread_async_dot_push(struct unread_async *a, uint64_t dot, uint64_t ts,
                           uint64_t *push_ts, unread_async_cb *cb, void *priv);
 int unread_async_dot_click(struct unread_async *a, uint64_t uid, uint64_t dot,
@@ -1443,6 +1531,59 @@ int unread_async_feed_follow_many(struct unread_async *a, uint64_t uid,
 int unread_async_feed_unread_ex(struct unread_async *a, uint64_t uid,
                                 uint64_t *unread, uint64_t *expired,
                                 unread_async_cb *cb, void *priv);
+int unread_async_grp_post(struct unread_async *a, uint64_t gid, uint64_t ts,
+                          uint64_t *seq, unread_async_cb *cb, void *priv);
+int unread_async_grp_join(struct unread_async *a, uint64_t uid, uint64_t gid,
+                          uint64_t *unread, unread_async_cb *cb, void *priv);
+int unread_async_grp_leave(struct unread_async *a, uint64_t uid, uint64_t gid,
+                           int *was_member, unread_async_cb *cb, void *priv);
+int unread_async_grp_seen(struct unread_async *a, uint64_t uid, uint64_t gid,
+                          uint64_t ts, uint64_t *unread, unread_async_cb *cb,
+                          void *priv);
+int unread_async_grp_unread(struct unread_async *a, uint64_t uid, uint64_t gid,
+                            uint64_t *unread, unread_async_cb *cb, void *priv);
+int unread_async_grp_total(struct unread_async *a, uint64_t uid,
+                           uint64_t *total, unread_async_cb *cb, void *priv);
+int unread_async_grp_list(struct unread_async *a, uint64_t uid,
+                          struct unread_grp_item *out, size_t max, size_t *n,
+                          unread_async_cb *cb, void *priv);
+int unread_async_grp_join_many(struct unread_async *a, uint64_t uid,
+                               const uint64_t *gids, size_t n, uint64_t *unread,
+                               unread_async_cb *cb, void *priv);
+int unread_async_grp_unread_ex(struct unread_async *a, uint64_t uid,
+                               uint64_t gid, uint64_t *unread,
+                               uint64_t *expired, unread_async_cb *cb,
+                               void *priv);
+int unread_async_grp_total_ex(struct unread_async *a, uint64_t uid,
+                              uint64_t *total, uint64_t *expired,
+                              unread_async_cb *cb, void *priv);
+int unread_async_grp_post_mention(struct unread_async *a, uint64_t gid,
+                                  uint64_t ts, const uint64_t *uids, unsigned n,
+                                  uint64_t *seq, unread_async_cb *cb,
+                                  void *priv);
+int unread_async_grp_state(struct unread_async *a, uint64_t uid, uint64_t gid,
+                           struct unread_chat_state *st, unread_async_cb *cb,
+                           void *priv);
+int unread_async_grp_mute(struct unread_async *a, uint64_t uid, uint64_t gid,
+                          int muted, uint64_t *unread, uint64_t *total,
+                          unread_async_cb *cb, void *priv);
+int unread_async_grp_markunread(struct unread_async *a, uint64_t uid,
+                                uint64_t gid, uint64_t seq, uint64_t *unread,
+                                unread_async_cb *cb, void *priv);
+int unread_async_grp_recall(struct unread_async *a, uint64_t gid, uint64_t seq,
+                            int *newly, unread_async_cb *cb, void *priv);
+int unread_async_grp_seenall(struct unread_async *a, uint64_t uid,
+                             uint64_t *total, unread_async_cb *cb, void *priv);
+int unread_async_grp_mentions(struct unread_async *a, uint64_t uid,
+                              uint64_t *mentions, unread_async_cb *cb,
+                              void *priv);
+int unread_async_grp_total_chats(struct unread_async *a, uint64_t uid,
+                                 uint64_t *total, uint64_t *chats,
+                                 unread_async_cb *cb, void *priv);
+int unread_async_grp_list_page(struct unread_async *a, uint64_t uid, int order,
+                               uint64_t cursor, unsigned count,
+                               struct unread_list_entry *out, unsigned *n,
+                               uint64_t *next, unread_async_cb *cb, void *priv);
 int unread_async_rcpt_join(struct unread_async *a, uint64_t gid, uint64_t uid,
                            uint32_t *mapid, unread_async_cb *cb, void *priv);
 int unread_async_rcpt_quit(struct unread_async *a, uint64_t gid, uint64_t uid,

@@ -67,43 +67,6 @@ int uc_shape_err(struct unread *c, uint16_t op)
     return UNREAD_EPROTO;
 }
 
-int uc_call_ints(struct unread *c, uint16_t op, unsigned argc,
-                 const uint64_t *v, struct ur_val_reader *rd)
-{
-    struct unread_arg argv[UNREAD_CNT_TYPES + 1];
-    struct ur_frame_hdr h;
-    const char *body;
-    unsigned i;
-    int rc;
-
-    if (argc > UNREAD_CNT_TYPES + 1)
-        return uc_set_err(c, UNREAD_EUSAGE, "%u integer arguments: at most %u",
-                          argc, (unsigned)UNREAD_CNT_TYPES + 1);
-    for (i = 0; i < argc; i++)
-        argv[i] = unread_arg_int(v[i]);
-    rc = uc_roundtrip(c, op, argc, argv, &h, &body);
-    if (rc == 0 || rc == UNREAD_DEGRADED)
-        ur_val_reader_init(rd, body, h.len);
-    return rc;
-}
-
-int uc_call_int(struct unread *c, uint16_t op, unsigned argc,
-                const uint64_t *args, uint64_t *out)
-{
-    struct ur_val_reader rd;
-    uint64_t v;
-    int rc;
-
-    rc = uc_call_ints(c, op, argc, args, &rd);
-    if (rc != 0 && rc != UNREAD_DEGRADED)
-        return rc;
-    if (!uc_rd_int(&rd, &v))
-        return uc_shape_err(c, op);
-    if (out != NULL)
-        *out = v;
-    return rc;
-}
-
 int uc_call_uids(struct unread *c, uint16_t op, const uint64_t *uids, size_t n,
                  uint64_t *out)
 {
@@ -157,78 +120,6 @@ int uc_call_uids(struct unread *c, uint16_t op, const uint64_t *uids, size_t n,
     }
     free(argv);
     return rc != 0 ? rc : degraded ? UNREAD_DEGRADED : 0;
-}
-
-uint64_t uc_default(const struct unread *c)
-{
-    return c->k.opt.default_value;
-}
-
-int uc_call_int_list(struct unread *c, uint16_t op, uint64_t first,
-                     const uint64_t *rest, size_t n, uint64_t *out)
-{
-    struct unread_arg *argv;
-    struct ur_frame_hdr h;
-    struct ur_val_reader rd;
-    const char *body;
-    uint64_t v;
-    size_t i;
-    int rc;
-
-    if (n == 0 || rest == NULL || n >= UINT16_MAX)
-        return uc_set_err(c, UNREAD_EUSAGE, "%zu items: 1 to %u", n,
-                          (unsigned)UINT16_MAX - 1);
-    argv = malloc((n + 1) * sizeof(*argv));
-    if (argv == NULL)
-        return uc_set_err(c, UNREAD_ENOMEM, "out of memory");
-    argv[0] = unread_arg_int(first);
-    for (i = 0; i < n; i++)
-        argv[i + 1] = unread_arg_int(rest[i]);
-    rc = uc_roundtrip(c, op, (unsigned)n + 1, argv, &h, &body);
-    free(argv);
-    if (rc != 0 && rc != UNREAD_DEGRADED)
-        return rc;
-    ur_val_reader_init(&rd, body, h.len);
-    if (!uc_rd_int(&rd, &v))
-        return uc_shape_err(c, op);
-    if (out != NULL)
-        *out = v;
-    return rc;
-}
-
-int uc_call_count_ex(struct unread *c, uint16_t op, unsigned argc,
-                     const uint64_t *args, uint64_t *count, uint64_t *expired)
-{
-    struct unread_arg argv[4];
-    struct ur_val_reader rd;
-    struct ur_frame_hdr h;
-    const char *body;
-    uint32_t n;
-    uint64_t v, e;
-    unsigned i;
-    int rc;
-
-    if (argc > 3)
-        return uc_set_err(c, UNREAD_EUSAGE, "%u arguments: at most 3", argc);
-    for (i = 0; i < argc; i++)
-        argv[i] = unread_arg_int(args[i]);
-    argv[argc] = unread_arg_str("WITHEXPIRY", 10);
-    rc = uc_roundtrip(c, op, argc + 1, argv, &h, &body);
-    if (rc != 0 && rc != UNREAD_DEGRADED)
-        return rc;
-    ur_val_reader_init(&rd, body, h.len);
-    if (rc == UNREAD_DEGRADED) {
-        v = c->k.opt.default_value;
-        e = 0;
-    } else if (!uc_rd_arr(&rd, &n) || n != 2 || !uc_rd_int(&rd, &v) ||
-               !uc_rd_int(&rd, &e)) {
-        return uc_shape_err(c, op);
-    }
-    if (count != NULL)
-        *count = v;
-    if (expired != NULL)
-        *expired = e;
-    return rc;
 }
 
 /* ---- Public: generic command ------------------------------------------- */

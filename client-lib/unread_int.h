@@ -1,7 +1,11 @@
 /*
- * unread_int.h - libunread's internal seam between the connection core
- * (unread.c) and the typed calls of each family (unread_<family>.c). Not
- * installed; not part of the API.
+ * unread_int.h - libunread's internal seam between the core and the typed
+ * calls of each family (unread_<family>.c). A typed call is written once,
+ * as an encode/decode pair (a prep_<name> function filling a struct
+ * uc_call, below), and UC_FACES makes its synchronous unread_<name> and
+ * asynchronous unread_async_<name> from it. The pipeline queue helpers
+ * (uc_pipe_ints) are the synchronous handle's. Not installed; not part of
+ * the API.
  */
 #ifndef UNREAD_INT_H
 #define UNREAD_INT_H
@@ -23,24 +27,14 @@
  *
  * Degraded reads: with degraded mode on, a read (OPF_READ) whose server
  * cannot be reached returns UNREAD_DEGRADED (> 0) and *h, *body describe one
- * INT, the configured default, so uc_call_ints' reader yields it and
- * uc_call_int stores it. A typed call whose reply is not one integer fills
- * its outputs itself on UNREAD_DEGRADED (arrays: count 0; pairs such as
- * [read, unread]: the default in each) and returns UNREAD_DEGRADED.
+ * INT, the configured default (a split request: the merged array, the
+ * unreachable users' elements the default). A decoder whose reply is not
+ * one integer fills its outputs itself on UNREAD_DEGRADED (arrays: count
+ * 0; pairs such as [read, unread]: the default in each).
  */
 int uc_roundtrip(struct unread *c, uint16_t op, unsigned argc,
                  const struct unread_arg *argv, struct ur_frame_hdr *h,
                  const char **body);
-
-/* Synchronous call of an op whose arguments are all integers (at most 65);
- * on 0, *rd reads the reply body. */
-int uc_call_ints(struct unread *c, uint16_t op, unsigned argc,
-                 const uint64_t *v, struct ur_val_reader *rd);
-
-/* Synchronous call whose reply is one integer (on UNREAD_DEGRADED, *out
- * is the default). */
-int uc_call_int(struct unread *c, uint16_t op, unsigned argc,
-                const uint64_t *args, uint64_t *out);
 
 /*
  * A read of many users (OPF_UIDS, every argument a uid) whose reply holds
@@ -51,19 +45,6 @@ int uc_call_int(struct unread *c, uint16_t op, unsigned argc,
  */
 int uc_call_uids(struct unread *c, uint16_t op, const uint64_t *uids, size_t n,
                  uint64_t *out);
-
-/* What degraded reads answer (unread_opts.default_value). */
-uint64_t uc_default(const struct unread *c);
-
-/* Synchronous call of op with arguments first, rest[0..n) (1 <= n <
- * 65535) whose reply is one integer (GRP.JOIN, FEED.FOLLOW with many). */
-int uc_call_int_list(struct unread *c, uint16_t op, uint64_t first,
-                     const uint64_t *rest, size_t n, uint64_t *out);
-
-/* A family read with WITHEXPIRY after its integer arguments args[0..argc)
- * (at most 3): [count, expired]. On UNREAD_DEGRADED: the default and 0. */
-int uc_call_count_ex(struct unread *c, uint16_t op, unsigned argc,
-                     const uint64_t *args, uint64_t *count, uint64_t *expired);
 
 /* Queues op with integer arguments v[0..argc) (at most 65) on the open
  * pipeline: unread_pipe_cmd's contract. */
@@ -78,15 +59,20 @@ bool uc_rd_arr(struct ur_val_reader *rd, uint32_t *count);
  * entry after its id). */
 bool uc_rd_state(struct ur_val_reader *rd, struct unread_chat_state *st);
 
-/* A call whose reply is one chat state (on UNREAD_DEGRADED every field is
- * the default). */
-int uc_call_state(struct unread *c, uint16_t op, unsigned argc,
-                  const struct unread_arg *argv, struct unread_chat_state *st);
-
-/* One page of CONV.LIST or GRP.LIST ... STATE CURSOR (unread_conv.c). */
-int uc_list_page(struct unread *c, uint16_t op, uint64_t uid, int order,
-                 uint64_t cursor, unsigned count, struct unread_list_entry *out,
-                 unsigned *n, uint64_t *next);
+/* Chat-state calls (unread_conv.c), for CONV and GRP: one chat state into
+ * (struct unread_chat_state *)out[0] (degraded: every field the default,
+ * muted 0); q->n integers ([total, chats, ...]) into the uint64_t
+ * outputs out[0..n) (degraded: the default in each); a page of LIST ...
+ * STATE CURSOR [RECENT]. */
+struct uc_core;
+struct uc_call;
+int uc_dec_state(struct uc_core *k, const struct uc_call *q, int rc,
+                 struct ur_val_reader *rd);
+int uc_dec_ints(struct uc_core *k, const struct uc_call *q, int rc,
+                struct ur_val_reader *rd);
+int uc_q_list_page(struct uc_core *k, struct uc_call *q, uint16_t op,
+                   uint64_t uid, int order, uint64_t cursor, unsigned count,
+                   struct unread_list_entry *out, unsigned *n, uint64_t *next);
 
 /* Records the message unread_errstr gives for the failure a call is about
  * to return; returns rc. */
@@ -127,18 +113,19 @@ typedef int uc_decode_fn(struct uc_core *k, const struct uc_call *q, int rc,
                          struct ur_val_reader *rd);
 
 #define UC_CALL_INLINE 8
+#define UC_CALL_OUTS 3
 
 struct uc_call {
     uint16_t op;
     unsigned argc;
     struct unread_arg *argv; /* inl, or allocated (the face frees it) */
     struct unread_arg inl[UC_CALL_INLINE];
-    uc_decode_fn *decode; /* NULL: only the result counts */
-    bool errors;          /* decode server errors too (reply trees) */
-    void *out[3];         /* the caller's outputs */
-    uint64_t n;           /* a count decode needs (items, max, flags) */
-    bool many;            /* a many-users call: uids[0..n) into out[0], */
-    const uint64_t *uids; /* sent in requests of at most UR_UIDS_MAX */
+    uc_decode_fn *decode;    /* NULL: only the result counts */
+    bool errors;             /* decode server errors too (reply trees) */
+    void *out[UC_CALL_OUTS]; /* the caller's outputs */
+    uint64_t n;              /* a count decode needs (items, max, flags) */
+    bool many;               /* a many-users call: uids[0..n) into out[0], */
+    const uint64_t *uids;    /* sent in requests of at most UR_UIDS_MAX */
 };
 
 /* The request op with integer arguments v[0..argc), or with argv[0..argc)
