@@ -202,6 +202,10 @@ static void req_complete(struct unread_async *a, struct ua_req *r)
         rc = r->q.decode(&a->k, &r->q, rc, &rd);
         if (rc == UNREAD_EPROTO && out.rc != UNREAD_EPROTO)
             fail_server(a, out.server, UNREAD_EPROTO);
+    } else if (rc == UNREAD_EPROTO && r->split) {
+        /* a share of the wrong shape (uc_merge): that stream is not
+         * trusted any more */
+        fail_server(a, a->k.last_srv, UNREAD_EPROTO);
     }
     a->pending--;
     if (r->join != NULL) {
@@ -754,8 +758,8 @@ static void arm_timer(struct unread_async *a)
     a->hooks.timer(a->hooks.data, at <= now ? 0 : (int)(at - now));
 }
 
-/* Fails the connections whose connect or oldest... any request has passed
- * its deadline, and recomputes the next deadline. */
+/* Fails the connections whose connect, or one of whose requests, has
+ * passed its deadline, and recomputes the next deadline. */
 static void expire(struct unread_async *a, int64_t now)
 {
     int64_t next = -1;
@@ -781,7 +785,14 @@ static void expire(struct unread_async *a, int64_t now)
 
             late = d >= 0 && d <= now;
         }
-        if (late) {
+        if (late && sv->state == UA_CONNECTING) {
+            /* nothing was sent yet: "not sent", safe to retry */
+            snprintf(c->err, sizeof(c->err),
+                     "%s: connect: not connected within the command's "
+                     "timeout",
+                     a->k.addr[s].name);
+            fail_server(a, s, UNREAD_ECONNECT);
+        } else if (late) {
             snprintf(c->err, sizeof(c->err), "%s: read: timeout after %d ms",
                      a->k.addr[s].name, a->cmd_timeout_ms);
             fail_server(a, s, UNREAD_ETIMEOUT);
