@@ -81,3 +81,33 @@ def test_the_check_catches_a_stray_symbol():
              if len(line.split()) == 3}
     assert any(n.startswith("ur_frame_") for n in names)
     assert any(n.startswith("uc_") for n in names)
+
+
+def test_install_and_uninstall():
+    """make install puts the library with its SONAME links, the headers and
+    unread.pc under DESTDIR; make uninstall removes every file it put."""
+    import tempfile
+    major, minor, patch = version()
+    with tempfile.TemporaryDirectory() as dest:
+        args = ["make", "-s", "-C", REPO, "BUILD=" + BUILD, "DESTDIR=" + dest,
+                "PREFIX=/opt/u"]
+        subprocess.run(args + ["install-files"], check=True,
+                       capture_output=True)
+        lib = os.path.join(dest, "opt/u/lib")
+        real = "libunread.so.%d.%d.%d" % (major, minor, patch)
+        assert os.path.isfile(os.path.join(lib, real))
+        assert os.readlink(os.path.join(lib, "libunread.so.%d" % major)) == real
+        assert os.readlink(os.path.join(lib, "libunread.so")) == \
+            "libunread.so.%d" % major
+        pc = open(os.path.join(lib, "pkgconfig", "unread.pc")).read()
+        assert "Version: %d.%d.%d" % (major, minor, patch) in pc
+        assert "libdir=/opt/u/lib" in pc
+        for h in ("unread.h", "unread_libevent.h"):
+            assert os.path.isfile(os.path.join(dest, "opt/u/include", h))
+        unit = open(os.path.join(dest, "opt/u/share/doc/unreadd",
+                                 "unreadd.service")).read()
+        assert "ExecStart=/opt/u/bin/unreadd " in unit
+        assert "Type=notify" in unit
+        subprocess.run(args + ["uninstall"], check=True, capture_output=True)
+        left = [os.path.join(d, f) for d, _, fs in os.walk(dest) for f in fs]
+        assert left == [], left
