@@ -26,13 +26,16 @@ enum ur_op_flags {
     OPF_NOBATCH = 1u << 9, /* controls the connection, a transaction or the
                               files: refused inside a batch frame and inside
                               MULTI (server/batch.h) */
-    OPF_UIDS = 1u << 10    /* many users per call (USER.MBADGE, ...): every
+    OPF_UIDS = 1u << 10,   /* many users per call (USER.MBADGE, ...): every
                               argument from ur_op_uids_from() on is a uid,
                               and the reply is an array with one element per
                               uid, in order. A sharding client splits the
                               uids by server, sends each its share (with the
                               arguments before them), and merges the
                               replies back in order (docs/CLIENT.md) */
+    OPF_SUBOK = 1u << 11   /* runs on a RESP2 connection in subscribed mode
+                              (SUBSCRIBE ..., PING, QUIT, RESET); the others
+                              answer an error there, as in Redis */
 };
 
 /*

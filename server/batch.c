@@ -194,7 +194,8 @@ bool batch_multi_queue(struct server *srv, struct session *sess,
     struct multi *m = sess->multi;
 
     if (op->index == UR_OPI_MULTI || op->index == UR_OPI_EXEC ||
-        op->index == UR_OPI_DISCARD || op->index == UR_OPI_QUIT)
+        op->index == UR_OPI_DISCARD || op->index == UR_OPI_QUIT ||
+        op->index == UR_OPI_RESET)
         return false;
     if (op->flags & OPF_NOBATCH) {
         reply_err(r, UR_E_ERR, "%s is not allowed in a transaction", op->name);

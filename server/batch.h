@@ -56,7 +56,7 @@ int batch_multi_begin(struct session *sess);
  * it (arity, OPF_NOBATCH, the queue's limits) and answers +QUEUED or the
  * refusal, which fails the transaction; returns true. Returns false for
  * the commands that run at once even in MULTI: MULTI (nested: an error),
- * EXEC, DISCARD and QUIT.
+ * EXEC, DISCARD, QUIT and RESET (which ends it).
  */
 bool batch_multi_queue(struct server *srv, struct session *sess,
                        const struct ur_op *op, uint32_t argc,

@@ -9,7 +9,9 @@
 #include <strings.h>
 #include <sys/time.h>
 
+#include "batch.h"
 #include "exec.h"
+#include "pubsub.h"
 #include "server.h"
 
 void clients_add(struct server *srv, struct client *cl, uint64_t now_ms)
@@ -32,6 +34,7 @@ void clients_remove(struct server *srv, struct client *cl)
     if (cl->next != NULL)
         cl->next->prev = cl->prev;
     cl->prev = cl->next = NULL;
+    pubsub_client_gone(srv, cl);
     if (cl->flags & CLIENT_MONITOR)
         srv->clist.monitors--;
     cl->flags = 0;
@@ -89,6 +92,8 @@ int clients_describe(const struct server *srv, const struct client *cl,
         cl->io->bufs(cl, &bf);
     if (cl->flags & CLIENT_MONITOR)
         flags[k++] = 'O';
+    if (s->subs != 0)
+        flags[k++] = 'P';
     if (s->multi != NULL)
         flags[k++] = 'x';
     if (k == 0)
@@ -106,7 +111,7 @@ int clients_describe(const struct server *srv, const struct client *cl,
         strcpy(cmd, "NULL");
     n = snprintf(line, sizeof(line),
                  "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu "
-                 "flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=%zu "
+                 "flags=%s db=0 sub=%u psub=%u ssub=0 multi=%d qbuf=%zu "
                  "qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=%zu "
                  "obl=0 oll=0 omem=%zu tot-mem=%zu events=%s cmd=%s "
                  "user=default redir=-1 resp=%d lib-name=%s lib-ver=%s "
@@ -115,6 +120,7 @@ int clients_describe(const struct server *srv, const struct client *cl,
                  cl->name ? cl->name : "",
                  (unsigned long long)((now_ms - cl->ctime_ms) / 1000),
                  (unsigned long long)((now_ms - cl->last_ms) / 1000), flags,
+                 pubsub_client_count(cl, false), pubsub_client_count(cl, true),
                  s->multi != NULL ? 0 : -1, bf.qbuf, bf.qbuf_cap - bf.qbuf,
                  bf.qbuf_cap, bf.qbuf, bf.obuf_cap, bf.qbuf_cap + bf.obuf_cap,
                  events, cmd, s->proto == REPLY_RESP3 ? 3 : 2,
@@ -139,6 +145,22 @@ bool clients_push_end(struct client *cl, struct reply *r)
 {
     reply_end(r);
     return cl->io->push_done(cl);
+}
+
+void clients_reset(struct server *srv, struct session *sess)
+{
+    struct client *cl = sess->client;
+
+    batch_multi_end(sess);
+    sess->authed = srv->cfg.requirepass[0] == '\0';
+    if (cl == NULL)
+        return;
+    pubsub_client_gone(srv, cl);
+    if (cl->flags & CLIENT_MONITOR) {
+        cl->flags &= ~(uint32_t)CLIENT_MONITOR;
+        srv->clist.monitors--;
+    }
+    clients_set_str(&cl->name, NULL, 0);
 }
 
 bool clients_monitor(struct server *srv, struct session *sess)

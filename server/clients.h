@@ -13,11 +13,15 @@
  *
  * Pushing: clients_push_begin gives a reply writer on a client's output,
  * in its protocol (reply.h reply_begin_push: RESP as it is, a push frame
- * on the binary protocol); clients_push_end queues it for the flush and
- * closes the client once its unsent output passes client-output-limit.
- * MONITOR uses it; pub/sub messages can use it the same way. A message is
- * only ever pushed between two replies of the receiving connection (never
- * to the connection whose command is running).
+ * on the binary protocol); clients_push_end queues it for the flush. A
+ * client whose unsent output passes its limits (client-output-limit, and
+ * the pubsub-output-* limits while it subscribes: docs/OPERATIONS.md) is
+ * closed after the turn's writes, never during the caller's walk of the
+ * registry or of a channel's subscribers. MONITOR and pub/sub
+ * (pubsub.h) use it. A message always lands between two replies of the
+ * receiving connection: one pushed to the connection whose command is
+ * running (a RESP3 client publishing to its own channel) is held aside
+ * and follows that command's reply.
  */
 #ifndef UR_CLIENTS_H
 #define UR_CLIENTS_H
@@ -33,6 +37,7 @@
 
 struct server;
 struct session;
+struct ps_client;
 
 #define CLIENT_ADDR_MAX 64
 #define CLIENT_NAME_MAX 128 /* CLIENT SETNAME, lib-name, lib-ver */
@@ -55,8 +60,9 @@ struct client_io {
      * that one closes after its reply, see cmd_CLIENT). */
     void (*kill)(struct client *cl);
     /* The output buffer a push is written to, and the flush after it;
-     * push_done returns false when the connection was closed (over
-     * client-output-limit). */
+     * push_done returns false when the connection is over its output
+     * limits (it is closed after the turn's writes; later pushes to it
+     * are dropped). */
     struct ur_buf *(*push_out)(struct client *cl);
     bool (*push_done)(struct client *cl);
 };
@@ -65,6 +71,11 @@ enum client_flag {
     CLIENT_MONITOR = 1u << 0, /* receives every command (MONITOR) */
     CLIENT_KILLED = 1u << 1   /* CLIENT KILL: closes after this reply */
 };
+
+/* RESET: the connection as new (Redis's RESET): no transaction, no
+ * subscriptions, not a monitor, no name, authenticated only when no
+ * password is needed; the caller sets the protocol. */
+void clients_reset(struct server *srv, struct session *sess);
 
 struct client {
     struct session *sess;
@@ -78,6 +89,7 @@ struct client {
     uint64_t ctime_ms;           /* connected at (wall clock) */
     uint64_t last_ms;            /* last command at (wall clock) */
     int16_t last_op;             /* index of the last command; -1 none */
+    struct ps_client *ps;        /* its subscriptions (pubsub.h); NULL none */
     struct client *prev, *next;  /* the registry */
 };
 

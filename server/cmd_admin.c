@@ -28,12 +28,22 @@ static void reply_arg(struct exec_ctx *x, uint32_t i)
         reply_str(x->r, num, ur_fmt_u64(num, a->num));
 }
 
+/* In RESP2's subscribed mode a reply must look like a message, so PING
+ * answers ["pong", message or ""], as Redis does. */
 void cmd_PING(struct exec_ctx *x)
 {
-    if (x->argc == 0)
+    if (x->sess->subs != 0 && x->sess->proto == REPLY_RESP) {
+        reply_arr(x->r, 2);
+        reply_str(x->r, "pong", 4);
+        if (x->argc == 0)
+            reply_str(x->r, "", 0);
+        else
+            reply_arg(x, 0);
+    } else if (x->argc == 0) {
         reply_status(x->r, "PONG");
-    else
+    } else {
         reply_arg(x, 0);
+    }
 }
 
 void cmd_ECHO(struct exec_ctx *x)

@@ -1,6 +1,6 @@
 /*
  * cmd_client.c - connections as Redis's tools see them: CLIENT, MONITOR,
- * SELECT. The connections themselves are net.c's; what is known of them
+ * SELECT, RESET. The connections themselves are net.c's; what is known of them
  * is in the client registry (clients.h), which is all a handler touches.
  */
 #include <stdio.h>
@@ -112,7 +112,8 @@ struct kill_filter {
     bool by_id, by_addr, by_laddr, by_type, by_user, skipme, by_age;
     uint64_t id, maxage;
     const struct ur_arg *addr, *laddr;
-    bool type_matches; /* TYPE normal (every client here is normal) */
+    int type;          /* TYPE: 0 normal, 1 pubsub (Redis: a client with a
+                          subscription), 2 master/replica (none here) */
     bool user_matches; /* USER default */
 };
 
@@ -133,7 +134,7 @@ static bool kill_match(const struct exec_ctx *x, const struct kill_filter *f,
         return false;
     if (f->by_laddr && !arg_eq(f->laddr, cl->laddr))
         return false;
-    if (f->by_type && !f->type_matches)
+    if (f->by_type && f->type != (cl->sess->subs != 0 ? 1 : 0))
         return false;
     if (f->by_user && !f->user_matches)
         return false;
@@ -193,9 +194,13 @@ static void client_kill(struct exec_ctx *x)
         } else if (arg_is(x, i, "TYPE")) {
             f.by_type = true;
             if (arg_is(x, v, "normal")) {
-                f.type_matches = true;
-            } else if (!arg_is(x, v, "pubsub") && !arg_is(x, v, "master") &&
-                       !arg_is(x, v, "replica") && !arg_is(x, v, "slave")) {
+                f.type = 0;
+            } else if (arg_is(x, v, "pubsub")) {
+                f.type = 1;
+            } else if (arg_is(x, v, "master") || arg_is(x, v, "replica") ||
+                       arg_is(x, v, "slave")) {
+                f.type = 2;
+            } else {
                 reply_err(x->r, UR_E_BADARG, "Unknown client type '%s'",
                           arg_text(x, v, text, sizeof(text)));
                 return;
@@ -389,6 +394,16 @@ void cmd_MONITOR(struct exec_ctx *x)
         return;
     }
     reply_status(x->r, "OK");
+}
+
+/* The reply is written in the protocol the connection had: "+RESET" is
+ * the same in RESP2 and RESP3. */
+void cmd_RESET(struct exec_ctx *x)
+{
+    clients_reset(x->srv, x->sess);
+    if (x->sess->proto == REPLY_RESP3)
+        x->sess->proto = REPLY_RESP;
+    reply_status(x->r, "RESET");
 }
 
 void cmd_SELECT(struct exec_ctx *x)

@@ -369,9 +369,12 @@ static const char *op_group(const struct ur_op *op)
     default:
         break;
     }
+    if (op->code >= UR_OP_SUBSCRIBE && op->code <= UR_OP_PUBSUB)
+        return "pubsub";
     switch (op->code) {
     case UR_OP_PING:
     case UR_OP_HELLO:
+    case UR_OP_RESET:
     case UR_OP_QUIT:
     case UR_OP_ECHO:
     case UR_OP_AUTH:
@@ -425,6 +428,8 @@ static unsigned op_flags(const struct ur_op *op, const char **out)
         out[n++] = "fast";
     if (op->flags & OPF_NOBATCH)
         out[n++] = "no_multi";
+    if (strcmp(op_group(op), "pubsub") == 0)
+        out[n++] = "pubsub";
     if (op->code == UR_OP_PING || op->code == UR_OP_INFO ||
         op->code == UR_OP_HELLO || op->code == UR_OP_AUTH)
         out[n++] = "loading";
@@ -447,6 +452,8 @@ static unsigned op_categories(const struct ur_op *op, const char **out)
         out[n++] = "@connection";
     if (strcmp(group, "transactions") == 0)
         out[n++] = "@transaction";
+    if (strcmp(group, "pubsub") == 0)
+        out[n++] = "@pubsub";
     if (op->code == UR_OP_FLUSHALL || op->code == UR_OP_DEBUG ||
         op->code == UR_OP_SHUTDOWN || op->code == UR_OP_CONFIG ||
         op->code == UR_OP_CLIENT || op->code == UR_OP_MONITOR ||

@@ -124,9 +124,9 @@ static void sec_clients(struct info *in, const struct server *srv)
         "client_recent_max_output_buffer:%zu\r\nblocked_clients:0\r\n"
         "tracking_clients:0\r\nclients_in_timeout_table:0\r\n"
         "text_clients:%u\r\nbinary_clients:%u\r\nmonitor_clients:%u\r\n"
-        "clients_paused:%d\r\n",
+        "pubsub_clients:%u\r\nclients_paused:%d\r\n",
         srv->clients, cfg->maxclients, max_in, max_out, srv->text_clients,
-        srv->bin_clients, monitors,
+        srv->bin_clients, monitors, srv->pubsub.sub_clients,
         srv->pause_end_ms != 0 && srv->pause_end_ms > server_mono_ms());
     add(in,
         "max_frame:%u\r\nmax_args:%u\r\nmax_inline:%u\r\n"
@@ -143,13 +143,17 @@ static void sec_clients(struct info *in, const struct server *srv)
         "client_input_limit_disconnections:%llu\r\n"
         "client_output_timeouts:%llu\r\nidle_timeouts:%llu\r\n"
         "request_timeouts:%llu\r\nauth_failures:%llu\r\n"
-        "auth_delayed_clients:%u\r\n\r\n",
+        "auth_delayed_clients:%u\r\npubsub_limit_disconnections:%llu\r\n"
+        "pubsub_output_limit:%llu\r\npubsub_output_soft_limit:%llu\r\n"
+        "pubsub_output_soft_seconds:%u\r\n\r\n",
         srv->paused_clients, (ull)srv->client_out_bytes,
         (ull)srv->client_in_bytes, (ull)srv->stats.rejected_conns,
         (ull)srv->stats.accept_errors, (ull)srv->stats.output_limit_closes,
         (ull)srv->stats.input_limit_closes, (ull)srv->stats.output_timeouts,
         (ull)srv->stats.idle_timeouts, (ull)srv->stats.request_timeouts,
-        (ull)srv->stats.auth_failures, srv->auth_delayed_clients);
+        (ull)srv->stats.auth_failures, srv->auth_delayed_clients,
+        (ull)srv->pubsub.limit_closes, (ull)cfg->pubsub_output_limit,
+        (ull)cfg->pubsub_output_soft, cfg->pubsub_output_soft_seconds);
 }
 
 static void sec_memory(struct info *in, struct server *srv)
@@ -292,7 +296,7 @@ static void sec_stats(struct info *in, const struct server *srv)
         "expire_cycle_cpu_milliseconds:%llu\r\nevicted_keys:0\r\n"
         "evicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\n"
         "current_eviction_exceeded_time:0\r\nkeyspace_hits:0\r\n"
-        "keyspace_misses:0\r\npubsub_channels:0\r\npubsub_patterns:0\r\n"
+        "keyspace_misses:0\r\npubsub_channels:%llu\r\npubsub_patterns:%llu\r\n"
         "pubsubshard_channels:0\r\nlatest_fork_usec:%llu\r\n"
         "total_forks:%llu\r\nmigrate_cached_sockets:0\r\n"
         "slave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\n"
@@ -301,7 +305,15 @@ static void sec_stats(struct info *in, const struct server *srv)
         "current_active_defrag_time:0\r\ntracking_total_keys:0\r\n"
         "tracking_total_items:0\r\ntracking_total_prefixes:0\r\n",
         (ull)srv->expiry.users, (ull)(srv->expiry.cycle_us / 1000),
+        (ull)pubsub_numchannels(&srv->pubsub), (ull)pubsub_numpat(&srv->pubsub),
         (ull)pi.fork_us, (ull)pi.forks);
+    add(in,
+        "pubsub_published:%llu\r\npubsub_delivered:%llu\r\n"
+        "pubsub_dropped:%llu\r\npubsub_subscriptions:%llu\r\n"
+        "pubsub_bytes:%zu\r\n",
+        (ull)srv->pubsub.published, (ull)srv->pubsub.delivered,
+        (ull)srv->pubsub.dropped, (ull)srv->pubsub.subscriptions,
+        pubsub_bytes(&srv->pubsub));
     add(in,
         "unexpected_error_replies:0\r\ntotal_error_replies:%llu\r\n"
         "dump_payload_sanitizations:0\r\ntotal_reads_processed:%llu\r\n"

@@ -91,6 +91,14 @@ static const struct key keys[] = {
     {"client-output-timeout", K_U32, F(client_output_timeout), "60", 0,
      31536000, R},
     {"requirepass", K_SECRET, F(requirepass), "", 0, 0, R},
+    /* pub/sub (docs/OPERATIONS.md "Pub/sub and badge channels"): a
+     * subscriber's unsent output, as Redis's client-output-buffer-limit
+     * pubsub 32mb 8mb 60 (also settable under that name) */
+    {"pubsub-output-limit", K_BYTES, F(pubsub_output_limit), "32mb", 0, 0, R},
+    {"pubsub-output-soft-limit", K_BYTES, F(pubsub_output_soft), "8mb", 0, 0,
+     R},
+    {"pubsub-output-soft-seconds", K_U32, F(pubsub_output_soft_seconds), "60",
+     0, 86400, R},
     /* introspection (docs/OPERATIONS.md "Redis tools") */
     /* Not at run time (as in Redis): a client could make the server
      * create files anywhere it may write. */
@@ -547,6 +555,12 @@ static const char *key_text(const struct config *cfg, const struct key *k,
  *                Setting it takes the smallest seconds of its pairs.
  *   appendonly   journal         appendfsync  journal-fsync
  *   databases    1 (one database, SELECT 0), read-only
+ *   client-output-buffer-limit
+ *                "normal <client-output-limit> 0 0 replica 0 0 0 pubsub
+ *                <pubsub-output-limit> <pubsub-output-soft-limit>
+ *                <pubsub-output-soft-seconds>"; setting it takes
+ *                "class hard soft seconds" groups for normal (soft and
+ *                seconds 0: unreadd has no soft limit there) and pubsub
  */
 struct alias {
     const char *name;
@@ -558,6 +572,7 @@ static const struct alias aliases[] = {
     {"appendonly", "journal"},
     {"appendfsync", "journal-fsync"},
     {"databases", NULL},
+    {"client-output-buffer-limit", NULL},
 };
 #define NALIASES (sizeof(aliases) / sizeof(aliases[0]))
 
@@ -576,6 +591,14 @@ static const char *alias_text(const struct config *cfg, const struct alias *a,
         return key_text(cfg, key_find(a->target), buf, cap, false);
     if (strcmp(a->name, "databases") == 0)
         return "1";
+    if (strcmp(a->name, "client-output-buffer-limit") == 0) {
+        snprintf(buf, cap, "normal %llu 0 0 replica 0 0 0 pubsub %llu %llu %u",
+                 (unsigned long long)cfg->client_output_limit,
+                 (unsigned long long)cfg->pubsub_output_limit,
+                 (unsigned long long)cfg->pubsub_output_soft,
+                 cfg->pubsub_output_soft_seconds);
+        return buf;
+    }
     if (cfg->save_seconds == 0)
         return "";
     snprintf(buf, cap, "%u 1", cfg->save_seconds);
@@ -585,7 +608,7 @@ static const char *alias_text(const struct config *cfg, const struct alias *a,
 void config_match(const struct config *cfg, const char *pattern, size_t patlen,
                   config_visit_fn fn, void *ctx)
 {
-    char buf[48];
+    char buf[160];
 
     for (size_t i = 0; i < NKEYS; i++) {
         const struct key *k = &keys[i];
@@ -633,6 +656,69 @@ static int set_save(struct config *cfg, const char *value, char *err,
     return 0;
 }
 
+/* client-output-buffer-limit "class hard soft seconds ...": all groups
+ * checked before any is applied. */
+static int set_obl(struct config *cfg, const char *value, char *err,
+                   size_t errlen)
+{
+    struct config next = *cfg;
+    char words[16][32];
+    unsigned n = 0;
+    const char *p = value;
+
+    for (;;) {
+        size_t len;
+
+        while (*p == ' ')
+            p++;
+        if (*p == '\0')
+            break;
+        len = strcspn(p, " ");
+        if (n == 16 || len >= sizeof(words[0]))
+            goto syntax;
+        memcpy(words[n], p, len);
+        words[n++][len] = '\0';
+        p += len;
+    }
+    if (n == 0 || n % 4 != 0)
+        goto syntax;
+    for (unsigned i = 0; i < n; i += 4) {
+        uint64_t hard, soft, secs;
+
+        if (set_bytes(&hard, "client-output-buffer-limit", words[i + 1], err,
+                      errlen) != 0 ||
+            set_bytes(&soft, "client-output-buffer-limit", words[i + 2], err,
+                      errlen) != 0)
+            return -1;
+        if (ur_parse_uint(words[i + 3], strlen(words[i + 3]), 86400, &secs) !=
+            UR_NUM_OK)
+            goto syntax;
+        if (strcasecmp(words[i], "pubsub") == 0) {
+            next.pubsub_output_limit = hard;
+            next.pubsub_output_soft = soft;
+            next.pubsub_output_soft_seconds = (uint32_t)secs;
+        } else if (strcasecmp(words[i], "normal") == 0 && soft == 0 &&
+                   secs == 0) {
+            next.client_output_limit = hard;
+        } else {
+            snprintf(err, errlen,
+                     "client-output-buffer-limit: class '%s' with these "
+                     "values is not supported (normal hard 0 0, pubsub hard "
+                     "soft seconds)",
+                     words[i]);
+            return -1;
+        }
+    }
+    *cfg = next;
+    return 0;
+syntax:
+    snprintf(err, errlen,
+             "client-output-buffer-limit: '%s' is not groups of "
+             "'class hard soft seconds'",
+             value);
+    return -1;
+}
+
 /* 1 when key is no alias; else what setting it returned (err "" when
  * it worked). */
 static int set_alias(struct config *cfg, const char *key, const char *value,
@@ -647,6 +733,8 @@ static int set_alias(struct config *cfg, const char *key, const char *value,
         return config_set(cfg, a->target, value, err, errlen);
     if (strcmp(a->name, "save") == 0)
         return set_save(cfg, value, err, errlen);
+    if (strcmp(a->name, "client-output-buffer-limit") == 0)
+        return set_obl(cfg, value, err, errlen);
     if (strcmp(value, "1") != 0) {
         snprintf(err, errlen, "databases: unreadd has one database (1)");
         return -1;
@@ -668,6 +756,8 @@ int config_set_runtime(struct config *cfg, const char *key, const char *value,
     if (a != NULL && a->target == NULL) {
         if (strcmp(a->name, "save") == 0)
             return set_save(cfg, value, err, errlen);
+        if (strcmp(a->name, "client-output-buffer-limit") == 0)
+            return set_obl(cfg, value, err, errlen);
         snprintf(err, errlen, "'%s' is read-only", a->name);
         return -1;
     }
@@ -692,7 +782,8 @@ bool config_is_runtime(const char *key)
     const struct key *k;
 
     if (a != NULL && a->target == NULL)
-        return strcmp(a->name, "save") == 0;
+        return strcmp(a->name, "save") == 0 ||
+               strcmp(a->name, "client-output-buffer-limit") == 0;
     k = key_find(a != NULL ? a->target : key);
     return k != NULL && (k->flags & R);
 }
@@ -703,7 +794,10 @@ const char *config_canonical(const char *key)
     const struct key *k = key_find(a != NULL && a->target ? a->target : key);
 
     if (a != NULL && a->target == NULL)
-        return strcmp(a->name, "save") == 0 ? "save-seconds" : NULL;
+        return strcmp(a->name, "save") == 0 ? "save-seconds"
+               : strcmp(a->name, "client-output-buffer-limit") == 0
+                   ? "pubsub-output-limit"
+                   : NULL;
     return k != NULL ? k->name : NULL;
 }
 

@@ -65,6 +65,11 @@ struct config {
     uint32_t client_output_timeout;   /* seconds without write progress */
     char requirepass[CONFIG_STR_MAX]; /* "" (default): no AUTH needed */
 
+    /* pub/sub (docs/OPERATIONS.md "Pub/sub and badge channels") */
+    uint64_t pubsub_output_limit; /* a subscriber's unsent bytes; 0: none */
+    uint64_t pubsub_output_soft;  /* ... held for soft-seconds; 0: none */
+    uint32_t pubsub_output_soft_seconds;
+
     /* introspection (docs/OPERATIONS.md "Redis tools") */
     char logfile[CONFIG_STR_MAX]; /* "" (default): stderr */
     int64_t slowlog_slower_than;  /* microseconds; negative: off */

@@ -13,6 +13,7 @@
  *
  * The AUTH gate is in exec_op, which every path reaches (text, binary,
  * batches): a session that has not authenticated runs OPF_NOAUTH ops only.
+ * So is RESP2's subscribed mode (OPF_SUBOK ops only).
  */
 #include "exec.h"
 
@@ -163,6 +164,24 @@ static void exec_done(struct server *srv, struct session *sess,
     }
 }
 
+/* RESP2's subscribed mode (pubsub.h): Redis's words, the command's name
+ * in lower case. */
+static void submode_err(struct reply *r, const struct ur_op *op)
+{
+    char name[64];
+    size_t k = 0;
+
+    for (; op->name[k] != '\0' && k + 1 < sizeof(name); k++)
+        name[k] =
+            (char)(op->name[k] >= 'A' && op->name[k] <= 'Z' ? op->name[k] + 32
+                                                            : op->name[k]);
+    name[k] = '\0';
+    reply_err(r, UR_E_ERR,
+              "Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / "
+              "PING / QUIT / RESET are allowed in this context",
+              name);
+}
+
 void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
              uint32_t argc, const struct ur_arg *argv, struct reply *r)
 {
@@ -177,6 +196,9 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
         sess->client->last_op = (int16_t)op->index;
     if (session_needs_auth(srv, sess) && !(op->flags & OPF_NOAUTH)) {
         reply_err(r, UR_E_NOAUTH, "Authentication required.");
+    } else if (sess->subs != 0 && sess->proto == REPLY_RESP &&
+               !(op->flags & OPF_SUBOK)) {
+        submode_err(r, op);
     } else if (!exec_arity_ok(op, argc)) {
         exec_arity_err(r, op, "");
     } else if (!refused_oom(srv, op, r) &&

@@ -26,6 +26,9 @@ struct session {
     uint32_t auth_failures; /* failed AUTH attempts (net.c delays the
                                next request after each one) */
     struct multi *multi;    /* the open MULTI transaction (batch.h), or NULL */
+    uint32_t subs;          /* pub/sub subscriptions, channels and patterns
+                               (pubsub.h): a RESP2 session with any is in
+                               subscribed mode */
     struct client *client;  /* the connection (clients.h); NULL for replay,
                                expiry and tests */
 };

@@ -220,7 +220,8 @@ int main(int argc, char **argv)
                                   ((uint64_t)getpid() << 40)),
              (unsigned)(seed >> 32) ^ (unsigned)getpid());
     hash_setup(seed);
-    if (db_init(&server.db) != 0) {
+    if (db_init(&server.db) != 0 ||
+        pubsub_setup(&server.pubsub, seed * 0x9E3779B97F4A7C15ull + 1) != 0) {
         log_error("out of memory");
         return 1;
     }
@@ -290,6 +291,7 @@ out:
     if (base)
         event_base_free(base);
     db_deinit(&server.db);
+    pubsub_teardown(&server.pubsub);
     slowlog_deinit(&server.slowlog);
     {
         char lerr[16];

@@ -25,7 +25,9 @@
  * Limits (docs/OPERATIONS.md "Security"): while a connection's unsent
  * replies reach OUT_PAUSE its input is neither read nor run, so a client
  * that pipelines without reading makes the server neither work nor
- * buffer without bound; past client-output-limit it is closed at once,
+ * buffer without bound; past client-output-limit it is closed at once
+ * (a subscriber also past pubsub-output-limit, or above
+ * pubsub-output-soft-limit for pubsub-output-soft-seconds: out_over),
  * and when the socket takes nothing for client-output-timeout seconds, or
  * nothing arrives for `timeout` seconds, too. Both timers are libevent
  * event timeouts on one common-timeout queue each: O(1) to re-arm on
@@ -40,6 +42,13 @@
  * guessing is slow. The input buffers of unfinished requests count
  * against client-input-limit, all connections together (srv->
  * client_in_bytes); the connection that would pass it is closed.
+ *
+ * Pushes (clients.h client_io: MONITOR lines, pub/sub messages) are
+ * appended to the receiver's output like replies. One for the connection
+ * whose request is running waits in c->defer until that request's reply
+ * is complete. A receiver over its limits is not closed while the pusher
+ * walks its subscribers: it is marked (c->doomed), stops reading, drops
+ * further pushes, and the flush closes it.
  *
  * Descriptors: when accept fails for want of one (EMFILE, ENFILE), the
  * listener rests ACCEPT_REST_MS instead of spinning, and says so at most
@@ -128,10 +137,13 @@ struct conn {
     size_t hold_from;
     uint64_t hold_seq;
     struct session sess;
-    struct client cl; /* the registry's view (clients.h) */
-    size_t push_mark; /* out.len when a push began */
-    bool running;     /* its requests are being run (process) */
-    bool pause_wait;  /* input waits for CLIENT PAUSE to end */
+    struct client cl;       /* the registry's view (clients.h) */
+    size_t push_mark;       /* out.len (defer.len) when a push began */
+    struct ur_buf defer;    /* pushes made while its request runs */
+    bool doomed;            /* over its output limits: the flush closes it */
+    uint64_t soft_since_ms; /* above pubsub-output-soft-limit since; 0 not */
+    bool running;           /* its requests are being run (process) */
+    bool pause_wait;        /* input waits for CLIENT PAUSE to end */
     struct conn *next_pending;
     struct conn *prev, *next; /* all connections */
 };
@@ -198,6 +210,7 @@ static void conn_free(struct conn *c)
         event_free(c->tev);
     in_release(c);
     ur_buf_deinit(&c->out);
+    ur_buf_deinit(&c->defer);
     free(c);
 }
 
@@ -332,6 +345,7 @@ static void conn_write(struct conn *c)
     c->out.len = 0;
     c->out_sent = 0;
     c->hold_from = 0;
+    c->soft_since_ms = 0;
     if (c->out.cap > OUT_KEEP)
         ur_buf_deinit(&c->out);
     if (c->close_after)
@@ -340,22 +354,31 @@ static void conn_write(struct conn *c)
         conn_unpause(c);
 }
 
-static void on_flush(evutil_socket_t fd, short what, void *arg)
+/* Writes every queued connection once (closes the doomed ones). */
+static void write_pending(void)
 {
-    (void)fd, (void)what, (void)arg;
     struct conn *c = pending;
+
     pending = NULL;
-    server_turn_end(srv);
-    persist_flush(srv->persist);
     while (c != NULL) {
         struct conn *next = c->next_pending;
         c->pending = false;
         if (c->dead)
             conn_free(c);
+        else if (c->doomed)
+            conn_close(c);
         else
             conn_write(c); /* a held one queues itself again */
         c = next;
     }
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what, (void)arg;
+    server_turn_end(srv);
+    persist_flush(srv->persist);
+    write_pending();
     if (srv->shutdown_asap)
         event_base_loopbreak(base);
 }
@@ -431,16 +454,51 @@ static void proto_error(struct conn *c, enum ur_parse st, uint32_t id,
 }
 
 /*
- * After each reply: past client-output-limit the connection is to be
+ * Whether c's unsent output is over its limits: client-output-limit, and
+ * while it subscribes (the pubsub class of Redis's
+ * client-output-buffer-limit) pubsub-output-limit at once, or
+ * pubsub-output-soft-limit once it has stayed above it for
+ * pubsub-output-soft-seconds (checked whenever output is added; the clock
+ * restarts when the output drains).
+ */
+static bool out_over(struct conn *c)
+{
+    size_t held = c->out.len - c->out_sent;
+    uint64_t limit = srv->cfg.client_output_limit;
+    uint64_t soft = srv->cfg.pubsub_output_soft, now;
+
+    if (limit != 0 && held > limit)
+        return true;
+    if (c->sess.subs == 0)
+        return false;
+    limit = srv->cfg.pubsub_output_limit;
+    if (limit != 0 && held > limit)
+        return true;
+    if (soft == 0 || held <= soft) {
+        c->soft_since_ms = 0;
+        return false;
+    }
+    now = mono_ms();
+    if (c->soft_since_ms == 0) {
+        c->soft_since_ms = now | 1;
+        return false;
+    }
+    return now - c->soft_since_ms >=
+           (uint64_t)srv->cfg.pubsub_output_soft_seconds * 1000;
+}
+
+/*
+ * After each reply: past its output limits the connection is to be
  * closed (c->overflow), at OUT_PAUSE its input waits (c->paused) until
  * the client has read enough. true when process() must stop.
  */
 static bool out_full(struct conn *c)
 {
     size_t held = c->out.len - c->out_sent;
-    uint64_t limit = srv->cfg.client_output_limit;
 
-    if (limit != 0 && held > limit) {
+    if (out_over(c)) {
+        if (c->sess.subs != 0)
+            srv->pubsub.limit_closes++;
         c->overflow = true;
         return true;
     }
@@ -627,6 +685,14 @@ static size_t process(struct conn *c, const char *data, size_t len)
             }
         }
 
+        if (c->defer.len != 0) {
+            /* Pushes made while it ran (a PUBLISH to its own channel):
+             * after its reply. */
+            if (ur_buf_append(&c->out, c->defer.data, c->defer.len) != 0)
+                srv->pubsub.dropped++;
+            c->defer.len = 0;
+            ur_buf_shrink(&c->defer, 0);
+        }
         if (st == UR_PARSE_NEED_MORE) {
             c->need = hint;
             break;
@@ -943,23 +1009,35 @@ static void io_kill(struct client *cl)
 static struct ur_buf *io_push_out(struct client *cl)
 {
     struct conn *c = conn_of(cl);
+    struct ur_buf *b = c->running ? &c->defer : &c->out;
 
-    c->push_mark = c->out.len;
-    return &c->out;
+    c->push_mark = b->len;
+    return b;
 }
 
+/* A push to a running connection is checked with its reply (process);
+ * one to a doomed connection is taken back. */
 static bool io_push_done(struct client *cl)
 {
     struct conn *c = conn_of(cl);
-    uint64_t limit = srv->cfg.client_output_limit;
 
+    if (c->running)
+        return true;
+    if (c->doomed) {
+        c->out.len = c->push_mark;
+        return false;
+    }
     srv->client_out_bytes += c->out.len - c->push_mark;
-    if (limit != 0 && c->out.len - c->out_sent > limit) {
+    if (out_over(c)) {
         srv->stats.output_limit_closes++;
-        log_debug("client %llu: pushed messages over client-output-limit, "
-                  "closing",
-                  (unsigned long long)c->sess.id);
-        conn_close(c);
+        if (c->sess.subs != 0)
+            srv->pubsub.limit_closes++;
+        log_debug("client %llu: pushed messages over its output limits "
+                  "(%zu bytes unsent), closing",
+                  (unsigned long long)c->sess.id, c->out.len - c->out_sent);
+        c->doomed = true;
+        event_del(c->rev);
+        queue_flush(c);
         return false;
     }
     queue_flush(c);
@@ -992,6 +1070,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     struct conn *c = arg;
     ssize_t n;
 
+    if (c->doomed)
+        return;
     if (what & EV_TIMEOUT) {
         if (c->req_start_ms != 0 && idle_tv != NULL &&
             mono_ms() - c->req_start_ms >= (uint64_t)srv->cfg.timeout * 1000) {

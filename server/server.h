@@ -13,6 +13,7 @@
 #include "config.h"
 #include "db.h"
 #include "ops.h"
+#include "pubsub.h"
 #include "slowlog.h"
 
 #define UNREADD_VERSION "0.1.0"
@@ -128,6 +129,7 @@ struct server {
     void (*on_pause)(struct server *srv);
     void (*on_config)(struct server *srv, const char *key);
     uint64_t stat_reset_ms; /* CONFIG RESETSTAT (or start), wall clock */
+    struct pubsub pubsub;   /* pub/sub (pubsub.h) */
 };
 
 /* Monotonic clock, nanoseconds and milliseconds. */

@@ -176,10 +176,11 @@ static void put_flags(uint32_t flags)
     static const struct {
         uint32_t bit;
         const char *name;
-    } names[] = {
-        {OPF_READ, "read"},       {OPF_WRITE, "write"},   {OPF_ADMIN, "admin"},
-        {OPF_USER, "user"},       {OPF_NOAUTH, "noauth"}, {OPF_FAST, "fast"},
-        {OPF_NOBATCH, "nobatch"}, {OPF_FREES, "frees"},   {OPF_UIDS, "uids"}};
+    } names[] = {{OPF_READ, "read"},       {OPF_WRITE, "write"},
+                 {OPF_ADMIN, "admin"},     {OPF_USER, "user"},
+                 {OPF_NOAUTH, "noauth"},   {OPF_FAST, "fast"},
+                 {OPF_NOBATCH, "nobatch"}, {OPF_FREES, "frees"},
+                 {OPF_UIDS, "uids"},       {OPF_SUBOK, "subok"}};
     const char *sep = "";
     size_t i;
 

@@ -691,21 +691,35 @@ class Bin(Raw):
     def __init__(self, port, timeout=TIMEOUT):
         super().__init__(port, timeout)
         self.next_id = 1
+        self.pushes = []  # push frames' values, set aside in arrival order
 
     def alloc_id(self):
         rid = self.next_id
         self.next_id = (self.next_id + 1) & 0xFFFFFFFF
         return rid
 
-    def read_frame(self):
+    def _read_one(self):
         hdr = self.read_exact(16)
         magic, version, status, rid, length, argc, flags = HDR.unpack(hdr)
         assert magic == MAGIC, "reply magic 0x%02x" % magic
         assert version == VERSION, "reply version %d" % version
-        assert argc == 0 and flags == 0, "reply argc/flags not 0"
         assert length <= 64 << 20, "reply length %d" % length
         body = self.read_exact(length)
-        f = Frame(magic, version, status, rid, length, argc, flags, body)
+        return Frame(magic, version, status, rid, length, argc, flags, body)
+
+    def read_frame(self):
+        """The next reply frame; push frames (revision 1.1: id 0, flag 1,
+        status 0) met on the way are set aside in self.pushes."""
+        while True:
+            f = self._read_one()
+            if f.flags == 1:
+                assert f.id == 0 and f.status == 0 and f.argc == 0, \
+                    "push frame with id %d status %d" % (f.id, f.status)
+                self.pushes.append(f.value)
+                continue
+            break
+        assert f.argc == 0 and f.flags == 0, "reply argc/flags not 0"
+        status = f.status
         if status != 0:
             assert isinstance(f.value, Err) and f.value.code == status, \
                 "status %d reply must carry one error value with the same " \
@@ -714,6 +728,15 @@ class Bin(Raw):
             assert not isinstance(f.value, Err), \
                 "error value in a status-0 reply: %r" % (f.value,)
         return f
+
+    def read_push(self):
+        """The next push frame's value (one set aside first)."""
+        if self.pushes:
+            return self.pushes.pop(0)
+        f = self._read_one()
+        assert f.flags == 1 and f.id == 0, \
+            "expected a push frame, got id %d flags %d" % (f.id, f.flags)
+        return f.value
 
     def reply(self, rid):
         f = self.read_frame()

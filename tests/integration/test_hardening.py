@@ -207,7 +207,9 @@ def test_replies_over_client_output_limit_close_the_connection():
                 d["max_frame"], d["requirepass"]) == (
                     "60", "0", "10000", "1048576", "no"), d
         assert pairs(mon.cmd("CONFIG", "GET", "client-output-*")) == {
-            "client-output-limit": b"100000", "client-output-timeout": b"60"}
+            "client-output-limit": b"100000", "client-output-timeout": b"60",
+            "client-output-buffer-limit": b"normal 100000 0 0 replica 0 0 0 "
+                                          b"pubsub 33554432 8388608 60"}
         audit(srv)
 
 

@@ -47,7 +47,8 @@ static void test_table_shape(void)
 {
     const uint32_t known = OPF_READ | OPF_WRITE | OPF_ADMIN | OPF_USER |
                            OPF_NOAUTH | OPF_FAST | OPF_GLOBAL | OPF_GID |
-                           OPF_FREES | OPF_NOBATCH | OPF_UIDS | OPF_UIDS_MASK;
+                           OPF_FREES | OPF_NOBATCH | OPF_UIDS | OPF_UIDS_MASK |
+                           OPF_SUBOK;
     size_t i, j;
 
     CHECK(UR_OP_COUNT > 0);
