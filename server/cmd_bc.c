@@ -6,6 +6,7 @@
 
 #include "bc.h"
 #include "cmds.h"
+#include "badges.h"
 
 /* uid ch: the shape of the per-user commands. */
 static bool user_args(struct exec_ctx *x, uint64_t *uid, uint64_t *ch)
@@ -91,4 +92,28 @@ void cmd_bc_user_info(struct user_lines *L, const struct server *srv,
               "bc: channels=%zu (a channel not listed registers the user at "
               "its head: 0 unread)",
               n);
+}
+
+/* ---- badge channels (badges.h) ------------------------------------------ */
+
+bool cmd_bc_badge_key(const struct server *srv, const struct ur_op *op,
+                      uint32_t argc, const struct ur_arg *argv, uint64_t *key)
+{
+    uint32_t i = op->flags & OPF_GLOBAL ? 0 : 1;
+
+    (void)srv;
+    return argc > i && badges_arg_u64(&argv[i], key);
+}
+
+/* A user's unread in the channel without registering it (0 when not
+ * registered), or the channel's head. */
+uint64_t cmd_bc_badge_value(const struct server *srv, bool head, uint64_t uid,
+                            uint64_t key)
+{
+    uint64_t v = 0;
+
+    if (head)
+        return bc_head(srv->db.bc, key);
+    bc_peek(srv->db.bc, uid, key, &v);
+    return v;
 }

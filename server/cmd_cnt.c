@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "cmds.h"
+#include "badges.h"
 #include "cnt.h"
 #include "notice.h"
 
@@ -247,4 +248,22 @@ void cmd_cnt_user_info(struct user_lines *L, const struct server *srv,
     else
         user_line(L, "cnt: %stotal=%llu", buf,
                   (unsigned long long)cnt_total(srv->db.cnt, uid));
+}
+
+/* ---- badge channels (badges.h) ------------------------------------------ */
+
+/* The type written; CNT.CLEAR of every type or of several has none. */
+bool cmd_cnt_badge_key(const struct server *srv, const struct ur_op *op,
+                       uint32_t argc, const struct ur_arg *argv, uint64_t *key)
+{
+    if (argc < 2 || (op->code == UR_OP_CNT_CLEAR && argc != 2))
+        return false;
+    return badges_arg_ctype(srv, &argv[1], key);
+}
+
+uint64_t cmd_cnt_badge_value(const struct server *srv, bool head, uint64_t uid,
+                             uint64_t key)
+{
+    (void)head;
+    return cnt_get(srv->db.cnt, uid, (unsigned)key);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "cmds.h"
+#include "badges.h"
 #include "conv.h"
 #include "page.h"
 
@@ -629,4 +630,21 @@ void cmd_conv_user_info(struct user_lines *L, const struct server *srv,
               n, (unsigned long long)conv_total(srv->db.conv, uid),
               (unsigned long long)uc.mentions, (unsigned long long)uc.chats,
               (unsigned long long)uc.threads);
+}
+
+/* ---- badge channels (badges.h) ------------------------------------------ */
+
+/* The conversation written; CONV.READALL has none. */
+bool cmd_conv_badge_key(const struct server *srv, const struct ur_op *op,
+                        uint32_t argc, const struct ur_arg *argv, uint64_t *key)
+{
+    (void)srv, (void)op;
+    return argc >= 2 && badges_arg_u64(&argv[1], key);
+}
+
+uint64_t cmd_conv_badge_value(const struct server *srv, bool head, uint64_t uid,
+                              uint64_t key)
+{
+    (void)head;
+    return conv_get(srv->db.conv, uid, key);
 }

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 
 #include "cmds.h"
+#include "badges.h"
 #include "dot.h"
 
 /* The reply to a DOT store error. */
@@ -123,4 +124,25 @@ void cmd_dot_user_info(struct user_lines *L, const struct server *srv,
                   n, (unsigned long long)floor);
     else
         user_line(L, "dot: clicked=%u (a pushed dot not listed shows)", n);
+}
+
+/* ---- badge channels (badges.h) ------------------------------------------ */
+
+bool cmd_dot_badge_key(const struct server *srv, const struct ur_op *op,
+                       uint32_t argc, const struct ur_arg *argv, uint64_t *key)
+{
+    uint32_t i = op->flags & OPF_GLOBAL ? 0 : 1;
+
+    (void)srv;
+    return argc > i && badges_arg_u64(&argv[i], key);
+}
+
+/* Whether the dot shows for the user (1/0, as DOT.CHECK), or its push
+ * time (DOT_NEVER before the first push). */
+uint64_t cmd_dot_badge_value(const struct server *srv, bool head, uint64_t uid,
+                             uint64_t key)
+{
+    if (head)
+        return dot_push_time(srv->db.dot, key);
+    return dot_shown_after(srv->db.dot, uid, key, dot_floor(srv, uid));
 }

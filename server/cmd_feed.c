@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "cmds.h"
+#include "badges.h"
 #include "feed.h"
 
 /* The reply to a FEED store error. */
@@ -158,4 +159,23 @@ void cmd_feed_user_info(struct user_lines *L, const struct server *srv,
     user_line(
         L, "feed: follows=%u unread=%llu", n,
         (unsigned long long)feed_unread(srv->db.feed, uid, UINT64_MAX - 1));
+}
+
+/* ---- badge channels (badges.h) ------------------------------------------ */
+
+/* A global op (FEED.POST, FEED.UNPOST): the author, whose channel carries
+ * its post count. The user ops list no key: their part says it all. */
+bool cmd_feed_badge_key(const struct server *srv, const struct ur_op *op,
+                        uint32_t argc, const struct ur_arg *argv, uint64_t *key)
+{
+    (void)srv;
+    return (op->flags & OPF_GLOBAL) && argc >= 1 &&
+           badges_arg_u64(&argv[0], key);
+}
+
+uint64_t cmd_feed_badge_value(const struct server *srv, bool head, uint64_t uid,
+                              uint64_t key)
+{
+    (void)head, (void)uid;
+    return feed_posts(srv->db.feed, key);
 }

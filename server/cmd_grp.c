@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "cmds.h"
+#include "badges.h"
 #include "grp.h"
 #include "page.h"
 
@@ -348,4 +349,31 @@ void cmd_grp_user_info(struct user_lines *L, const struct server *srv,
     user_line(L, "grp: groups=%u total=%llu (unmuted unread) mentions=%llu", n,
               (unsigned long long)grp_total(srv->db.grp, uid, UINT64_MAX),
               (unsigned long long)grp_mentions(srv->db.grp, uid));
+}
+
+/* ---- badge channels (badges.h) ------------------------------------------ */
+
+/* A user op: the group written (GRP.JOIN of several, GRP.SEENALL: none);
+ * a global one (GRP.POST, GRP.RECALL): the group, whose channel carries
+ * its head. A recall moves no head: it publishes nothing. */
+bool cmd_grp_badge_key(const struct server *srv, const struct ur_op *op,
+                       uint32_t argc, const struct ur_arg *argv, uint64_t *key)
+{
+    (void)srv;
+    if (op->flags & OPF_GLOBAL)
+        return argc >= 1 && badges_arg_u64(&argv[0], key);
+    return argc >= 2 && !(op->code == UR_OP_GRP_JOIN && argc > 2) &&
+           badges_arg_u64(&argv[1], key);
+}
+
+/* As GRP.UNREAD: capped. */
+uint64_t cmd_grp_badge_value(const struct server *srv, bool head, uint64_t uid,
+                             uint64_t key)
+{
+    uint64_t v, cap = srv->cfg.unread_cap;
+
+    if (head)
+        return grp_head(srv->db.grp, key);
+    v = grp_unread(srv->db.grp, uid, key);
+    return v > cap ? cap + 1 : v;
 }

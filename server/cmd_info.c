@@ -310,10 +310,12 @@ static void sec_stats(struct info *in, const struct server *srv)
     add(in,
         "pubsub_published:%llu\r\npubsub_delivered:%llu\r\n"
         "pubsub_dropped:%llu\r\npubsub_subscriptions:%llu\r\n"
-        "pubsub_bytes:%zu\r\n",
+        "pubsub_bytes:%zu\r\nnotify_badges:%s\r\nnotify_messages:%llu\r\n"
+        "notify_probes:%llu\r\n",
         (ull)srv->pubsub.published, (ull)srv->pubsub.delivered,
         (ull)srv->pubsub.dropped, (ull)srv->pubsub.subscriptions,
-        pubsub_bytes(&srv->pubsub));
+        pubsub_bytes(&srv->pubsub), srv->cfg.notify_badges ? "yes" : "no",
+        (ull)srv->badges.messages, (ull)srv->badges.probes);
     add(in,
         "unexpected_error_replies:0\r\ntotal_error_replies:%llu\r\n"
         "dump_payload_sanitizations:0\r\ntotal_reads_processed:%llu\r\n"

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "cmds.h"
+#include "badges.h"
 #include "rcpt.h"
 
 #define DAY_MS 86400000ULL
@@ -248,4 +249,22 @@ void cmd_rcpt_user_info(struct user_lines *L, const struct server *srv,
 
     user_lines_more(L, "rcpt", n);
     user_line(L, "rcpt: groups=%zu", n);
+}
+
+/* ---- badge channels (badges.h) ------------------------------------------ */
+
+/* Receipts are about a message's sender, not a reader's badge: RCPT
+ * publishes nothing. */
+bool cmd_rcpt_badge_key(const struct server *srv, const struct ur_op *op,
+                        uint32_t argc, const struct ur_arg *argv, uint64_t *key)
+{
+    (void)srv, (void)op, (void)argc, (void)argv, (void)key;
+    return false;
+}
+
+uint64_t cmd_rcpt_badge_value(const struct server *srv, bool head, uint64_t uid,
+                              uint64_t key)
+{
+    (void)srv, (void)head, (void)uid, (void)key;
+    return 0;
 }

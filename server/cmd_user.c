@@ -260,6 +260,31 @@ static unsigned badge_families(const struct server *srv, unsigned *fams)
     return n;
 }
 
+bool badge_part(const struct server *srv, unsigned fam, uint64_t uid,
+                uint64_t *part)
+{
+    uint64_t p;
+
+    if (!badge_fns[fam](srv, uid, 0, NULL))
+        return false;
+    badge_fns[fam](srv, uid, srv->cfg.unread_cap, &p);
+    *part = cap_of(srv, p);
+    return true;
+}
+
+uint64_t badge_all(const struct server *srv, uint64_t uid,
+                   uint64_t part[FAM_COUNT])
+{
+    uint64_t sum = 0;
+
+    for (unsigned f = 0; f < FAM_COUNT; f++) {
+        part[f] = 0;
+        if (badge_part(srv, f, uid, &part[f]))
+            sum += part[f];
+    }
+    return cap_of(srv, sum);
+}
+
 void cmd_USER_BADGE(struct exec_ctx *x)
 {
     unsigned fams[FAM_COUNT], n = 0;

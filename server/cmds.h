@@ -40,13 +40,41 @@ void user_lines_more(struct user_lines *L, const char *fam, size_t total);
  * nothing. A read: changes nothing (BC registers no one). A family added
  * to the table without it fails the link.
  */
+/*
+ * Badge channels (badges.h) ask each family, with cmd_<f>_badge_key,
+ * which one key a write op of the family changes: for a user op
+ * (OPF_USER) the key whose figure the badge message lists (CNT: the type,
+ * CONV: the cid, GRP: the gid, BC: the channel, DOT: the dot); for a
+ * global op (OPF_GLOBAL) the object whose channel "<f>:<id>" it publishes
+ * on (BC.PUBLISH: ch, GRP.POST: gid, DOT.PUSH: dot, FEED.POST/UNPOST:
+ * author). false when the op has no single key (CNT.CLEAR of several
+ * types, GRP.JOIN of several groups, FEED's user ops, RCPT). argv is not
+ * validated yet (notify_arg_*): a malformed key is no key.
+ * cmd_<f>_badge_value answers the figure of key for uid as the family's
+ * own read shows it, registering no one; with head, the head of global
+ * object key (uid unused). Reads only; never called for a family whose
+ * notify_key never answers true.
+ */
 #define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
     void cmd_##f##_user_info(struct user_lines *L, const struct server *srv,   \
                              uint64_t uid);                                    \
     bool cmd_##f##_badge(const struct server *srv, uint64_t uid,               \
-                         uint64_t limit, uint64_t *part);
+                         uint64_t limit, uint64_t *part);                      \
+    bool cmd_##f##_badge_key(const struct server *srv, const struct ur_op *op, \
+                             uint32_t argc, const struct ur_arg *argv,         \
+                             uint64_t *key);                                   \
+    uint64_t cmd_##f##_badge_value(const struct server *srv, bool head,        \
+                                   uint64_t uid, uint64_t key);
 #include "families.def"
 #undef FAMILY
+
+/* cmd_user.c, for badges.c: family fam's part of uid's badge under
+ * USER.BADGE's rule (false: the family has no part), and uid's badge over
+ * every family with one, each part in part[fam] (0 for the others). */
+bool badge_part(const struct server *srv, unsigned fam, uint64_t uid,
+                uint64_t *part);
+uint64_t badge_all(const struct server *srv, uint64_t uid,
+                   uint64_t part[FAM_COUNT]);
 
 /*
  * Family reads that take [WITHEXPIRY] (docs/OPERATIONS.md, "Users and

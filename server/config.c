@@ -99,6 +99,8 @@ static const struct key keys[] = {
      R},
     {"pubsub-output-soft-seconds", K_U32, F(pubsub_output_soft_seconds), "60",
      0, 86400, R},
+    /* publish badge changes on badge:<uid> and global heads (badges.h) */
+    {"notify-badges", K_YESNO, F(notify_badges), "no", 0, 0, R},
     /* introspection (docs/OPERATIONS.md "Redis tools") */
     /* Not at run time (as in Redis): a client could make the server
      * create files anywhere it may write. */

@@ -69,6 +69,7 @@ struct config {
     uint64_t pubsub_output_limit; /* a subscriber's unsent bytes; 0: none */
     uint64_t pubsub_output_soft;  /* ... held for soft-seconds; 0: none */
     uint32_t pubsub_output_soft_seconds;
+    bool notify_badges; /* publish badge changes (badges.h) */
 
     /* introspection (docs/OPERATIONS.md "Redis tools") */
     char logfile[CONFIG_STR_MAX]; /* "" (default): stderr */

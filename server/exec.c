@@ -13,7 +13,9 @@
  *
  * The AUTH gate is in exec_op, which every path reaches (text, binary,
  * batches): a session that has not authenticated runs OPF_NOAUTH ops only.
- * So is RESP2's subscribed mode (OPF_SUBOK ops only).
+ * So is RESP2's subscribed mode (OPF_SUBOK ops only), and the probe of
+ * the badge channels (badges.h) around every write while someone
+ * subscribes: execution propagates, nothing below it publishes.
  */
 #include "exec.h"
 
@@ -24,6 +26,7 @@
 
 #include "batch.h"
 #include "cmds.h"
+#include "badges.h"
 #include "persist.h"
 #include "users.h"
 
@@ -182,6 +185,15 @@ static void submode_err(struct reply *r, const struct ur_op *op)
               name);
 }
 
+/* Whether badges.h probes op: notify-badges, a write, someone subscribed
+ * to something (no probe, nor any lookup, otherwise), not replay. */
+static inline bool badges_watching(const struct server *srv,
+                                   const struct ur_op *op)
+{
+    return srv->cfg.notify_badges && (op->flags & OPF_WRITE) &&
+           !pubsub_idle(&srv->pubsub) && !srv->loading;
+}
+
 void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
              uint32_t argc, const struct ur_arg *argv, struct reply *r)
 {
@@ -204,6 +216,11 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
     } else if (!refused_oom(srv, op, r) &&
                !((op->flags & OPF_WRITE) && exec_refuse_write(srv, r)) &&
                stage(srv, op, argc, argv, r)) {
+        struct badges_probe np;
+        bool watch = badges_watching(srv, op);
+
+        if (watch)
+            badges_before(srv, op, argc, argv, &np);
         ran = true;
         handlers[op->index](&x);
         if (r->status == UR_E_OK)
@@ -212,6 +229,8 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
         if (journaled(srv, op))
             persist_feed(srv->persist, x.dirty || ((op->flags & OPF_WRITE) &&
                                                    r->status == UR_E_OK));
+        if (watch)
+            badges_after(srv, &np);
     }
     if (r->status != UR_E_OK) {
         srv->stats.errors++;

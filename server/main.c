@@ -221,7 +221,8 @@ int main(int argc, char **argv)
              (unsigned)(seed >> 32) ^ (unsigned)getpid());
     hash_setup(seed);
     if (db_init(&server.db) != 0 ||
-        pubsub_setup(&server.pubsub, seed * 0x9E3779B97F4A7C15ull + 1) != 0) {
+        pubsub_setup(&server.pubsub, seed * 0x9E3779B97F4A7C15ull + 1) != 0 ||
+        badges_setup(&server) != 0) {
         log_error("out of memory");
         return 1;
     }
@@ -291,6 +292,7 @@ out:
     if (base)
         event_base_free(base);
     db_deinit(&server.db);
+    badges_teardown(&server);
     pubsub_teardown(&server.pubsub);
     slowlog_deinit(&server.slowlog);
     {

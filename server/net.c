@@ -50,6 +50,12 @@
  * walks its subscribers: it is marked (c->doomed), stops reading, drops
  * further pushes, and the flush closes it.
  *
+ * The end of a turn (on_flush): the journal's records are written (and
+ * synced), the replies are written, then the badge channels' messages of
+ * the turn are published (badges.h) and written: a badge never leaves
+ * before the reply of the write it reports, nor before that write is
+ * durable.
+ *
  * Descriptors: when accept fails for want of one (EMFILE, ENFILE), the
  * listener rests ACCEPT_REST_MS instead of spinning, and says so at most
  * once a second (metrics.c does the same for its port).
@@ -379,6 +385,14 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     server_turn_end(srv);
     persist_flush(srv->persist);
     write_pending();
+    if (badges_pending(&srv->badges)) {
+        const struct timeval retry = {0, RETRY_MS * 1000};
+
+        if (badges_flush(srv))
+            write_pending(); /* its messages, in this turn */
+        else if (!evtimer_pending(retry_ev, NULL))
+            evtimer_add(retry_ev, &retry); /* the journal is behind */
+    }
     if (srv->shutdown_asap)
         event_base_loopbreak(base);
 }
@@ -962,6 +976,14 @@ static void net_pause_changed(struct server *s)
     on_pause_end(-1, 0, NULL);
 }
 
+/* srv->on_badges: badge messages wait for the end of this turn, which a
+ * timer's write (the expiry sweep) does not otherwise reach. */
+static void net_badges(struct server *s)
+{
+    (void)s;
+    event_active(flush_ev, EV_WRITE, 0);
+}
+
 /* srv->on_config: CONFIG SET changed a key read once here. */
 static void net_config_changed(struct server *s, const char *key)
 {
@@ -1313,6 +1335,7 @@ int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
     pause_ev = evtimer_new(base, on_pause_end, NULL);
     srv->on_pause = net_pause_changed;
     srv->on_config = net_config_changed;
+    srv->on_badges = net_badges;
     idle_tv = common_timeout(srv->cfg.timeout);
     out_tv = common_timeout(srv->cfg.client_output_timeout);
     if (args == NULL || flush_ev == NULL || retry_ev == NULL ||
@@ -1397,6 +1420,7 @@ void net_teardown(void)
     pause_ev = NULL;
     srv->on_pause = NULL;
     srv->on_config = NULL;
+    srv->on_badges = NULL;
     free(args);
     args = NULL;
 }

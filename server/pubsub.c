@@ -297,14 +297,12 @@ static struct ps_chan *chan_new(struct pubsub *ps, bool pattern, uint64_t h,
     c->prefix = -1;
     if (pattern) {
         for (unsigned i = 0; i < ps->nprefix; i++)
-            if (pubsub_glob_prefix(s, n, ps->prefix[i].name,
-                                   ps->prefix[i].len))
+            if (pubsub_glob_prefix(s, n, ps->prefix[i].name, ps->prefix[i].len))
                 c->may_prefix |= 1u << i;
     } else {
         c->prefix = numbered(ps, s, n, &c->id);
-        if (c->prefix >= 0 &&
-            u64map_put(ps->prefix[c->prefix].ids, c->id,
-                       (uint64_t)(uintptr_t)c) != 0) {
+        if (c->prefix >= 0 && u64map_put(ps->prefix[c->prefix].ids, c->id,
+                                         (uint64_t)(uintptr_t)c) != 0) {
             ps_free(c, sizeof(*c) + n + 1);
             return NULL;
         }
@@ -583,12 +581,12 @@ void pubsub_channels(const struct pubsub *ps, const char *pattern, size_t plen,
         return;
     for (size_t i = 0; i <= t->mask; i++)
         for (const struct ps_chan *c = t->slots[i]; c != NULL; c = c->next)
-            if (pattern == NULL ||
-                pubsub_glob(pattern, plen, c->name, c->len))
+            if (pattern == NULL || pubsub_glob(pattern, plen, c->name, c->len))
                 fn(c->name, c->len, ctx);
 }
 
-/* ---- glob ------------------------------------------------------------------ */
+/* ---- glob ------------------------------------------------------------------
+ */
 
 /*
  * One pattern element at p[*pi] against the byte c: whether it matches,

@@ -20,13 +20,12 @@
  * exact subscriber and the number of patterns that might match some
  * channel of the prefix, so that "is anyone listening to badge:<uid>?"
  * costs one map lookup and no string work, and nothing at all while no
- * one subscribes to anything (for the server's own publishers' write
- * path).
+ * one subscribes to anything (badges.h, the badge channels, relies on it).
  *
  * Nothing here is journaled or replicated: pub/sub is not data. The
- * server's own publishers (the replication code, which relays PUBLISH and
- * sentinel's __sentinel__:hello) call pubsub_publish; clients' commands
- * are in cmd_pubsub.c.
+ * server's own publishers (badges.c; the replication code, which relays
+ * PUBLISH and sentinel's __sentinel__:hello) call pubsub_publish; clients'
+ * commands are in cmd_pubsub.c.
  *
  * Subscriptions are not stored in the client: struct client carries a
  * pointer (cl->ps) to this module's record of it, and its session the
@@ -73,13 +72,13 @@ struct pubsub {
     uint32_t npatlist, patcap;
     struct ps_prefix prefix[PUBSUB_PREFIXES];
     unsigned nprefix;
-    uint64_t seed;         /* channel-name hash seed (random per process) */
-    struct ur_buf enc[4];  /* a message's encodings, by enum reply_proto */
-    uint64_t published;    /* PUBLISH and server publishes, since start */
-    uint64_t delivered;    /* messages handed to subscribers */
-    uint64_t dropped;      /* ... not, for want of memory */
-    uint64_t limit_closes; /* subscribers closed over their output limits */
-    uint32_t sub_clients;  /* clients with at least one subscription */
+    uint64_t seed;          /* channel-name hash seed (random per process) */
+    struct ur_buf enc[4];   /* a message's encodings, by enum reply_proto */
+    uint64_t published;     /* PUBLISH and server publishes, since start */
+    uint64_t delivered;     /* messages handed to subscribers */
+    uint64_t dropped;       /* ... not, for want of memory */
+    uint64_t limit_closes;  /* subscribers closed over their output limits */
+    uint32_t sub_clients;   /* clients with at least one subscription */
     uint64_t subscriptions; /* channel + pattern subscriptions, all clients */
 };
 

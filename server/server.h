@@ -12,6 +12,7 @@
 #include "clients.h"
 #include "config.h"
 #include "db.h"
+#include "badges.h"
 #include "ops.h"
 #include "pubsub.h"
 #include "slowlog.h"
@@ -129,7 +130,13 @@ struct server {
     void (*on_pause)(struct server *srv);
     void (*on_config)(struct server *srv, const char *key);
     uint64_t stat_reset_ms; /* CONFIG RESETSTAT (or start), wall clock */
-    struct pubsub pubsub;   /* pub/sub (pubsub.h) */
+    /* Pub/sub (pubsub.h) and the badge channels (badges.h). on_badges
+     * (net.c): the first entry of a dirty set appeared, so the end of the
+     * turn must publish it even when no client's request made the turn
+     * (the expiry sweep's timer). */
+    struct pubsub pubsub;
+    struct badges badges;
+    void (*on_badges)(struct server *srv);
 };
 
 /* Monotonic clock, nanoseconds and milliseconds. */

@@ -245,6 +245,25 @@ size_t bc_scan_users(const struct bc_store *s, uint64_t ch, uint64_t *cursor,
     return u32map_scan(chan_of(w)->offs, cursor, max, user_visit, &uw);
 }
 
+uint64_t bc_head(const struct bc_store *s, uint64_t ch)
+{
+    uint64_t w = u64map_get(s->chans, ch);
+
+    return w != 0 ? chan_of(w)->head : 0;
+}
+
+bool bc_peek(const struct bc_store *s, uint64_t uid, uint64_t ch,
+             uint64_t *unread)
+{
+    uint64_t w = u64map_get(s->chans, ch);
+    uint32_t off;
+
+    if (w == 0 || !u32map_get(chan_of(w)->offs, uid, &off))
+        return false;
+    *unread = (uint32_t)((uint32_t)chan_of(w)->head - off);
+    return true;
+}
+
 int bc_restore_channel(struct bc_store *s, uint64_t ch, uint64_t head)
 {
     struct bc_chan *c;

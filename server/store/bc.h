@@ -61,6 +61,15 @@ int bc_read(struct bc_store *s, uint64_t uid, uint64_t ch);
 int bc_read_upto(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t upto,
                  uint64_t *unread);
 
+/* ch's head: the messages published to it (0 for a channel never used).
+ * A read: creates nothing. */
+uint64_t bc_head(const struct bc_store *s, uint64_t ch);
+
+/* uid's unread in ch when it has an offset there (true), else false,
+ * registering no one (unlike bc_unread). */
+bool bc_peek(const struct bc_store *s, uint64_t uid, uint64_t ch,
+             uint64_t *unread);
+
 /* The sum of uid's unread over the channels it has an offset in, without
  * registering it anywhere; once the sum passes limit, some value above
  * limit. O(channels). */

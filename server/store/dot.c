@@ -143,6 +143,17 @@ uint32_t dot_user_shown(const struct dot_store *s, uint64_t uid, uint64_t floor)
     return k;
 }
 
+uint64_t dot_push_time(const struct dot_store *s, uint64_t dot)
+{
+    uint32_t idx;
+    uint64_t p;
+
+    if (!denseid_find(s->dots, dot, &idx))
+        return DOT_NEVER;
+    p = *push_ref(s, idx);
+    return p == 0 ? DOT_NEVER : p - 1;
+}
+
 void dot_dot_at(const struct dot_store *s, uint32_t i, uint64_t *dot,
                 uint64_t *push)
 {

@@ -86,6 +86,9 @@ size_t dot_bytes(const struct dot_store *s);
  */
 #define DOT_NEVER UINT64_MAX /* the push time of a dot never pushed */
 
+/* dot's push time, or DOT_NEVER when it was never pushed. */
+uint64_t dot_push_time(const struct dot_store *s, uint64_t dot);
+
 /* Dot number i (< dot_dots): its id and push time (or DOT_NEVER). */
 void dot_dot_at(const struct dot_store *s, uint32_t i, uint64_t *dot,
                 uint64_t *push);

@@ -85,6 +85,13 @@ int feed_post(struct feed_store *s, uint64_t author, uint64_t n,
     return 0;
 }
 
+uint32_t feed_posts(const struct feed_store *s, uint64_t author)
+{
+    uint32_t idx;
+
+    return denseid_find(s->authors, author, &idx) ? *count_ref(s, idx) : 0;
+}
+
 uint32_t feed_unpost(struct feed_store *s, uint64_t author, uint64_t n)
 {
     uint32_t idx, *c;

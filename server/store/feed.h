@@ -39,6 +39,9 @@ void feed_prefetch_user(const struct feed_store *s, uint64_t uid, int stage);
 int feed_post(struct feed_store *s, uint64_t author, uint64_t n,
               uint32_t *count);
 
+/* author's post count (0 for an author never seen). A read. */
+uint32_t feed_posts(const struct feed_store *s, uint64_t author);
+
 /* Removes n posts from author, flooring at 0; the count after (0 for an
  * author never seen, which is not created). */
 uint32_t feed_unpost(struct feed_store *s, uint64_t author, uint64_t n);

@@ -878,6 +878,13 @@ uint32_t grp_group_count(const struct grp_store *s)
     return denseid_count(s->groups);
 }
 
+uint64_t grp_head(const struct grp_store *s, uint64_t gid)
+{
+    uint32_t gidx;
+
+    return denseid_find(s->groups, gid, &gidx) ? group_at(s, gidx)->head : 0;
+}
+
 void grp_group_info(const struct grp_store *s, uint32_t i,
                     struct grp_group_info *gi)
 {

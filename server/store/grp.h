@@ -160,6 +160,10 @@ bool grp_leave(struct grp_store *s, uint64_t uid, uint64_t gid);
 int grp_seen(struct grp_store *s, uint64_t uid, uint64_t gid, uint64_t ts,
              uint32_t max_groups, uint64_t *unread);
 
+/* gid's head: the seq of its newest post (0 for a group never posted to).
+ * A read: creates nothing. */
+uint64_t grp_head(const struct grp_store *s, uint64_t gid);
+
 /* uid's unread in gid; 0 when not a member. */
 uint64_t grp_unread(const struct grp_store *s, uint64_t uid, uint64_t gid);
 

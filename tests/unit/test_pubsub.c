@@ -103,15 +103,15 @@ struct fake {
 
 static struct ur_buf *fake_out(struct client *cl)
 {
-    struct fake *f = (struct fake *)(void *)((char *)cl -
-                                             offsetof(struct fake, cl));
+    struct fake *f =
+        (struct fake *)(void *)((char *)cl - offsetof(struct fake, cl));
     return &f->out;
 }
 
 static bool fake_done(struct client *cl)
 {
-    struct fake *f = (struct fake *)(void *)((char *)cl -
-                                             offsetof(struct fake, cl));
+    struct fake *f =
+        (struct fake *)(void *)((char *)cl - offsetof(struct fake, cl));
     f->pushes++;
     return true;
 }
@@ -226,9 +226,8 @@ static void test_subscriptions_and_delivery(void)
         CHECK_EQ_U64(pubsub_numsub(&srv.pubsub, "big", 3), 0);
         for (int i = 0; i < 300; i += 3) {
             snprintf(name, sizeof(name), "ch%d", i);
-            CHECK_EQ_U64(pubsub_unsubscribe(&srv, &a.cl, name, strlen(name),
-                                            false),
-                         1);
+            CHECK_EQ_U64(
+                pubsub_unsubscribe(&srv, &a.cl, name, strlen(name), false), 1);
         }
         CHECK_EQ_U64(pubsub_client_count(&a.cl, false), 2 + 200);
         CHECK_EQ_U64(pub("ch1", "x"), 1); /* a only: n* does not match */

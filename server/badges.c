@@ -1,0 +1,472 @@
+/*
+ * badges.c - see badges.h.
+ *
+ * The turn's dirty set is an array of entries (one per user or global
+ * object) indexed by a small open-addressing table, both emptied by each
+ * flush: a turn touches few entries, and an entry holds what its message
+ * needs (the families whose part changed, the keys written), never the
+ * figures themselves, which the flush reads once, after the whole turn.
+ */
+#include "badges.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "persist.h"
+#include "server.h"
+
+enum probe_kind {
+    NP_NONE = 0,
+    NP_USER,   /* a user command of family fam */
+    NP_ALL,    /* a user command of every family (USER.DEL, USER.EXPIRE) */
+    NP_GLOBAL, /* a global write of family fam on object id */
+    NP_FLUSH   /* FLUSHALL: every exactly subscribed user and object */
+};
+
+/* Entry kinds: KIND_BADGE for badge:<id>, KIND_FAM + f for "<f>:<id>". */
+#define KIND_BADGE 0
+#define KIND_FAM 1
+
+struct badges_entry {
+    uint64_t id;
+    uint8_t kind;
+    uint8_t nkeys;
+    uint16_t fams; /* badge: bit f, family f's part or key changed */
+    uint8_t key_fam[BADGES_KEYS];
+    uint64_t keys[BADGES_KEYS];
+};
+
+/* FLUSHALL's view of one subscribed user (parts) or object (v[0]). */
+struct badges_snap {
+    uint8_t kind;
+    uint64_t id;
+    uint64_t v[FAM_COUNT];
+};
+
+typedef bool (*key_fn)(const struct server *srv, const struct ur_op *op,
+                       uint32_t argc, const struct ur_arg *argv, uint64_t *key);
+typedef uint64_t (*value_fn)(const struct server *srv, bool head, uint64_t uid,
+                             uint64_t key);
+
+static const key_fn key_fns[FAM_COUNT] = {
+#define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
+    [FAM_##ID] = cmd_##f##_badge_key,
+#include "families.def"
+#undef FAMILY
+};
+
+static const value_fn value_fns[FAM_COUNT] = {
+#define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
+    [FAM_##ID] = cmd_##f##_badge_value,
+#include "families.def"
+#undef FAMILY
+};
+
+int badges_setup(struct server *srv)
+{
+    struct badges *n = &srv->badges;
+    int i = pubsub_prefix(&srv->pubsub, "badge:");
+
+    memset(n, 0, sizeof(*n));
+    if (i < 0)
+        return -1;
+    n->badge = (unsigned)i;
+    for (unsigned f = 0; f < FAM_COUNT; f++) {
+        char name[PUBSUB_PREFIX_MAX + 1];
+
+        snprintf(name, sizeof(name), "%s:", db_families[f].name);
+        i = pubsub_prefix(&srv->pubsub, name);
+        if (i < 0)
+            return -1;
+        n->fam[f] = (unsigned)i;
+    }
+    n->ready = true;
+    return 0;
+}
+
+void badges_teardown(struct server *srv)
+{
+    struct badges *n = &srv->badges;
+
+    free(n->e);
+    free(n->index);
+    free(n->snap);
+    memset(n, 0, sizeof(*n));
+}
+
+bool badges_arg_u64(const struct ur_arg *a, uint64_t *out)
+{
+    if (a->kind == UR_ARG_INT) {
+        *out = a->num;
+        return true;
+    }
+    return ur_parse_uint(a->str, a->len, UR_INT_MAX, out) == UR_NUM_OK;
+}
+
+bool badges_arg_ctype(const struct server *srv, const struct ur_arg *a,
+                      uint64_t *out)
+{
+    int t;
+
+    if (badges_arg_u64(a, out))
+        return *out < 64;
+    if (a->kind != UR_ARG_STR)
+        return false;
+    t = config_type_by_name(&srv->cfg, a->str, a->len);
+    if (t < 0)
+        return false;
+    *out = (uint64_t)t;
+    return true;
+}
+
+/* ---- the dirty set ---------------------------------------------------- */
+
+static uint32_t slot_of(const struct badges *n, uint8_t kind, uint64_t id)
+{
+    uint64_t h = (id ^ ((uint64_t)kind << 56)) * 0x9E3779B97F4A7C15ull;
+
+    return (uint32_t)(h >> 32) & n->index_mask;
+}
+
+/* Rebuilds the index for twice the entries' room. 0 or -1. */
+static int index_grow(struct badges *n, uint32_t cap)
+{
+    uint32_t slots = 16;
+    uint32_t *idx;
+
+    while (slots < 2 * cap)
+        slots *= 2;
+    idx = calloc(slots, sizeof(*idx));
+    if (idx == NULL)
+        return -1;
+    free(n->index);
+    n->index = idx;
+    n->index_mask = slots - 1;
+    for (uint32_t i = 0; i < n->n; i++) {
+        uint32_t s = slot_of(n, n->e[i].kind, n->e[i].id);
+
+        while (idx[s] != 0)
+            s = (s + 1) & n->index_mask;
+        idx[s] = i + 1;
+    }
+    return 0;
+}
+
+/* The entry of (kind, id), added when new; NULL when out of memory (the
+ * notification is lost, the write is not). */
+static struct badges_entry *mark(struct server *srv, uint8_t kind, uint64_t id)
+{
+    struct badges *n = &srv->badges;
+    struct badges_entry *e;
+    uint32_t s;
+
+    if (n->index != NULL) {
+        for (s = slot_of(n, kind, id); n->index[s] != 0;
+             s = (s + 1) & n->index_mask) {
+            e = &n->e[n->index[s] - 1];
+            if (e->kind == kind && e->id == id)
+                return e;
+        }
+    }
+    if (n->n == n->cap) {
+        uint32_t cap = n->cap ? n->cap * 2 : 64;
+        struct badges_entry *ne = realloc(n->e, cap * sizeof(*ne));
+
+        if (ne == NULL)
+            return NULL;
+        n->e = ne;
+        n->cap = cap;
+        if (index_grow(n, cap) != 0)
+            return NULL;
+    }
+    for (s = slot_of(n, kind, id); n->index[s] != 0;
+         s = (s + 1) & n->index_mask)
+        ;
+    e = &n->e[n->n];
+    memset(e, 0, sizeof(*e));
+    e->kind = kind;
+    e->id = id;
+    n->index[s] = ++n->n;
+    if (n->n == 1 && srv->on_badges != NULL)
+        srv->on_badges(srv); /* a write outside a client's turn: the sweep */
+    return e;
+}
+
+static void add_key(struct badges_entry *e, unsigned fam, uint64_t key)
+{
+    for (unsigned i = 0; i < e->nkeys; i++)
+        if (e->key_fam[i] == fam && e->keys[i] == key)
+            return;
+    if (e->nkeys == BADGES_KEYS)
+        return;
+    e->key_fam[e->nkeys] = (uint8_t)fam;
+    e->keys[e->nkeys++] = key;
+}
+
+/* ---- probes ------------------------------------------------------------ */
+
+static void parts(const struct server *srv, uint64_t uid,
+                  uint64_t part[FAM_COUNT])
+{
+    for (unsigned f = 0; f < FAM_COUNT; f++) {
+        part[f] = 0;
+        badge_part(srv, f, uid, &part[f]);
+    }
+}
+
+struct snap_walk {
+    struct server *srv;
+    uint8_t kind;
+    bool ok;
+};
+
+static void snap_visit(uint64_t id, void *ctx)
+{
+    struct snap_walk *w = ctx;
+    struct badges *n = &w->srv->badges;
+    struct badges_snap *s;
+
+    if (!w->ok)
+        return;
+    if ((n->nsnap & (n->nsnap - 1)) == 0) { /* 0, 1, 2, 4, ...: grow */
+        size_t cap = n->nsnap ? (size_t)n->nsnap * 2 : 1;
+        struct badges_snap *ns = realloc(n->snap, cap * sizeof(*ns));
+
+        if (ns == NULL) {
+            w->ok = false;
+            return;
+        }
+        n->snap = ns;
+    }
+    s = &n->snap[n->nsnap++];
+    s->kind = w->kind;
+    s->id = id;
+    if (w->kind == KIND_BADGE)
+        parts(w->srv, id, s->v);
+    else
+        s->v[0] = value_fns[w->kind - KIND_FAM](w->srv, true, 0, id);
+}
+
+/* FLUSHALL: what every exact subscriber sees now (patterns are not
+ * walked: "every user" is not a set FLUSHALL can afford to read). */
+static bool snapshot(struct server *srv)
+{
+    struct badges *n = &srv->badges;
+    struct snap_walk w = {srv, KIND_BADGE, true};
+
+    n->nsnap = 0;
+    pubsub_prefix_scan(&srv->pubsub, n->badge, snap_visit, &w);
+    for (unsigned f = 0; f < FAM_COUNT; f++) {
+        w.kind = (uint8_t)(KIND_FAM + f);
+        pubsub_prefix_scan(&srv->pubsub, n->fam[f], snap_visit, &w);
+    }
+    return w.ok;
+}
+
+void badges_before(struct server *srv, const struct ur_op *op, uint32_t argc,
+                   const struct ur_arg *argv, struct badges_probe *p)
+{
+    const struct badges *n = &srv->badges;
+    const struct pubsub *ps = &srv->pubsub;
+    unsigned fam = db_family_of_opcode(op->code);
+
+    p->kind = NP_NONE;
+    if (!n->ready)
+        return;
+    if (op->code == UR_OP_FLUSHALL) {
+        if (snapshot(srv))
+            p->kind = NP_FLUSH;
+        return;
+    }
+    if (fam == FAM_COUNT) {
+        /* USER.DEL, USER.EXPIRE: the user in every family. */
+        if ((op->code >> 8) != 0x08 || argc == 0 ||
+            !badges_arg_u64(&argv[0], &p->id) ||
+            !pubsub_watched(ps, n->badge, p->id))
+            return;
+        p->kind = NP_ALL;
+        parts(srv, p->id, p->part);
+        srv->badges.probes++;
+        return;
+    }
+    p->fam = fam;
+    if (op->flags & OPF_USER) {
+        if (argc == 0 || !badges_arg_u64(&argv[0], &p->id) ||
+            !pubsub_watched(ps, n->badge, p->id))
+            return;
+        p->kind = NP_USER;
+        p->part[fam] = 0;
+        badge_part(srv, fam, p->id, &p->part[fam]);
+        p->has_key = key_fns[fam](srv, op, argc, argv, &p->key);
+        if (p->has_key)
+            p->value = value_fns[fam](srv, false, p->id, p->key);
+    } else if (op->flags & OPF_GLOBAL) {
+        if (!key_fns[fam](srv, op, argc, argv, &p->id) ||
+            !pubsub_watched(ps, n->fam[fam], p->id))
+            return;
+        p->kind = NP_GLOBAL;
+        p->value = value_fns[fam](srv, true, 0, p->id);
+    } else {
+        return;
+    }
+    srv->badges.probes++;
+}
+
+static void after_flush(struct server *srv)
+{
+    struct badges *n = &srv->badges;
+
+    for (uint32_t i = 0; i < n->nsnap; i++) {
+        struct badges_snap *s = &n->snap[i];
+        struct badges_entry *e;
+
+        if (s->kind == KIND_BADGE) {
+            uint64_t now[FAM_COUNT];
+            uint16_t fams = 0;
+
+            parts(srv, s->id, now);
+            for (unsigned f = 0; f < FAM_COUNT; f++)
+                if (now[f] != s->v[f])
+                    fams |= (uint16_t)(1u << f);
+            if (fams != 0 && (e = mark(srv, KIND_BADGE, s->id)) != NULL)
+                e->fams |= fams;
+        } else if (value_fns[s->kind - KIND_FAM](srv, true, 0, s->id) !=
+                   s->v[0]) {
+            mark(srv, s->kind, s->id);
+        }
+    }
+    n->nsnap = 0;
+}
+
+void badges_after(struct server *srv, struct badges_probe *p)
+{
+    struct badges_entry *e;
+    uint64_t part, now[FAM_COUNT];
+    uint16_t fams = 0;
+
+    switch (p->kind) {
+    case NP_USER:
+        part = 0;
+        badge_part(srv, p->fam, p->id, &part);
+        if (part == p->part[p->fam] &&
+            (!p->has_key ||
+             value_fns[p->fam](srv, false, p->id, p->key) == p->value))
+            return;
+        e = mark(srv, KIND_BADGE, p->id);
+        if (e == NULL)
+            return;
+        e->fams |= (uint16_t)(1u << p->fam);
+        if (p->has_key)
+            add_key(e, p->fam, p->key);
+        return;
+    case NP_ALL:
+        parts(srv, p->id, now);
+        for (unsigned f = 0; f < FAM_COUNT; f++)
+            if (now[f] != p->part[f])
+                fams |= (uint16_t)(1u << f);
+        if (fams != 0 && (e = mark(srv, KIND_BADGE, p->id)) != NULL)
+            e->fams |= fams;
+        return;
+    case NP_GLOBAL:
+        if (value_fns[p->fam](srv, true, 0, p->id) != p->value)
+            mark(srv, (uint8_t)(KIND_FAM + p->fam), p->id);
+        return;
+    case NP_FLUSH:
+        after_flush(srv);
+        return;
+    default:
+        return;
+    }
+}
+
+/* ---- publishing -------------------------------------------------------- */
+
+/* Appends printf output to buf[*len..cap), never past cap. */
+static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    int k;
+
+    if (*len + 1 >= cap)
+        return;
+    va_start(ap, fmt);
+    k = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        *len += (size_t)k < cap - *len ? (size_t)k : cap - *len - 1;
+}
+
+static void publish_badge(struct server *srv, const struct badges_entry *e)
+{
+    char ch[32], msg[1024];
+    uint64_t part[FAM_COUNT];
+    uint64_t badge = badge_all(srv, e->id, part);
+    size_t len = 0;
+    int cn;
+
+    put(msg, sizeof(msg), &len, "badge %llu", (unsigned long long)badge);
+    for (unsigned f = 0; f < FAM_COUNT; f++) {
+        uint64_t p;
+
+        if ((e->fams >> f & 1) && badge_part(srv, f, e->id, &p))
+            put(msg, sizeof(msg), &len, " %s %llu", db_families[f].name,
+                (unsigned long long)p);
+    }
+    for (unsigned i = 0; i < e->nkeys; i++) {
+        unsigned f = e->key_fam[i];
+
+        put(msg, sizeof(msg), &len, " %s.%llu %llu", db_families[f].name,
+            (unsigned long long)e->keys[i],
+            (unsigned long long)value_fns[f](srv, false, e->id, e->keys[i]));
+    }
+    cn = snprintf(ch, sizeof(ch), "badge:%llu", (unsigned long long)e->id);
+    pubsub_publish(srv, ch, (size_t)cn, msg, len);
+}
+
+static void publish_head(struct server *srv, const struct badges_entry *e)
+{
+    unsigned f = e->kind - KIND_FAM;
+    char ch[48], msg[32];
+    int cn, mn;
+
+    cn = snprintf(ch, sizeof(ch), "%s:%llu", db_families[f].name,
+                  (unsigned long long)e->id);
+    mn = snprintf(msg, sizeof(msg), "head %llu",
+                  (unsigned long long)value_fns[f](srv, true, 0, e->id));
+    pubsub_publish(srv, ch, (size_t)cn, msg, (size_t)mn);
+}
+
+bool badges_flush(struct server *srv)
+{
+    struct badges *n = &srv->badges;
+
+    if (n->n == 0)
+        return true;
+    if (srv->persist != NULL &&
+        persist_durable(srv->persist) < persist_appended(srv->persist))
+        return false;
+    for (uint32_t i = 0; i < n->n; i++) {
+        if (n->e[i].kind == KIND_BADGE)
+            publish_badge(srv, &n->e[i]);
+        else
+            publish_head(srv, &n->e[i]);
+        n->messages++;
+    }
+    memset(n->index, 0, ((size_t)n->index_mask + 1) * sizeof(*n->index));
+    n->n = 0;
+    if (n->cap > 4096) { /* a burst: give its memory back */
+        free(n->e);
+        free(n->index);
+        n->e = NULL;
+        n->index = NULL;
+        n->cap = 0;
+        n->index_mask = 0;
+    }
+    return true;
+}

@@ -1,0 +1,361 @@
+"""Badge channels (docs/COMMANDS.md, "Badge channels"; server/badges.h):
+with notify-badges yes, every kind of write of every family publishes the
+user's new badge on badge:<uid>, or a global write its head on
+bc:<ch>, grp:<gid>, dot:<id>, feed:<author>; once per turn (a pipeline,
+a batch frame, a MULTI: one message); never for a write that changed
+nothing; after the writer's reply; from the expiry sweep too.
+
+A write that must publish nothing is followed by a marker write that
+must: the marker is then the next message, so "nothing" is checked
+without waiting for anything."""
+
+from harness import Push, Server, encode_multibulk, info_flat
+
+DAY = 86400
+MARK_UID = 999999  # a user whose CNT writes serve as markers
+
+
+def payload(text):
+    """'badge 3 cnt 3 cnt.0 3' -> [('badge', 3), ('cnt', 3), ...]."""
+    w = text.decode().split()
+    assert len(w) % 2 == 0, text
+    return [(w[i], int(w[i + 1])) for i in range(0, len(w), 2)]
+
+
+class Sub:
+    """A RESP2 subscriber of some channels (and patterns)."""
+
+    def __init__(self, srv, chans=(), pats=()):
+        self.c = srv.resp()
+        n = 0
+        if chans:
+            self.c.send(encode_multibulk("SUBSCRIBE", *chans))
+            n += len(chans)
+        if pats:
+            self.c.send(encode_multibulk("PSUBSCRIBE", *pats))
+            n += len(pats)
+        for _ in range(n):
+            r = self.c.read_reply()
+            assert r[0] in (b"subscribe", b"psubscribe"), r
+
+    def next(self):
+        """(channel, parsed payload) of the next message."""
+        m = self.c.read_reply()
+        assert m[0] in (b"message", b"pmessage"), m
+        return m[-2].decode(), payload(m[-1])
+
+    def close(self):
+        self.c.close()
+
+
+def badge(uid, *pairs):
+    return ("badge:%d" % uid, list(pairs))
+
+
+def expect(sub, *msgs):
+    for want in msgs:
+        got = sub.next()
+        assert got == want, (got, want)
+
+
+def marked(sub, w):
+    """No message came before this point: a marker write now publishes
+    on badge:MARK_UID, which must be the very next message."""
+    r = w.cmd("CNT.INCR", MARK_UID, 0)
+    ch, p = sub.next()
+    assert ch == "badge:%d" % MARK_UID, (ch, p)
+    assert p[-1] == ("cnt.0", r[0]), p
+
+
+def server(**kw):
+    kw.setdefault("notify_badges", "yes")
+    return Server(**kw)
+
+
+def test_cnt_writes():
+    with server() as srv, srv.resp() as w:
+        s = Sub(srv, ["badge:1", "badge:%d" % MARK_UID])
+        assert w.cmd("CNT.INCR", 1, "mention", 3) == [3, 3]
+        expect(s, badge(1, ("badge", 3), ("cnt", 3), ("cnt.0", 3)))
+        assert w.cmd("CNT.INCR", 1, "like") == [1, 4]
+        expect(s, badge(1, ("badge", 4), ("cnt", 4), ("cnt.2", 1)))
+        w.cmd("CNT.DECR", 1, 0, 2)
+        expect(s, badge(1, ("badge", 2), ("cnt", 2), ("cnt.0", 1)))
+        w.cmd("CNT.SET", 1, 4, 10)
+        expect(s, badge(1, ("badge", 12), ("cnt", 12), ("cnt.4", 10)))
+        w.cmd("CNT.CLEAR", 1, 2)
+        expect(s, badge(1, ("badge", 11), ("cnt", 11), ("cnt.2", 0)))
+        w.cmd("CNT.CLEAR", 1)
+        expect(s, badge(1, ("badge", 0), ("cnt", 0)))
+        # Notices: a notice counted twice, an ACK of an unknown one, a
+        # DECR at 0, a CLEAR of nothing, a SET to the same value: nothing.
+        assert w.cmd("CNT.INCR", 1, 1, 1, "ID", 77) == [1, 1]
+        expect(s, badge(1, ("badge", 1), ("cnt", 1), ("cnt.1", 1)))
+        assert w.cmd("CNT.INCR", 1, 1, 1, "ID", 77) == [1, 1]
+        w.cmd("CNT.ACK", 1, 1, 12345)
+        w.cmd("CNT.DECR", 1, 3)
+        w.cmd("CNT.CLEAR", 1, 3)
+        w.cmd("CNT.SET", 1, 0, 0)
+        marked(s, w)
+        w.cmd("CNT.ACK", 1, 1, 77)
+        expect(s, badge(1, ("badge", 0), ("cnt", 0), ("cnt.1", 0)))
+        w.cmd("CNT.ACK", 1, 1, 77)  # read already
+        marked(s, w)
+        # Past the cap, the part stays 100 but the type's count moves.
+        w.cmd("CNT.SET", 1, 0, 150)
+        expect(s, badge(1, ("badge", 100), ("cnt", 100), ("cnt.0", 150)))
+        w.cmd("CNT.INCR", 1, 0)
+        expect(s, badge(1, ("badge", 100), ("cnt", 100), ("cnt.0", 151)))
+        # Another user's writes are not on badge:1.
+        w.cmd("CNT.INCR", 2, 0)
+        marked(s, w)
+
+
+def test_conv_writes():
+    with server() as srv, srv.resp() as w:
+        s = Sub(srv, ["badge:5", "badge:%d" % MARK_UID])
+        w.cmd("CONV.SEQ", 5, 100, 3)
+        expect(s, badge(5, ("badge", 3), ("conv", 3), ("conv.100", 3)))
+        w.cmd("CONV.SEQ", 5, 100, 3)  # idempotent: nothing
+        w.cmd("CONV.SEQ", 5, 100, 2)  # older: nothing
+        w.cmd("CONV.READ", 5, 100, 0)  # stale read: nothing
+        w.cmd("CONV.MUTE", 5, 400, 1)  # an empty conversation: nothing
+        marked(s, w)
+        w.cmd("CONV.INCR", 5, 200, 2)
+        expect(s, badge(5, ("badge", 5), ("conv", 5), ("conv.200", 2)))
+        w.cmd("CONV.MUTE", 5, 200, 1)  # the total drops, the count stays
+        expect(s, badge(5, ("badge", 3), ("conv", 3), ("conv.200", 2)))
+        w.cmd("CONV.READ", 5, 100, 2)
+        expect(s, badge(5, ("badge", 1), ("conv", 1), ("conv.100", 1)))
+        w.cmd("CONV.RECALL", 5, 100, 3)
+        expect(s, badge(5, ("badge", 0), ("conv", 0), ("conv.100", 0)))
+        w.cmd("CONV.RECALL", 5, 100, 3)  # again: nothing
+        marked(s, w)
+        w.cmd("CONV.MARKUNREAD", 5, 100, 2)
+        expect(s, badge(5, ("badge", 1), ("conv", 1), ("conv.100", 1)))
+        w.cmd("CONV.DEL", 5, 200)  # muted: the total stays; its count goes
+        expect(s, badge(5, ("badge", 1), ("conv", 1), ("conv.200", 0)))
+        w.cmd("CONV.SEQ", 5, 300, 4)
+        expect(s, badge(5, ("badge", 5), ("conv", 5), ("conv.300", 4)))
+        w.cmd("CONV.READALL", 5)
+        expect(s, badge(5, ("badge", 0), ("conv", 0)))
+        w.cmd("CONV.READALL", 5)
+        marked(s, w)
+
+
+def test_grp_writes_and_the_group_channel():
+    with server() as srv, srv.resp() as w:
+        s = Sub(srv, ["badge:7", "grp:40", "badge:%d" % MARK_UID])
+        w.cmd("GRP.POST", 40)
+        expect(s, ("grp:40", [("head", 1)]))
+        # Joining at the head changes nothing the user sees.
+        assert w.cmd("GRP.JOIN", 7, 40) == 0
+        marked(s, w)
+        # A post: the group's channel, never a message per member.
+        w.cmd("GRP.POST", 40)
+        expect(s, ("grp:40", [("head", 2)]))
+        marked(s, w)
+        w.cmd("GRP.SEEN", 7, 40)
+        expect(s, badge(7, ("badge", 0), ("grp", 0), ("grp.40", 0)))
+        w.cmd("GRP.SEEN", 7, 40)  # again: nothing
+        marked(s, w)
+        w.cmd("GRP.MARKUNREAD", 7, 40, 1)
+        expect(s, badge(7, ("badge", 2), ("grp", 2), ("grp.40", 2)))
+        w.cmd("GRP.MUTE", 7, 40, 1)
+        expect(s, badge(7, ("badge", 0), ("grp", 0), ("grp.40", 2)))
+        w.cmd("GRP.MUTE", 7, 40, 0)
+        expect(s, badge(7, ("badge", 2), ("grp", 2), ("grp.40", 2)))
+        w.cmd("GRP.SEENALL", 7)
+        expect(s, badge(7, ("badge", 0), ("grp", 0)))
+        w.cmd("GRP.POST", 40)
+        expect(s, ("grp:40", [("head", 3)]))
+        assert w.cmd("GRP.LEAVE", 7, 40) == 1
+        expect(s, badge(7, ("badge", 0), ("grp", 0), ("grp.40", 0)))
+        # A recall moves no head: nothing on grp:40.
+        w.cmd("GRP.RECALL", 40, 3)
+        marked(s, w)
+
+
+def test_bc_dot_feed_writes_and_global_heads():
+    with server() as srv, srv.resp() as w:
+        s = Sub(srv, ["badge:9", "bc:1", "dot:3", "feed:20",
+                      "badge:%d" % MARK_UID])
+        # BC: registering by a read is not a change the user sees.
+        assert w.cmd("BC.UNREAD", 9, 1) == 0
+        marked(s, w)
+        w.cmd("BC.PUBLISH", 1)
+        expect(s, ("bc:1", [("head", 1)]))
+        w.cmd("BC.PUBLISH", 2)  # nobody listens to bc:2
+        marked(s, w)
+        w.cmd("BC.READ", 9, 1)
+        expect(s, badge(9, ("badge", 0), ("bc", 0), ("bc.1", 0)))
+        w.cmd("BC.READ", 9, 1)
+        marked(s, w)
+        # DOT: a push is the dot's channel; a click dismisses it.
+        w.cmd("DOT.PUSH", 3, 1000)
+        expect(s, ("dot:3", [("head", 1000)]))
+        w.cmd("DOT.PUSH", 3, 500)  # older: the push time stays
+        marked(s, w)
+        w.cmd("DOT.CLICK", 9, 3, 2000)
+        expect(s, badge(9, ("badge", 0), ("dot", 0), ("dot.3", 0)))
+        w.cmd("DOT.PUSH", 3, 3000)
+        expect(s, ("dot:3", [("head", 3000)]))
+        w.cmd("DOT.CLICK", 9, 3, 1500)  # stale click: nothing
+        marked(s, w)
+        # FEED: follows start at the current count; posts go to the
+        # author's channel; a reset clears the part.
+        w.cmd("FEED.POST", 20, 2)
+        expect(s, ("feed:20", [("head", 2)]))
+        assert w.cmd("FEED.FOLLOW", 9, 20) == 1
+        marked(s, w)
+        w.cmd("FEED.POST", 20, 3)
+        expect(s, ("feed:20", [("head", 5)]))
+        w.cmd("FEED.UNPOST", 20, 1)
+        expect(s, ("feed:20", [("head", 4)]))
+        w.cmd("FEED.RESET", 9)
+        # The dot pushed again shows (dot part 1), feed had 2.
+        expect(s, badge(9, ("badge", 1), ("feed", 0)))
+        w.cmd("FEED.UNFOLLOW", 9, 20)
+        marked(s, w)
+        # RCPT publishes nothing.
+        w.cmd("RCPT.JOIN", 70, 9)
+        w.cmd("RCPT.SEND", 70, 1, 8)
+        w.cmd("RCPT.READ", 70, 9, 1)
+        marked(s, w)
+
+
+def test_user_del_expiry_and_flushall():
+    with server(enable_debug_command="yes") as srv, srv.resp() as w:
+        s = Sub(srv, ["badge:11", "badge:12", "badge:%d" % MARK_UID])
+        w.cmd("CNT.INCR", 11, 0, 2)
+        expect(s, badge(11, ("badge", 2), ("cnt", 2), ("cnt.0", 2)))
+        w.cmd("GRP.JOIN", 11, 4)
+        w.cmd("GRP.POST", 4)
+        w.cmd("USER.DEL", 11)
+        expect(s, badge(11, ("badge", 0), ("cnt", 0), ("grp", 0)))
+        w.cmd("USER.DEL", 11)  # nothing left: nothing
+        marked(s, w)
+        # The expiry sweep (a timer, no client's turn) publishes too.
+        w.cmd("GRP.JOIN", 12, 4)
+        w.cmd("GRP.POST", 4)
+        w.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
+        expect(s, badge(12, ("badge", 0), ("grp", 0)))
+        # FLUSHALL: every subscribed user whose badge it changed.
+        w.cmd("CNT.INCR", 12, 1)
+        expect(s, badge(12, ("badge", 1), ("cnt", 1), ("cnt.1", 1)))
+        w.cmd("FLUSHALL")
+        got = sorted([s.next(), s.next()])
+        assert got == sorted([badge(12, ("badge", 0), ("cnt", 0)),
+                              badge(MARK_UID, ("badge", 0), ("cnt", 0))]), got
+        w.cmd("FLUSHALL")
+        marked(s, w)
+
+
+def test_a_turn_publishes_once_per_user():
+    with server() as srv, srv.resp() as w:
+        s = Sub(srv, ["badge:21", "badge:22", "bc:5", "badge:%d" % MARK_UID])
+        # One pipeline, sent at once: one turn.
+        w.pipeline([("CNT.INCR", 21, 0)] * 10 + [("CONV.SEQ", 21, 8, 4)] +
+                   [("CNT.INCR", 22, 1)] * 3 + [("BC.PUBLISH", 5)] * 4)
+        got = sorted([s.next() for _ in range(3)])
+        assert got == sorted([
+            badge(21, ("badge", 14), ("cnt", 10), ("conv", 4), ("cnt.0", 10),
+                  ("conv.8", 4)),
+            badge(22, ("badge", 3), ("cnt", 3), ("cnt.1", 3)),
+            ("bc:5", [("head", 4)])]), got
+        marked(s, w)
+        # MULTI/EXEC: once, after the whole transaction.
+        assert w.cmd("MULTI") == "OK"
+        w.cmd("CONV.SEQ", 21, 9, 1)
+        w.cmd("CNT.INCR", 21, "dm")
+        w.cmd("CNT.INCR", 21, "dm")
+        assert len(w.cmd("EXEC")) == 3
+        expect(s, badge(21, ("badge", 17), ("cnt", 12), ("conv", 5),
+                        ("conv.9", 1), ("cnt.3", 2)))
+        marked(s, w)
+        # Writes that cancel out within a turn still make one message
+        # (the figures are read once, at its end).
+        w.pipeline([("CNT.INCR", 22, 1), ("CNT.DECR", 22, 1)])
+        expect(s, badge(22, ("badge", 3), ("cnt", 3), ("cnt.1", 3)))
+        marked(s, w)
+
+
+def test_a_binary_batch_publishes_once_and_binary_subscribers():
+    with server() as srv, srv.bin() as b, srv.bin() as bs, srv.resp() as w:
+        s = Sub(srv, ["badge:31", "badge:%d" % MARK_UID])
+        assert bs.call("SUBSCRIBE", "badge:31") == [[b"subscribe",
+                                                     b"badge:31", 1]]
+        from test_batch import batch
+        r = batch(b, [("CONV.SEQ", 31, 77, 2), ("CNT.INCR", 31, 3),
+                      ("CNT.INCR", 31, 3)])
+        assert r == [[2, 2], [1, 1], [2, 2]]
+        want = badge(31, ("badge", 4), ("cnt", 2), ("conv", 2), ("conv.77", 2),
+                     ("cnt.3", 2))
+        expect(s, want)
+        marked(s, w)
+        p = bs.read_push()
+        assert p[:2] == [b"message", b"badge:31"]
+        assert payload(p[2]) == want[1]
+
+
+def test_patterns_hear_every_user_and_the_setting_is_runtime():
+    with Server() as srv, srv.resp() as w:
+        s = Sub(srv, ["badge:%d" % MARK_UID], pats=["badge:*", "bc:*"])
+        # notify-badges no (the default): nothing is published.
+        w.cmd("CNT.INCR", 41, 0)
+        w.cmd("BC.PUBLISH", 6)
+        w.cmd("PUBLISH", "badge:%d" % MARK_UID, "badge 0")
+        m = s.c.read_reply()
+        assert m[0] == b"message" and m[2] == b"badge 0", m
+        m = s.c.read_reply()  # and the pattern's copy of it
+        assert m[0] == b"pmessage" and m[3] == b"badge 0", m
+        assert w.cmd("CONFIG", "SET", "notify-badges", "yes") == "OK"
+        w.cmd("CNT.INCR", 41, 0)
+        m = s.c.read_reply()
+        assert m[:3] == [b"pmessage", b"badge:*", b"badge:41"], m
+        assert payload(m[3]) == [("badge", 2), ("cnt", 2), ("cnt.0", 2)]
+        w.cmd("BC.PUBLISH", 6)
+        m = s.c.read_reply()
+        assert m[:3] == [b"pmessage", b"bc:*", b"bc:6"], m
+        assert payload(m[3]) == [("head", 2)]
+        info = info_flat(w.cmd("INFO"))
+        assert info["notify_badges"] == "yes"
+        assert int(info["notify_messages"]) == 2
+        assert w.cmd("CONFIG", "SET", "notify-badges", "no") == "OK"
+        w.cmd("CNT.INCR", 41, 0)
+        assert w.cmd("PUBLISH", "x", "y") == 0
+        w.cmd("PUBLISH", "badge:%d" % MARK_UID, "end")
+        assert s.c.read_reply()[-1] == b"end"
+
+
+def test_a_badge_follows_the_writers_reply():
+    """The writer subscribed to its own badge (RESP3): its reply first,
+    then the push; never the other way round."""
+    with server() as srv, srv.resp() as c:
+        assert isinstance(c.cmd("HELLO", 3), dict)
+        c.send(encode_multibulk("SUBSCRIBE", "badge:51"))
+        assert c.read_reply() == Push([b"subscribe", b"badge:51", 1])
+        for i in range(1, 4):
+            assert c.cmd("CNT.INCR", 51, 0) == [i, i]
+            m = c.read_reply()
+            assert isinstance(m, Push) and m[1] == b"badge:51", m
+            assert payload(m[2]) == [("badge", i), ("cnt", i), ("cnt.0", i)]
+        # journal-fsync always: still after the reply (and after the
+        # record is synced).
+    with server(journal_fsync="always") as srv, srv.resp() as w:
+        s = Sub(srv, ["badge:52"])
+        assert w.cmd("CNT.INCR", 52, 1) == [1, 1]
+        expect(s, badge(52, ("badge", 1), ("cnt", 1), ("cnt.1", 1)))
+
+
+def test_unsubscribed_users_cost_no_probe():
+    with server() as srv, srv.resp() as w:
+        s = Sub(srv, ["badge:61"])
+        for u in range(100):
+            w.cmd("CNT.INCR", 1000 + u, 0)
+        w.cmd("BC.PUBLISH", 9)
+        info = info_flat(w.cmd("INFO"))
+        assert info["notify_probes"] == "0"
+        w.cmd("CNT.INCR", 61, 0)
+        expect(s, badge(61, ("badge", 1), ("cnt", 1), ("cnt.0", 1)))
+        assert info_flat(w.cmd("INFO"))["notify_probes"] == "1"
