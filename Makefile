@@ -152,6 +152,11 @@ BENCH_OBJ := $(call obj,$(filter-out bench/unread-bench.c,$(BENCH_SRC)))
 all: $(BUILD)/unread-bench
 $(BUILD)/unread-bench: $(call obj,$(BENCH_SRC)) $(BUILD)/libunread.a
 	$(CC) $(SAN) $(LDFLAGS) -pthread -o $@ $^ $(LIBS)
+# pubsub-bench: subscribers at scale, badge channels and PUBLISH fan-out,
+# over RESP against unreadd or Redis (bench/pubsub.py, `make bench-pubsub`).
+all: $(BUILD)/pubsub-bench
+$(BUILD)/pubsub-bench: $(call obj,bench/pubsub-bench.c bench/bench_hist.c)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^
 $(BUILD)/obj/tests/unit/test_bench.o: ALL_CFLAGS += -Ibench
 $(BUILD)/tests/test_bench: $(BUILD)/obj/tests/unit/test_bench.o $(BENCH_OBJ) \
                            $(BUILD)/libunread.a
@@ -166,7 +171,7 @@ $(BUILD)/client-bench: $(call obj,bench/client_bench.c) $(BUILD)/libunread.a
 
 # BENCH_ARGS: more compare.py options, e.g. "--seconds 10 --reps 5".
 BENCH_ARGS ?=
-.PHONY: bench bench-memory bench-shards
+.PHONY: bench bench-memory bench-shards bench-pubsub
 bench: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 	@sh tools/deps.sh bench
 	@python3 bench/compare.py --build $(BUILD) $(BENCH_ARGS)
@@ -178,6 +183,13 @@ bench-memory: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 SHARDS_ARGS ?=
 bench-shards: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 	@python3 bench/shards.py --build $(BUILD) $(SHARDS_ARGS)
+# Issue 19's goals: notify-badges' cost to writes, badge messages to
+# 10,000 subscribers, PUBLISH fan-out beside Redis (bench/pubsub.py).
+# PUBSUB_ARGS: e.g. "--reps 5 --subscribers 2000".
+bench-pubsub: deps-quiet $(BUILD)/unread-bench $(BUILD)/pubsub-bench \
+              $(BUILD)/unreadd
+	@sh tools/deps.sh bench
+	@python3 bench/pubsub.py --build $(BUILD) $(PUBSUB_ARGS)
 
 # Everything the README's tour uses (unread-cli too), then the server.
 run: deps-quiet $(BUILD)/unreadd $(BUILD)/unread-cli

@@ -493,3 +493,39 @@ def test_compare_prints_the_table_and_the_goals():
         # 2 workloads x 2 depths x 2 pairs x 2 servers, none with errors.
         assert len(runs) == 16, len(runs)
         assert all(r["errors"] == 0 and r["ops"] > 0 for r in runs)
+
+
+PUBSUB_BENCH = os.path.join(BUILD, "pubsub-bench")
+
+
+def test_pubsub_bench_badge_and_fanout():
+    """bench/pubsub-bench.c: its badge mode against notify-badges yes
+    (every write reported by a message: latency samples as many as the
+    writes), its fan-out mode against unreadd and Redis; a server without
+    notify-badges leaves the badge mode with writes and no messages."""
+    def run(port, *args):
+        p = subprocess.run([PUBSUB_BENCH, "--json", "-p", str(port), "-s",
+                            "50", "-c", "2", "-P", "4", "-d", "0.3",
+                            "--warmup", "0.1"] + list(args),
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stdout + p.stderr
+        return json.loads(p.stdout)
+
+    with Server(notify_badges="yes") as srv:
+        r = run(srv.port)
+        assert r["mode"] == "badge" and r["subscribers"] == 50
+        assert r["writes_per_sec"] > 0 and r["messages_per_sec"] > 0
+        assert r["messages_per_sec"] <= r["writes_per_sec"] * 1.2
+        assert r["latency_samples"] > 0
+        f = run(srv.port, "-m", "fanout", "--payload", "100")
+        assert f["publishes_per_sec"] > 0
+        assert f["messages_per_sec"] > 40 * f["publishes_per_sec"]
+    with Server() as srv:
+        r = run(srv.port)
+        assert r["writes_per_sec"] > 0 and r["messages_per_sec"] == 0
+    if shutil.which("redis-server"):
+        with redis_server() as port:
+            f = run(port, "-m", "fanout")
+            assert f["messages_per_sec"] > 0
+    p = subprocess.run([PUBSUB_BENCH, "-m", "nope"], capture_output=True)
+    assert p.returncode == 1

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Issue 19's goals, in one run: `make bench-pubsub`.
+
+    python3 bench/pubsub.py [--build DIR] [--seconds S] [--warmup S]
+                            [--reps N] [--subscribers N] [--keys N]
+                            [--only cost,badge,fanout] [--no-pin]
+                            [--json FILE]
+
+1. cost: what notify-badges costs a write nobody listens to. Three
+   unreadd (persistence off): notify-badges no; yes with no subscriber at
+   all; yes with one subscriber on a badge channel no write touches (so
+   every write pays the one map lookup). unread-bench cnt-incr and
+   conv-seq at pipeline 16, 50 connections, run on each in turn, --reps
+   rounds (A B C A B C ...); the median ratio to "no". Goal: "yes, no
+   subscriber" within 3% of "no".
+2. badge: unreadd with notify-badges yes, --subscribers connections each
+   on its own badge:<uid> (bench/pubsub-bench.c), 4 writers keeping 16
+   CNT.INCR in flight to random users of those. Push messages/s delivered
+   and the latency from a write's reply to the arrival of the badge
+   message that reports it. Goal: >= 100,000 messages/s, p99 <= 5 ms.
+3. fanout: --subscribers connections on one channel, one publisher
+   keeping 16 PUBLISH in flight; unreadd and Redis 7 alternately. Messages
+   delivered per second (every subscriber's), beside Redis's.
+
+Servers run on CPU 0 and the clients on the others when there are two
+cores (as `make bench`); each row gives the client's CPU, so a row the
+client bounded is visible, and the machine's load average before and
+after. Python 3 standard library only; reuses bench/compare.py.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402
+from compare import Failed, Pinning, Server, loadavg, say  # noqa: E402
+from harness import Resp, encode_multibulk  # noqa: E402
+
+COST_WORKLOADS = ["cnt-incr", "conv-seq"]
+COST_GOAL = 0.97       # yes / no, no subscriber
+BADGE_GOAL = 100000    # messages per second
+BADGE_P99_GOAL = 5000  # us
+BASE_ARGS = ["--journal", "no", "--save-seconds", "0", "--maxclients",
+             "30000"]
+
+
+def start(kind, build, pin, extra):
+    """A server with extra arguments (compare.Server reads its globals)."""
+    saved = (compare.UNREADD_ARGS, compare.REDIS_ARGS)
+    compare.UNREADD_ARGS = BASE_ARGS + extra
+    compare.REDIS_ARGS = ["--save", "", "--appendonly", "no",
+                          "--maxclients", "30000"] + extra
+    try:
+        return Server(kind, build, pin)
+    finally:
+        compare.UNREADD_ARGS, compare.REDIS_ARGS = saved
+
+
+def pubsub_bench(opts, pin, srv, mode):
+    argv = pin.client + [
+        os.path.join(opts.build, "pubsub-bench"), "--json", "-m", mode,
+        "-p", str(srv.port), "-s", str(opts.subscribers), "-c", "4",
+        "-P", "16", "-d", str(opts.seconds), "--warmup", str(opts.warmup)]
+    cpu0 = compare.proc_cpu_seconds(srv.pid)
+    t0 = time.monotonic()
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        raise Failed("pubsub-bench %s on %s failed (exit %d):\n%s%s\n%s" % (
+            mode, srv.kind, p.returncode, p.stdout, p.stderr,
+            srv.log_tail()))
+    r = json.loads(p.stdout)
+    # The server's CPU over the whole run (subscribing and warmup too).
+    r["server_cpu_cores"] = (compare.proc_cpu_seconds(srv.pid) - cpu0) / wall
+    r["server"] = srv.kind
+    return r
+
+
+def cost(opts, pin):
+    variants = [("no", ["--notify-badges", "no"]),
+                ("yes", ["--notify-badges", "yes"]),
+                ("yes+sub", ["--notify-badges", "yes"])]
+    servers = [(name, start("unreadd", opts.build, pin, extra))
+               for name, extra in variants]
+    listener = None
+    rows = []
+    try:
+        # One subscriber on a user no write touches: each write then pays
+        # the lookup "is anyone on badge:<uid>?".
+        listener = Resp(servers[2][1].port, 30)
+        listener.send(encode_multibulk("SUBSCRIBE", "badge:%d" % (10 ** 15)))
+        listener.read_reply()
+        for w in COST_WORKLOADS:
+            compare.preload(opts.build, pin, [s for _, s in servers], w,
+                            opts.keys)
+            runs = {name: [] for name, _ in variants}
+            for rep in range(opts.reps):
+                for name, srv in servers:
+                    r = compare.bench(opts.build, pin, srv, w, [
+                        "-c", 50, "-P", 16, "-r", opts.keys, "-d",
+                        opts.seconds, "--warmup", opts.warmup])
+                    runs[name].append(r)
+                    say("  %-8s notify-badges %-7s #%d %9.0f ops/s  p99 %7.1f "
+                        "us  cores: client %.2f server %.2f others %.2f" % (
+                            w, name, rep + 1, r["ops_per_sec"],
+                            r["latency_us"]["p99"], r["client_cpu_cores"],
+                            r["server_cpu_cores"], r["others_cpu_cores"]))
+            no = [r["ops_per_sec"] for r in runs["no"]]
+            row = {"workload": w, "no": statistics.median(no)}
+            for name in ("yes", "yes+sub"):
+                ratios = [a["ops_per_sec"] / b["ops_per_sec"]
+                          for a, b in zip(runs[name], runs["no"])]
+                row[name] = statistics.median(r["ops_per_sec"]
+                                              for r in runs[name])
+                row[name + "_ratio"] = statistics.median(ratios)
+                row[name + "_ratio_range"] = (min(ratios), max(ratios))
+            rows.append(row)
+        for _, srv in servers:
+            if srv.info("stats").get("notify_probes", "0") != "0":
+                raise Failed("a write was probed with nobody listening to "
+                             "its user")
+    finally:
+        if listener is not None:
+            listener.close()
+        for _, srv in servers:
+            srv.stop()
+    return rows
+
+
+def badge(opts, pin):
+    srv = start("unreadd", opts.build, pin, ["--notify-badges", "yes"])
+    try:
+        runs = []
+        for rep in range(opts.reps):
+            r = pubsub_bench(opts, pin, srv, "badge")
+            runs.append(r)
+            say("  badge   %d subscribers #%d %9.0f writes/s %9.0f messages/s"
+                "  p99 %7.1f us  cores: client %.2f server %.2f" % (
+                    r["subscribers"], rep + 1, r["writes_per_sec"],
+                    r["messages_per_sec"], r["latency_us"]["p99"],
+                    r["client_cpu_cores"], r["server_cpu_cores"]))
+        info = srv.info("stats")
+        if info.get("pubsub_dropped", "0") != "0":
+            raise Failed("messages dropped: %s" % info["pubsub_dropped"])
+    finally:
+        srv.stop()
+    return runs
+
+
+def fanout(opts, pin):
+    servers = [start("unreadd", opts.build, pin, []),
+               start("redis", opts.build, pin, [])]
+    runs = []
+    try:
+        for rep in range(opts.reps):
+            for srv in servers:
+                r = pubsub_bench(opts, pin, srv, "fanout")
+                r["rep"] = rep
+                runs.append(r)
+                say("  fanout  %-7s %d subscribers #%d %8.0f publishes/s "
+                    "%10.0f messages/s  p99 %8.1f us  cores: client %.2f "
+                    "server %.2f" % (
+                        srv.kind, r["subscribers"], rep + 1,
+                        r["publishes_per_sec"], r["messages_per_sec"],
+                        r["latency_us"]["p99"], r["client_cpu_cores"],
+                        r["server_cpu_cores"]))
+    finally:
+        for srv in servers:
+            srv.stop()
+    return runs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--warmup", type=float, default=1)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--subscribers", type=int, default=10000)
+    ap.add_argument("--keys", type=int, default=100000)
+    ap.add_argument("--only", default="cost,badge,fanout")
+    ap.add_argument("--no-pin", action="store_true")
+    ap.add_argument("--json")
+    opts = ap.parse_args()
+    parts = opts.only.split(",")
+    pin = Pinning(not opts.no_pin)
+    out = {"machine": compare.machine(), "load_before": loadavg(),
+           "pinning": pin.describe()}
+    say("pubsub bench: %s; load average %s" % (pin.describe(),
+                                                out["load_before"]))
+    try:
+        if "cost" in parts:
+            say("notify-badges' cost to writes nobody listens to (P16):")
+            out["cost"] = cost(opts, pin)
+        if "badge" in parts:
+            say("badge messages, %d subscribers:" % opts.subscribers)
+            out["badge"] = badge(opts, pin)
+        if "fanout" in parts:
+            say("PUBLISH fan-out, %d subscribers on one channel:" %
+                opts.subscribers)
+            out["fanout"] = fanout(opts, pin)
+    except Failed as e:
+        say("FAILED: %s" % e)
+        return 1
+    out["load_after"] = loadavg()
+    say()
+    say("load average before %s, after %s" % (out["load_before"],
+                                              out["load_after"]))
+    for row in out.get("cost", []):
+        ok = row["yes_ratio"] >= COST_GOAL
+        say("%-8s no %9.0f  yes %9.0f (%.3f, %.3f-%.3f)  yes+1 sub %9.0f "
+            "(%.3f)  goal >= %.2f: %s" % (
+                row["workload"], row["no"], row["yes"], row["yes_ratio"],
+                row["yes_ratio_range"][0], row["yes_ratio_range"][1],
+                row["yes+sub"], row["yes+sub_ratio"], COST_GOAL,
+                "met" if ok else "MISSED"))
+    if out.get("badge"):
+        b = out["badge"]
+        mps = statistics.median(r["messages_per_sec"] for r in b)
+        p99 = statistics.median(r["latency_us"]["p99"] for r in b)
+        say("badge    %d subscribers: %.0f messages/s (goal >= %d: %s), "
+            "p99 %.0f us (goal <= %d: %s), client %.2f cores" % (
+                b[0]["subscribers"], mps, BADGE_GOAL,
+                "met" if mps >= BADGE_GOAL else "MISSED", p99,
+                BADGE_P99_GOAL, "met" if p99 <= BADGE_P99_GOAL else "MISSED",
+                statistics.median(r["client_cpu_cores"] for r in b)))
+    if out.get("fanout"):
+        f = out["fanout"]
+        by = {k: [r for r in f if r["server"] == k] for k in
+              ("unreadd", "redis")}
+        u = statistics.median(r["messages_per_sec"] for r in by["unreadd"])
+        r = statistics.median(r["messages_per_sec"] for r in by["redis"])
+        say("fanout   %d subscribers: unreadd %.0f messages/s, Redis %.0f "
+            "(ratio %.2f); p99 unreadd %.0f us, Redis %.0f us" % (
+                f[0]["subscribers"], u, r, u / r if r else 0,
+                statistics.median(x["latency_us"]["p99"]
+                                  for x in by["unreadd"]),
+                statistics.median(x["latency_us"]["p99"]
+                                  for x in by["redis"])))
+    if opts.json:
+        with open(opts.json, "w") as fh:
+            json.dump(out, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
