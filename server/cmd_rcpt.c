@@ -11,6 +11,7 @@
  * is already invisible, so it needs no journal record.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cmds.h"
 #include "badges.h"
@@ -123,34 +124,52 @@ void cmd_RCPT_SEND(struct exec_ctx *x)
     reply_int(x->r, n);
 }
 
+/* msgids a RCPT.READ reads from the stack; more take one allocation. */
+#define READ_STACK 64
+
 void cmd_RCPT_READ(struct exec_ctx *x)
 {
-    uint64_t gid, uid, msgid, h, n = 0;
+    uint64_t gid, uid, h, n = 0, stack[READ_STACK], *ids = stack;
+    uint32_t nids = x->argc - 2;
+    int rc;
 
     if (!gid_uid(x, &gid, &uid))
         return;
+    if (nids > READ_STACK && (ids = malloc(nids * sizeof(*ids))) == NULL) {
+        reply_oom(x);
+        return;
+    }
     /* Validate every msgid before marking any: all or nothing. */
-    for (uint32_t i = 2; i < x->argc; i++)
-        if (!arg_u64(x, i, "msgid", &msgid))
-            return;
+    for (uint32_t i = 0; i < nids; i++)
+        if (!arg_u64(x, i + 2, "msgid", &ids[i]))
+            goto done;
     h = horizon(x);
     retention_step(x, h);
-    for (uint32_t i = 2; i < x->argc; i++) {
-        arg_u64(x, i, "msgid", &msgid);
-        n += rcpt_read(x->srv->db.rcpt, gid, uid, msgid, h);
-    }
-    reply_int(x->r, n);
+    rc = rcpt_mark_read(x->srv->db.rcpt, gid, uid, ids, nids, h, &n);
+    if (rc != RCPT_OK)
+        reply_rcpt_err(x, rc);
+    else
+        reply_int(x->r, n);
+done:
+    if (ids != stack)
+        free(ids);
 }
 
 void cmd_RCPT_READUPTO(struct exec_ctx *x)
 {
-    uint64_t gid, uid, msgid, h;
+    uint64_t gid, uid, msgid, h, n = 0;
+    int rc;
 
     if (!gid_uid(x, &gid, &uid) || !arg_u64(x, 2, "msgid", &msgid))
         return;
     h = horizon(x);
     retention_step(x, h);
-    reply_int(x->r, rcpt_read_upto(x->srv->db.rcpt, gid, uid, msgid, h));
+    rc = rcpt_mark_upto(x->srv->db.rcpt, gid, uid, msgid, h, &n);
+    if (rc != RCPT_OK) {
+        reply_rcpt_err(x, rc);
+        return;
+    }
+    reply_int(x->r, n);
 }
 
 void cmd_RCPT_COUNT(struct exec_ctx *x)

@@ -572,6 +572,22 @@ static void test_rcpt(void)
         add("RCPT.READ 1 %u %u %u %u", u, u, u + 1, u + 2);
     for (unsigned u = 1; u <= 300; u += 9)
         add("RCPT.READUPTO 1 %u 200", u);
+    /* Watermarks: late msgids (below one sent before) that READUPTO reads
+     * one by one; members joining mid-chunk, so that a chunk's bitmaps of
+     * out-of-order reads widen; senders behind their own watermark. */
+    for (unsigned m = 1; m <= 40; m++)
+        add("RCPT.SEND 1 %u %u %llu", 1000 - m, m + 1,
+            (unsigned long long)(t0 + 400 + m));
+    for (unsigned u = 2; u <= 300; u += 37)
+        add("RCPT.READUPTO 1 %u 980", u);
+    for (unsigned m = 0; m < 24; m++) {
+        add("RCPT.JOIN 1 %u", 301 + m);
+        add("RCPT.SEND 1 %u %u %llu", 2000 + m, m + 2,
+            (unsigned long long)(t0 + 500 + m));
+    }
+    for (unsigned m = 0; m < 24; m += 2)
+        add("RCPT.READ 1 7 %u %u", 2000 + m, 2001 + m);
+    add("RCPT.READ 1 320 2023 2022 2021");
     add("RCPT.SEND 2 1 5 %llu", (unsigned long long)t0); /* new group */
     for (unsigned g = 3; g < 40; g++) {
         add("RCPT.JOIN %u 1", g);

@@ -419,6 +419,127 @@ static void test_index_migration(void)
     rcpt_destroy(s);
 }
 
+/*
+ * Watermarks: reads in order cost no bitmap; a read out of order does,
+ * until the reader's watermark passes it; a member who quits having read
+ * everything is parked, one who quits behind keeps its unread messages,
+ * also when retention drops past its quit and it reads up to a message
+ * already gone; a sender behind its own watermark is not counted for its
+ * own message.
+ */
+static void test_watermarks(void)
+{
+    struct rcpt_store *s = rcpt_create();
+    uint64_t h0 = T0 - 7 * DAY_MS;
+    size_t before;
+    uint32_t n = 0;
+
+    for (uint64_t u = 1; u <= 4; u++)
+        join(s, 1, u);
+    for (uint64_t i = 1; i <= 10; i++)
+        CHECK_EQ_U64(rcpt_send(s, 1, i, 1, T0 + i * 1000, h0, &n), RCPT_OK);
+    before = rcpt_bytes(s);
+    /* 2 reads 1..10 in order: no bitmap */
+    for (uint64_t i = 1; i <= 10; i++)
+        CHECK_EQ_U64(rcpt_read(s, 1, 2, i, h0), 1);
+    CHECK_EQ_U64(rcpt_bytes(s), before);
+    CHECK(count_is(s, 1, 10, 1, 2));
+    /* 3 reads 5 and 7 out of order: a bitmap each, gone once it reads
+     * up to 8 (READUPTO counts 1..4, 6 and 8 only) */
+    CHECK_EQ_U64(rcpt_read(s, 1, 3, 5, h0), 1);
+    CHECK_EQ_U64(rcpt_read(s, 1, 3, 7, h0), 1);
+    CHECK(rcpt_bytes(s) > before);
+    CHECK(count_is(s, 1, 5, 2, 1) && count_is(s, 1, 6, 1, 2));
+    CHECK(strcmp(list(s, 1, 7, true, 0, 10), "2 3") == 0);
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 3, 8, h0), 6);
+    CHECK_EQ_U64(rcpt_bytes(s), before);
+    CHECK(count_is(s, 1, 8, 2, 1) && count_is(s, 1, 9, 1, 2));
+    /* 4 quits behind (read nothing), 2 quits having read everything */
+    CHECK(rcpt_quit(s, 1, 4));
+    CHECK(rcpt_quit(s, 1, 2));
+    CHECK_EQ_U64(rcpt_send(s, 1, 11, 3, T0 + 11000, h0, &n), RCPT_OK);
+    CHECK_EQ_U64(n, 1);              /* 1 */
+    CHECK(count_is(s, 1, 10, 1, 2)); /* 4 still owes 1..10 */
+    CHECK(strcmp(list(s, 1, 10, false, 0, 10), "3 4") == 0);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    /* a sender behind its watermark (1 read nothing): not its recipient */
+    CHECK(count_is(s, 1, 11, 0, 1));
+    CHECK_EQ_U64(rcpt_read(s, 1, 1, 11, h0), 1);
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 1, 11, h0), 0); /* its own: none */
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    /* Retention drops 1..11; 4, behind and quit, reads up to 3 (gone):
+     * nothing, and it stays consistent; then it rejoins and receives 12. */
+    CHECK_EQ_U64(rcpt_expire(s, 1, T0 + 20000, 100), 11);
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 4, 3, T0 + 20000), 0);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    CHECK_EQ_U64(join(s, 1, 4), 3);
+    CHECK_EQ_U64(rcpt_send(s, 1, 12, 1, T0 + 30000, T0 + 20000, &n), RCPT_OK);
+    CHECK_EQ_U64(n, 2); /* 3 and 4 */
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 4, 12, T0 + 20000), 1);
+    CHECK(count_is(s, 1, 12, 1, 1));
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    rcpt_destroy(s);
+}
+
+/* A member that quit behind, after retention dropped past its quit and
+ * with expired messages still at the front, reads up to one already gone:
+ * its marks stay consistent (it is done with everything now), and a
+ * rejoin makes it a recipient again. */
+static void test_quit_behind_expired(void)
+{
+    struct rcpt_store *s = rcpt_create();
+    uint64_t h0 = T0 - 7 * DAY_MS, h1 = T0 + 20000;
+    uint32_t n = 0;
+
+    join(s, 1, 1);
+    join(s, 1, 2);
+    for (uint64_t i = 1; i <= 11; i++) {
+        CHECK_EQ_U64(rcpt_send(s, 1, i, 1, T0 + i * 1000, h0, &n), RCPT_OK);
+        if (i == 5)
+            CHECK(rcpt_quit(s, 1, 2)); /* read nothing: behind */
+    }
+    CHECK(count_is(s, 1, 5, 0, 1) && count_is(s, 1, 6, 0, 0));
+    CHECK_EQ_U64(rcpt_expire(s, 1, T0 + 8500, 100), 8); /* 1..8 */
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 2, 3, h1), 0);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 2, 11, h1), 0);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    CHECK_EQ_U64(join(s, 1, 2), 1);
+    CHECK_EQ_U64(rcpt_send(s, 1, 12, 1, T0 + 30000, h1, &n), RCPT_OK);
+    CHECK_EQ_U64(n, 1);
+    CHECK(count_is(s, 1, 12, 0, 1));
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    rcpt_destroy(s);
+}
+
+/*
+ * READUPTO by msgid when msgids arrive out of order: a message sent after
+ * a larger msgid ("late") is read by a READUPTO covering it, wherever the
+ * watermark stops; RCPT.READ of several msgids counts each once.
+ */
+static void test_late_msgids(void)
+{
+    struct rcpt_store *s = rcpt_create();
+    uint64_t ids[5] = {30, 10, 30, 99, 20}, n = 0;
+
+    join(s, 1, 1);
+    join(s, 1, 2);
+    for (uint64_t m = 10; m <= 50; m += 10)
+        send(s, 1, m, 1);
+    send(s, 1, 25, 1); /* late: below 50 */
+    send(s, 1, 5, 1);  /* late */
+    send(s, 1, 60, 1);
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 2, 27, NO_HORIZON), 4); /* 10 20 25 5 */
+    CHECK(count_is(s, 1, 25, 1, 0) && count_is(s, 1, 5, 1, 0));
+    CHECK(count_is(s, 1, 30, 0, 1) && count_is(s, 1, 60, 0, 1));
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    CHECK_EQ_U64(rcpt_mark_read(s, 1, 2, ids, 5, NO_HORIZON, &n), RCPT_OK);
+    CHECK_EQ_U64(n, 1); /* 30; 10 and 20 read, 99 none */
+    CHECK_EQ_U64(rcpt_read_upto(s, 1, 2, UINT64_MAX, NO_HORIZON), 3);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    rcpt_destroy(s);
+}
+
 /* ---- Randomized run against a model ------------------------------------ */
 
 #define MG 3   /* groups */
@@ -617,6 +738,317 @@ static void test_random_vs_model(void)
     rcpt_destroy(s);
 }
 
+/* ---- Randomized run of watermark shapes against a model ---------------- */
+
+#define WG 3     /* groups */
+#define WU 160   /* uids 0..WU-1 */
+#define WMAP 140 /* member limit (mapids), 3 words */
+#define WM 2400  /* msgids 0..WM-1 */
+
+struct wmsg {
+    bool exists;
+    uint64_t ts_ms;
+    uint32_t nmemb, sender; /* sender mapid or UINT32_MAX */
+    bool rcpt[WMAP], read[WMAP];
+};
+
+struct wgroup {
+    int32_t mapid[WU];  /* uid -> mapid, -1: none (never, or erased) */
+    uint64_t uid[WMAP]; /* mapid -> uid, RCPT_UID_ANON once erased */
+    bool quit[WMAP];
+    uint32_t nmap;
+    uint64_t next_msgid; /* in-order sends take this one */
+    struct wmsg msg[WM];
+};
+
+static bool w_visible(const struct wmsg *m, uint64_t horizon)
+{
+    return m->exists && (m->ts_ms + 999) / 1000 * 1000 >= horizon;
+}
+
+/* A member of g picked at random (or a stranger now and then). */
+static uint64_t w_pick_uid(const struct wgroup *g)
+{
+    if (g->nmap == 0 || t_rng() % 16 == 0)
+        return t_rng() % WU;
+    return g->uid[t_rng() % g->nmap];
+}
+
+static void w_send(struct rcpt_store *s, struct wgroup *g, uint64_t gid,
+                   uint64_t msgid, uint64_t uid, uint64_t now, uint64_t h)
+{
+    struct wmsg *m = &g->msg[msgid];
+    uint32_t n = 0, want = 0;
+    int32_t sm = uid < WU ? g->mapid[uid] : -1;
+    int rc = rcpt_send(s, gid, msgid, uid, now, h, &n);
+
+    if (w_visible(m, h)) {
+        uint32_t cnt = 0;
+
+        for (uint32_t k = 0; k < WMAP; k++)
+            cnt += m->rcpt[k];
+        if ((sm >= 0 && (uint32_t)sm < m->nmemb ? (uint32_t)sm : UINT32_MAX) !=
+            m->sender) {
+            CHECK_EQ_U64(rc, RCPT_EEXIST);
+        } else {
+            CHECK_EQ_U64(rc, RCPT_OK);
+            CHECK_EQ_U64(n, cnt);
+        }
+        return;
+    }
+    memset(m, 0, sizeof(*m));
+    m->exists = true;
+    m->ts_ms = now;
+    m->nmemb = g->nmap;
+    m->sender = sm >= 0 ? (uint32_t)sm : UINT32_MAX;
+    for (uint32_t k = 0; k < g->nmap; k++)
+        if (!g->quit[k] && k != m->sender) {
+            m->rcpt[k] = true;
+            want++;
+        }
+    CHECK_EQ_U64(rc, RCPT_OK);
+    CHECK_EQ_U64(n, want);
+}
+
+/* Marks msgid read by mapid k in the model: 1 if newly. */
+static uint32_t w_mark(struct wgroup *g, uint64_t msgid, int32_t k, uint64_t h)
+{
+    struct wmsg *m = &g->msg[msgid];
+
+    if (k < 0 || !w_visible(m, h) || !m->rcpt[k] || m->read[k])
+        return 0;
+    m->read[k] = true;
+    return 1;
+}
+
+static void w_check_msg(struct rcpt_store *s, const struct wgroup *g,
+                        uint64_t gid, uint64_t msgid, uint64_t h)
+{
+    const struct wmsg *m = &g->msg[msgid];
+    uint32_t r = 0, u = 0, wr = 0, wu = 0, n = 0, k = 0, off, cnt;
+    bool want_read = t_rng() & 1, ok = true;
+    struct uids got = {0, {0}};
+    int rc = rcpt_count(s, gid, msgid, h, &r, &u);
+
+    if (!w_visible(m, h)) {
+        CHECK_EQ_U64(rc, RCPT_ENOMSG);
+        return;
+    }
+    for (uint32_t i = 0; i < WMAP; i++)
+        if (m->rcpt[i])
+            (*(m->read[i] ? &wr : &wu))++;
+    CHECK_EQ_U64(rc, RCPT_OK);
+    CHECK(r == wr && u == wu);
+    off = (uint32_t)(t_rng() % 4 == 0 ? 0 : t_rng() % 50);
+    cnt = (uint32_t)(t_rng() % 4 == 0 ? UINT32_MAX : t_rng() % 40);
+    CHECK_EQ_U64(
+        rcpt_list(s, gid, msgid, h, want_read, off, cnt, collect, &got, &n),
+        RCPT_OK);
+    for (uint32_t mp = 0, seen = 0; mp < g->nmap; mp++) {
+        if (!m->rcpt[mp] || m->read[mp] != want_read || seen++ < off ||
+            k >= cnt)
+            continue;
+        ok = ok && k < got.n && got.v[k] == g->uid[mp];
+        k++;
+    }
+    CHECK(ok && k == n && n == got.n);
+}
+
+static void w_step(struct rcpt_store *s, struct wgroup *model, uint64_t now)
+{
+    uint64_t h = now - AGE_MS;
+    uint32_t gi = (uint32_t)(t_rng() % WG), op = (uint32_t)(t_rng() % 100);
+    static const uint32_t span[WG] = {6, 40, WU};
+    struct wgroup *g = &model[gi];
+    uint64_t gid = 2000 + gi, uid = w_pick_uid(g) % span[gi];
+    int32_t k = g->mapid[uid];
+
+    if (op < 5) { /* join, or rejoin */
+        uint32_t m = 0;
+        int rc = rcpt_join(s, gid, uid, WMAP, &m);
+
+        if (k < 0 && g->nmap >= WMAP) {
+            CHECK_EQ_U64(rc, RCPT_ELIMIT);
+            return;
+        }
+        if (k < 0) {
+            k = g->mapid[uid] = (int32_t)g->nmap;
+            g->uid[g->nmap++] = uid;
+        }
+        g->quit[k] = false;
+        CHECK_EQ_U64(rc, RCPT_OK);
+        CHECK_EQ_U64(m, (uint32_t)k);
+    } else if (op < 8) {
+        bool was = k >= 0 && !g->quit[k];
+
+        if (k >= 0)
+            g->quit[k] = true;
+        CHECK_EQ_U64(rcpt_quit(s, gid, uid), was);
+    } else if (op < 9 && t_rng() % 4 == 0) { /* USER.DEL */
+        size_t n = 0;
+
+        for (uint32_t i = 0; i < WG; i++) {
+            int32_t km = model[i].mapid[uid];
+
+            if (km < 0)
+                continue;
+            model[i].uid[km] = RCPT_UID_ANON;
+            model[i].quit[km] = true;
+            model[i].mapid[uid] = -1;
+            n++;
+        }
+        CHECK_EQ_U64(rcpt_forget_user(s, uid), n);
+    } else if (op < 25) { /* send: mostly the next msgid, some late */
+        uint64_t msgid = g->next_msgid;
+
+        if (t_rng() % 8 == 0 && msgid > 0)
+            msgid = t_rng() % msgid;
+        else if (g->next_msgid + 3 < WM)
+            g->next_msgid += 1 + t_rng() % 3;
+        w_send(s, g, gid, msgid, uid, now, h);
+    } else if (op < 50) { /* the reader's first unread message, in order */
+        uint64_t msgid = 0;
+
+        while (k >= 0 && msgid < WM &&
+               !(w_visible(&g->msg[msgid], h) && g->msg[msgid].rcpt[k] &&
+                 !g->msg[msgid].read[k]))
+            msgid++;
+        if (msgid == WM)
+            msgid = t_rng() % WM;
+        CHECK_EQ_U64(rcpt_read(s, gid, uid, msgid, h), w_mark(g, msgid, k, h));
+    } else if (op < 62) { /* out of order, recent mostly */
+        uint64_t msgid = t_rng() % (g->next_msgid + 1);
+
+        CHECK_EQ_U64(rcpt_read(s, gid, uid, msgid, h), w_mark(g, msgid, k, h));
+    } else if (op < 66) { /* several at once (repeats included) */
+        uint64_t ids[4], n = 0, want = 0;
+
+        for (int i = 0; i < 4; i++) {
+            ids[i] = t_rng() % (g->next_msgid + 1);
+            if (i == 3)
+                ids[i] = ids[0];
+            want += w_mark(g, ids[i], k, h);
+        }
+        CHECK_EQ_U64(rcpt_mark_read(s, gid, uid, ids, 4, h, &n), RCPT_OK);
+        CHECK_EQ_U64(n, want);
+    } else if (op < 76) { /* READUPTO, recent mostly */
+        uint64_t upto = g->next_msgid - t_rng() % 40, want = 0;
+
+        if (t_rng() % 8 == 0)
+            upto = t_rng() % WM;
+        for (uint64_t i = 0; i <= upto && i < WM; i++)
+            want += w_mark(g, i, k, h);
+        CHECK_EQ_U64(rcpt_read_upto(s, gid, uid, upto, h), want);
+    } else if (op < 97) {
+        uint64_t msgid =
+            t_rng() % 2 ? t_rng() % (g->next_msgid + 1) : t_rng() % WM;
+
+        w_check_msg(s, g, gid, msgid, h);
+    } else {
+        rcpt_expire_step(s, h, 1 + t_rng() % 8);
+    }
+}
+
+/* What a walk shows of the read marks: the shapes the store is in. */
+struct shapes {
+    size_t msgs, reads, gaps, parked, open;
+};
+
+static void sh_group(uint64_t gid, uint32_t nmap, void *ctx)
+{
+    (void)gid, (void)nmap, (void)ctx;
+}
+
+static void sh_member(uint64_t uid, bool quit, void *ctx)
+{
+    (void)uid, (void)quit, (void)ctx;
+}
+
+static void sh_epoch(uint32_t nwords, const uint64_t *quit, void *ctx)
+{
+    (void)nwords, (void)quit, (void)ctx;
+}
+
+static void sh_msg(const struct rcpt_msg_info *m, void *ctx)
+{
+    struct shapes *sh = ctx;
+
+    sh->msgs++;
+    sh->reads += m->reads != NULL;
+}
+
+static void sh_marks(uint32_t ngaps, void *ctx)
+{
+    ((struct shapes *)ctx)->gaps += ngaps;
+}
+
+static void sh_mark(uint32_t w, uint32_t qfrom, void *ctx)
+{
+    struct shapes *sh = ctx;
+
+    sh->parked += w == RCPT_PARKED;
+    sh->open += qfrom != RCPT_NOPOS;
+}
+
+static void sh_gap(const struct rcpt_gap *gp, void *ctx)
+{
+    (void)gp, (void)ctx;
+}
+
+static struct shapes shapes_of(const struct rcpt_store *s)
+{
+    static const struct rcpt_walk walk = {sh_group, sh_member, sh_epoch, sh_msg,
+                                          sh_marks, sh_mark,   sh_gap};
+    struct shapes sh = {0, 0, 0, 0, 0};
+    uint64_t cursor = 0;
+
+    do
+        rcpt_scan(s, &cursor, 16, &walk, &sh);
+    while (cursor != 0);
+    return sh;
+}
+
+/* 40k random operations on 3 groups (up to 6, 40 and 140 members of 160
+ * uids) where msgids mostly grow, so that watermarks carry most reads and
+ * out-of-order reads, late msgids, quits, rejoins, erased users and
+ * retention meet them; every answer checked against the model, the store
+ * audited every few steps. */
+static void test_random_watermarks(void)
+{
+    struct rcpt_store *s = rcpt_create();
+    struct wgroup *model = calloc(WG, sizeof(*model));
+    uint64_t now = T0;
+    size_t bad = 0;
+    struct shapes seen = {0, 0, 0, 0, 0};
+
+    for (int gi = 0; gi < WG; gi++)
+        for (int u = 0; u < WU; u++)
+            model[gi].mapid[u] = -1;
+    for (int i = 0; i < 40000; i++) {
+        now += t_rng() % 120;
+        w_step(s, model, now);
+        if (i % 7 == 0)
+            bad += rcpt_audit(s) != 0;
+        if (i % 1000 == 999) {
+            struct shapes sh = shapes_of(s);
+
+            seen.reads += sh.reads > 0;
+            seen.gaps += sh.gaps > 0;
+            seen.parked += sh.parked > 0;
+            seen.open += sh.open > 0;
+            /* watermarks carry most reads: few bitmaps */
+            seen.msgs += sh.reads * 2 < sh.msgs;
+        }
+    }
+    CHECK_EQ_U64(bad, 0);
+    /* every shape met, most of the time */
+    CHECK(seen.reads > 20 && seen.gaps > 20 && seen.parked > 20 &&
+          seen.open > 20 && seen.msgs > 20);
+    CHECK_EQ_U64(rcpt_audit(s), 0);
+    free(model);
+    rcpt_destroy(s);
+}
+
 /* ---- Erasing a user (USER.DEL) ---------------------------------------- */
 
 struct groups_seen {
@@ -639,18 +1071,26 @@ struct copy {
     struct rcpt_store *dst;
     uint64_t gid;
     size_t bad;
+    uint32_t nmap, nmarks, ngaps, want_gaps;
+    uint32_t w[512], qfrom[512];
+    struct rcpt_gap gaps[512];
 };
 
-static void copy_group(uint64_t gid, uint32_t nmap, const uint64_t *uids,
-                       const uint64_t *quit, void *ctx)
+static void copy_group(uint64_t gid, uint32_t nmap, void *ctx)
 {
     struct copy *c = ctx;
 
     c->gid = gid;
-    c->bad += rcpt_restore_group(c->dst, gid) != RCPT_OK;
-    for (uint32_t m = 0; m < nmap; m++)
-        c->bad += rcpt_restore_member(c->dst, gid, uids[m],
-                                      quit[m / 64] >> (m % 64) & 1) != RCPT_OK;
+    c->nmap = nmap;
+    c->nmarks = c->ngaps = 0;
+    c->bad += rcpt_restore_group(c->dst, gid) != RCPT_OK || nmap > 512;
+}
+
+static void copy_member(uint64_t uid, bool quit, void *ctx)
+{
+    struct copy *c = ctx;
+
+    c->bad += rcpt_restore_member(c->dst, c->gid, uid, quit) != RCPT_OK;
 }
 
 static void copy_epoch(uint32_t nwords, const uint64_t *quit, void *ctx)
@@ -667,6 +1107,40 @@ static void copy_msg(const struct rcpt_msg_info *mi, void *ctx)
     c->bad += rcpt_restore_msg(c->dst, c->gid, mi) != RCPT_OK;
 }
 
+/* The marks are set when the last of them (or of the gaps) came. */
+static void copy_done(struct copy *c)
+{
+    if (c->nmarks == c->nmap && c->ngaps == c->want_gaps)
+        c->bad += rcpt_restore_marks(c->dst, c->gid, c->nmap, c->w, c->qfrom,
+                                     c->ngaps, c->gaps) != RCPT_OK;
+}
+
+static void copy_marks(uint32_t ngaps, void *ctx)
+{
+    struct copy *c = ctx;
+
+    c->want_gaps = ngaps;
+    c->bad += ngaps > 512;
+    copy_done(c);
+}
+
+static void copy_mark(uint32_t w, uint32_t qfrom, void *ctx)
+{
+    struct copy *c = ctx;
+
+    c->w[c->nmarks] = w;
+    c->qfrom[c->nmarks++] = qfrom;
+    copy_done(c);
+}
+
+static void copy_gap(const struct rcpt_gap *gp, void *ctx)
+{
+    struct copy *c = ctx;
+
+    c->gaps[c->ngaps++] = *gp;
+    copy_done(c);
+}
+
 /*
  * The erased user's receipts keep counting under an anonymous mapid that
  * no uid maps to, marked quit; the uid joins again as a new member;
@@ -675,13 +1149,16 @@ static void copy_msg(const struct rcpt_msg_info *mi, void *ctx)
  */
 static void test_forget_user(void)
 {
-    static const struct rcpt_walk walk = {copy_group, copy_epoch, copy_msg};
+    static const struct rcpt_walk walk = {copy_group, copy_member, copy_epoch,
+                                          copy_msg,   copy_marks,  copy_mark,
+                                          copy_gap};
+    static struct copy c;
     struct rcpt_store *s = rcpt_create(), *t = rcpt_create();
-    struct copy c = {t, 0, 0};
     struct groups_seen g = {0, 0};
     uint64_t cursor = 0;
     uint32_t m;
 
+    c.dst = t;
     for (uint64_t gid = 1; gid <= 2; gid++) {
         join(s, gid, 10);
         join(s, gid, 20);
@@ -729,7 +1206,11 @@ int main(void)
     T_RUN(test_retention_out_of_order);
     T_RUN(test_sharing_and_collapse);
     T_RUN(test_index_migration);
+    T_RUN(test_watermarks);
+    T_RUN(test_quit_behind_expired);
+    T_RUN(test_late_msgids);
     T_RUN(test_random_vs_model);
+    T_RUN(test_random_watermarks);
     T_RUN(test_forget_user);
     T_END();
 }
