@@ -179,7 +179,7 @@ struct v1 {
     uint32_t qwords;
     uint32_t born;  /* mapids below had joined by the last message */
     uint32_t *from; /* where its run started */
-    uint8_t *reads; /* the message's out-of-order reads */
+    uint8_t *reads; /* the message's out-of-order reads: whole words */
 };
 
 /* The group being loaded, and buffers sized to its mapids (the members
@@ -311,7 +311,8 @@ static int v1_marks(struct load *l)
             l->qfrom[m] = n;
         }
     }
-    qsort(l->gaps, l->ngaps, sizeof(*l->gaps), gap_cmp);
+    if (l->ngaps > 1)
+        qsort(l->gaps, l->ngaps, sizeof(*l->gaps), gap_cmp);
     return set_marks(l);
 }
 
@@ -347,9 +348,8 @@ static int group_buffers(struct load *l)
     if (l->w == NULL || l->qfrom == NULL)
         return snap_fail(l->r, "out of memory");
     if (l->format == 1) {
-        l->v1 = (struct v1){
-            calloc(nw, 8), calloc(nw, 8),           calloc(nw, 8), 0, 0,
-            calloc(n, 4),  calloc(RCPT_BYTES(n), 1)};
+        l->v1 = (struct v1){calloc(nw, 8), calloc(nw, 8), calloc(nw, 8), 0, 0,
+                            calloc(n, 4),  calloc(nw, 8)};
         if (l->v1.caught == NULL || l->v1.run == NULL ||
             l->v1.quitset == NULL || l->v1.from == NULL || l->v1.reads == NULL)
             return snap_fail(l->r, "out of memory");
@@ -438,7 +438,7 @@ static int v1_message(struct load *l, struct rcpt_msg_info *mi,
         v->caught[m / 64] |= UINT64_C(1) << (m % 64);
     if (nmemb > v->born)
         v->born = nmemb;
-    memset(v->reads, 0, RCPT_BYTES(nmemb));
+    memset(v->reads, 0, RCPT_WORDS(nmemb) * 8);
     for (uint32_t wd = 0; wd < RCPT_WORDS(nmemb); wd++) {
         uint64_t mask =
             wd == nmemb / 64 ? (UINT64_C(1) << (nmemb % 64)) - 1 : ~UINT64_C(0);

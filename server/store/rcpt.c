@@ -2852,10 +2852,13 @@ int rcpt_restore_marks(struct rcpt_store *s, uint64_t gid, uint32_t nmap,
     (void)nopen;
     /* Sorted by position: the group starts at seq 0, so positions sort as
      * numbers. */
-    qsort(g->P.v, g->P.n, sizeof(*g->P.v), cmp_u32);
+    for (int k = 0; k < 3; k++) {
+        struct rset *t = k == 0 ? &g->P : k == 1 ? &g->N : &g->O;
+
+        if (t->n > 1)
+            qsort(t->v, t->n, sizeof(*t->v), cmp_u32);
+    }
     g->plo = g->P.n > 0 ? g->P.v[0] : PLO_NONE(g);
-    qsort(g->N.v, g->N.n, sizeof(*g->N.v), cmp_u32);
-    qsort(g->O.v, g->O.n, sizeof(*g->O.v), cmp_u32);
     return check_semantics(g) == 0 ? RCPT_OK : 1;
 }
 
