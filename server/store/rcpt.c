@@ -16,9 +16,10 @@
  *            its end, its oldest ts and its dead records;
  *   index    msgid -> seq: open addressing, linear probing, one u32 per
  *            slot (8-bit hash tag, 24-bit seq), load 0.57..0.85. Growing
- *            or shrinking allocates the new table and moves the entries
- *            MIGRATE_STEP records per index change (lookups try both
- *            tables meanwhile), so no call pays for a whole rebuild;
+ *            or shrinking allocates the new table and copies the entries
+ *            MIGRATE_STEP records per index change (lookups try the new
+ *            table, then the old one, which is freed whole once every
+ *            entry is copied), so no call pays for a whole rebuild;
  *   epochs   the quit sets messages were sent under, shared: a new
  *            snapshot is taken by the first send after the quit set
  *            changed, found by binary search on first seqs (as before);
@@ -191,6 +192,8 @@ struct rgroup {
     uint32_t nxb;       /* chunks with a bitmap block */
     uint32_t next_seq;  /* the next record's seq */
     uint32_t ndead;     /* M_DEAD records at or past the front */
+    uint32_t nrec;      /* records not M_DEAD: the ones indexed */
+    bool trim;          /* P, N or the gaps lost entries: group_trim */
     struct ridx old;    /* the table idx replaces, emptied MIGRATE_STEP
                            records at a time */
     struct rstep slast; /* steps[sn - 1], at hand */
@@ -524,11 +527,6 @@ static void tbl_free(struct rcpt_store *s, struct ridx *t)
     *t = (struct ridx){NULL, 0, 0};
 }
 
-static inline uint32_t idx_count(const struct rgroup *g)
-{
-    return g->idx.count + g->old.count;
-}
-
 static bool idx_find(const struct rcpt_store *s, const struct rgroup *g,
                      uint64_t msgid, uint32_t *seq)
 {
@@ -548,27 +546,26 @@ static void idx_insert(const struct rcpt_store *s, struct rgroup *g,
 }
 
 /*
- * Moves up to `budget` records' entries from the table being replaced to
- * the new one, in seq order; frees the old table when it is empty. Bounded
- * work, so that no operation pays for a whole rebuild.
+ * Copies up to `budget` records' entries from the table being replaced to
+ * the new one, in seq order; frees the old table once all are copied.
+ * The old table keeps its copies meanwhile (removing them would rehash
+ * their clusters): a lookup finds a copied entry in the new table first.
+ * Bounded work, so that no operation pays for a whole rebuild.
  */
 static void idx_migrate(struct rcpt_store *s, struct rgroup *g, uint32_t budget)
 {
+    if (g->old.cap == 0)
+        return;
     if ((int32_t)(g->mig_seq - g->front_seq) < 0)
         g->mig_seq = g->front_seq;
-    for (; budget > 0 && g->old.count > 0 && g->mig_seq != g->mig_end;
+    for (; budget > 0 && (int32_t)(g->mig_end - g->mig_seq) > 0;
          budget--, g->mig_seq++) {
         const struct rmsg *m = rec_at(g, g->mig_seq);
-        uint32_t seq, i;
 
-        if ((m->meta & M_DEAD) ||
-            (i = tbl_find(g, &g->old, msg_hash(s, m->msgid), m->msgid, &seq)) ==
-                NONE)
-            continue;
-        tbl_remove(s, g, &g->old, i);
-        idx_insert(s, g, m->msgid, seq);
+        if (!(m->meta & M_DEAD))
+            idx_insert(s, g, m->msgid, g->mig_seq);
     }
-    if (g->old.count == 0)
+    if ((int32_t)(g->mig_end - g->mig_seq) <= 0)
         tbl_free(s, &g->old);
 }
 
@@ -610,11 +607,12 @@ static int idx_reserve(struct rcpt_store *s, struct rgroup *g)
     idx_migrate(s, g, MIGRATE_STEP);
     if ((uint64_t)(g->idx.count + 1) * 20 <= (uint64_t)g->idx.cap * 17)
         return 0;
-    return idx_resize(s, g, idx_cap_for(idx_count(g) + 1));
+    return idx_resize(s, g, idx_cap_for(g->nrec + 1));
 }
 
-/* Unindexes msgid; shrinks the index below load 0.2 (allocation failure
- * keeps the larger one). */
+/* Unindexes msgid (from both tables: a copied entry is in both), g->nrec
+ * already counting it out; shrinks the index below load 0.2 (allocation
+ * failure keeps the larger one). */
 static void idx_remove(struct rcpt_store *s, struct rgroup *g, uint64_t msgid)
 {
     uint64_t h = msg_hash(s, msgid);
@@ -622,10 +620,10 @@ static void idx_remove(struct rcpt_store *s, struct rgroup *g, uint64_t msgid)
 
     if (i != NONE)
         tbl_remove(s, g, &g->idx, i);
-    else if ((i = tbl_find(g, &g->old, h, msgid, &seq)) != NONE)
+    if ((i = tbl_find(g, &g->old, h, msgid, &seq)) != NONE)
         tbl_remove(s, g, &g->old, i);
     idx_migrate(s, g, MIGRATE_STEP);
-    if (idx_count(g) == 0)
+    if (g->nrec == 0)
         idx_resize(s, g, 0);
     else if (g->old.cap == 0 && g->idx.cap > IDX_MIN &&
              g->idx.count * 5 < g->idx.cap)
@@ -778,6 +776,7 @@ static void rs_remove(struct rgroup *g, struct rset *t, uint32_t x)
 
     memmove(t->v + i, t->v + i + 1, (t->n - i - 1) * sizeof(*t->v));
     t->n--;
+    g->trim = true;
     if (t == &g->P)
         g->plo = t->n > 0 ? t->v[0] : PLO_NONE(g);
 }
@@ -847,6 +846,9 @@ static void group_trim(struct rcpt_store *s, struct rgroup *g)
 {
     uint32_t cap = shrunk_cap(g->ngaps, g->gapcap);
 
+    if (!g->trim)
+        return;
+    g->trim = false;
     rs_shrink(s, &g->P);
     rs_shrink(s, &g->N);
     if (cap == g->gapcap)
@@ -970,6 +972,7 @@ static void gap_del(struct rgroup *g, uint32_t i)
 {
     uint32_t m = g->gaps[i].mapid;
 
+    g->trim = true;
     memmove(g->gaps + i, g->gaps + i + 1,
             (g->ngaps - i - 1) * sizeof(*g->gaps));
     g->ngaps--;
@@ -1933,6 +1936,7 @@ static void msg_kill(struct rcpt_store *s, struct rgroup *g, uint32_t seq)
     m->meta |= M_DEAD;
     c->ndead++;
     g->ndead++;
+    g->nrec--;
     idx_remove(s, g, m->msgid);
     s->nmsgs--;
 }
@@ -2065,6 +2069,7 @@ static uint32_t msg_append(struct rcpt_store *s, struct rgroup *g,
     if (rec.ts < g->min_ts)
         g->min_ts = rec.ts;
     idx_insert(s, g, rec.msgid, seq);
+    g->nrec++;
     s->nmsgs++;
     return seq;
 }
@@ -2634,7 +2639,7 @@ static void scan_group(uint64_t gid, uint64_t val, void *arg)
     const struct rgroup *g = (const struct rgroup *)(uintptr_t)val;
     const struct repoch *cur = NULL;
 
-    if (g->nmap == 0 && idx_count(g) == 0)
+    if (g->nmap == 0 && g->nrec == 0)
         return; /* dead records only: nothing to keep */
     c->w->group(gid, g->nmap, c->ctx);
     for (uint32_t m = 0; m < g->nmap; m++)
@@ -3200,8 +3205,9 @@ static void audit_messages(struct audit *a, const struct rgroup *g)
         a->bad += pending_at(g, q) < xb_count(g, q) + sender_done(m) ||
                   unread_of(g, m, q) > rec_nrcpt(g, m, q);
     }
-    a->bad += live != idx_count(g);
-    a->bad += (g->old.cap == 0) != (g->old.count == 0);
+    /* every record once in the new table, some in the old one too */
+    a->bad += live != g->nrec || g->idx.count > live || g->old.count > live ||
+              (g->old.cap == 0 && (g->idx.count != live || g->old.count));
     a->bad += group_live(g) > RCPT_MAX_MESSAGES;
     /* the late list: exactly the live late records, in order */
     a->bad += g->ln - g->lhead != nlate || g->ln > g->lcap;
