@@ -25,7 +25,24 @@
  * Left out on Redis, in its favour: quits (none happen here) and retention
  * (unreadd dates every message for rcpt-max-age-days; Redis would need a
  * TTL per key).
+ *
+ * Two more rows for `make bench-memory` (issue 21's read shapes), their
+ * operation a count as rcpt-count's, their load spread over the group's
+ * keys in key order (keys of a group are loaded in order by one
+ * connection; `-r` a multiple of 1,000 per connection keeps every group
+ * on one):
+ *   rcpt-lag   members 0..189 read with RCPT.READUPTO every 20 messages
+ *              (member j right after message i when (i + j) mod 20 = 19,
+ *              up to it), members 190..199 never read;
+ *   rcpt-half  each message is read by a random half of the members with
+ *              RCPT.READ, in batches: after every 22nd message of the
+ *              group each member reads its share of the last 22 (one
+ *              command, up to 22 msgids).
+ * Redis gets the same end state: per message its hash and the bitmap of
+ * its readers, the sender's bit cleared.
  */
+#include <pthread.h>
+
 #include "bench_workload.h"
 #include "ops.h"
 
@@ -34,6 +51,11 @@
 #define RCPT_WINDOW 50   /* messages this young are not read by everyone */
 #define RCPT_NEW_MSGS (1u << 31) /* rcpt-mix sends msgids above the preload */
 #define RCPT_PAIRS 11            /* uid-mapid pairs per HSET (23 arguments) */
+#define LAG_READERS 190          /* rcpt-lag: members 190..199 never read */
+#define LAG_EVERY 20  /* rcpt-lag: messages between a reader's reads */
+#define HALF_BATCH 22 /* rcpt-half: messages per round of reads */
+#define BITMAP_BYTES (RCPT_MEMBERS / 8)
+#define HALF_PATTERNS 256 /* rcpt-half: reader sets messages draw from */
 #define MAP "rcpt:map:"
 #define MSG "rcpt:msg:"
 #define READ "rcpt:read:"
@@ -278,6 +300,192 @@ static unsigned rcpt_load(const struct bench_ctx *x, uint64_t key,
     return load_redis(key / RCPT_MSGS, out);
 }
 
+/* ---- rcpt-lag and rcpt-half (bench-memory's read shapes) ------------- */
+
+/* Redis bitmaps: bit j is the j-th bit of the string, most significant
+ * bit of each byte first. */
+static void bit_set(uint8_t *b, unsigned j)
+{
+    b[j / 8] |= (uint8_t)(0x80 >> (j % 8));
+}
+
+static bool bit_get(const uint8_t *b, unsigned j)
+{
+    return b[j / 8] & (0x80 >> (j % 8));
+}
+
+/* A string argument of n bytes (any bytes; p lives for the run). */
+static void arg_bytes(struct bench_cmd *c, const uint8_t *p, unsigned n)
+{
+    bench_arg_str(c, "");
+    c->argv[c->argc - 1].str = (const char *)p;
+    c->argv[c->argc - 1].len = n;
+}
+
+/* rcpt-lag: the last message index reader j has read up to (by its last
+ * RCPT.READUPTO after message i, (i + j) mod 20 = 19). */
+static unsigned lag_last(unsigned j)
+{
+    return RCPT_MSGS - 1 -
+           (RCPT_MSGS - 1 + j + LAG_EVERY - (LAG_EVERY - 1)) % LAG_EVERY;
+}
+
+/* Readers of message i at the end: messages older than every reader's
+ * last read share one bitmap, the last LAG_EVERY have one each; and
+ * rcpt-half's reader sets. Built once. */
+static uint8_t lag_all[BITMAP_BYTES], lag_tail[LAG_EVERY][BITMAP_BYTES];
+static uint8_t half_sets[HALF_PATTERNS][BITMAP_BYTES];
+static pthread_once_t shapes_once = PTHREAD_ONCE_INIT;
+
+static void shapes_init(void)
+{
+    uint64_t x = 0x2545f4914f6cdd1dULL;
+
+    for (unsigned j = 0; j < LAG_READERS; j++) {
+        bit_set(lag_all, j);
+        for (unsigned t = 0; t < LAG_EVERY; t++)
+            if (RCPT_MSGS - LAG_EVERY + t <= lag_last(j))
+                bit_set(lag_tail[t], j);
+    }
+    for (unsigned p = 0; p < HALF_PATTERNS; p++)
+        for (unsigned b = 0; b < BITMAP_BYTES; b++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            half_sets[p][b] = (uint8_t)(x >> 24);
+        }
+}
+
+static const uint8_t *lag_readers(unsigned i)
+{
+    pthread_once(&shapes_once, shapes_init);
+    return i < RCPT_MSGS - LAG_EVERY ? lag_all
+                                     : lag_tail[i - (RCPT_MSGS - LAG_EVERY)];
+}
+
+/* rcpt-half: the reader set of message i of group g. */
+static const uint8_t *half_readers(uint64_t g, unsigned i)
+{
+    uint64_t h = (g * RCPT_MSGS + i) * 0x9e3779b97f4a7c15ULL;
+
+    pthread_once(&shapes_once, shapes_init);
+    return half_sets[h >> 56];
+}
+
+/* unreadd: the group's joins before its first message. */
+static unsigned joins(uint64_t g, struct bench_cmd *out)
+{
+    for (unsigned j = 0; j < RCPT_MEMBERS; j++) {
+        bench_cmd_unreadd(&out[j], UR_OP_RCPT_JOIN, BX_INT);
+        bench_arg_int(&out[j], g);
+        bench_arg_int(&out[j], uid_of(g, j));
+    }
+    return RCPT_MEMBERS;
+}
+
+/* Redis: the group's map before its first message. */
+static unsigned map_redis(uint64_t g, struct bench_cmd *out)
+{
+    unsigned n = 0;
+
+    for (unsigned j = 0; j < RCPT_MEMBERS; j++) {
+        if (j % RCPT_PAIRS == 0) {
+            bench_cmd_redis(&out[n++], "HSET", BX_INT);
+            bench_arg_key(&out[n - 1], MAP, g);
+        }
+        bench_arg_int(&out[n - 1], uid_of(g, j));
+        bench_arg_int(&out[n - 1], j);
+    }
+    return n;
+}
+
+/* Redis: message i's hash, the bitmap of its readers, the sender's bit
+ * cleared (not a recipient). */
+static unsigned msg_redis(uint64_t g, unsigned i, const uint8_t *readers,
+                          struct bench_cmd *out)
+{
+    uint64_t msgid = i + 1, sd = sender_of(msgid);
+
+    bench_cmd_redis(&out[0], "HSET", BX_INT);
+    bench_arg_key(&out[0], MSG, g << 32 | msgid);
+    bench_arg_str(&out[0], "u");
+    bench_arg_int(&out[0], uid_of(g, sd));
+    bench_arg_str(&out[0], "s");
+    bench_arg_int(&out[0], sd);
+    bench_arg_str(&out[0], "n");
+    bench_arg_int(&out[0], RCPT_MEMBERS);
+    bench_arg_str(&out[0], "c");
+    bench_arg_int(&out[0], RCPT_MEMBERS - 1);
+    bench_cmd_redis(&out[1], "SET", BX_STATUS);
+    bench_arg_key(&out[1], READ, g << 32 | msgid);
+    arg_bytes(&out[1], readers, BITMAP_BYTES);
+    bench_cmd_redis(&out[2], "SETBIT", BX_INT);
+    bench_arg_key(&out[2], READ, g << 32 | msgid);
+    bench_arg_int(&out[2], sd);
+    bench_arg_int(&out[2], 0);
+    return 3;
+}
+
+/* Key k is message i = k mod 1,000 of group g: its send and the reads
+ * that follow it. */
+static unsigned lag_load(const struct bench_ctx *x, uint64_t key,
+                         struct bench_cmd *out)
+{
+    uint64_t g = key / RCPT_MSGS;
+    unsigned i = (unsigned)(key % RCPT_MSGS), n = 0;
+
+    if (x->dialect != BENCH_UNREADD) {
+        if (i == 0)
+            n = map_redis(g, out);
+        return n + msg_redis(g, i, lag_readers(i), &out[n]);
+    }
+    if (i == 0)
+        n = joins(g, out);
+    send1(x, &out[n++], g, i + 1);
+    for (unsigned j = 0; j < LAG_READERS; j++) {
+        if ((i + j) % LAG_EVERY != LAG_EVERY - 1)
+            continue;
+        bench_cmd_unreadd(&out[n], UR_OP_RCPT_READUPTO, BX_INT);
+        bench_arg_int(&out[n], g);
+        bench_arg_int(&out[n], uid_of(g, j));
+        bench_arg_int(&out[n++], i + 1);
+    }
+    return n;
+}
+
+static unsigned half_load(const struct bench_ctx *x, uint64_t key,
+                          struct bench_cmd *out)
+{
+    uint64_t g = key / RCPT_MSGS;
+    unsigned i = (unsigned)(key % RCPT_MSGS), n = 0, first;
+
+    if (x->dialect != BENCH_UNREADD) {
+        if (i == 0)
+            n = map_redis(g, out);
+        return n + msg_redis(g, i, half_readers(g, i), &out[n]);
+    }
+    if (i == 0)
+        n = joins(g, out);
+    send1(x, &out[n++], g, i + 1);
+    if (i % HALF_BATCH != HALF_BATCH - 1 && i != RCPT_MSGS - 1)
+        return n;
+    first = i - i % HALF_BATCH;
+    for (unsigned j = 0; j < RCPT_MEMBERS; j++) {
+        struct bench_cmd *c = &out[n];
+
+        bench_cmd_unreadd(c, UR_OP_RCPT_READ, BX_INT);
+        bench_arg_int(c, g);
+        bench_arg_int(c, uid_of(g, j));
+        for (unsigned k = first; k <= i; k++)
+            if (bit_get(half_readers(g, k), j))
+                bench_arg_int(c, k + 1);
+        n += c->argc > 2;
+    }
+    return n;
+}
+
+_Static_assert(HALF_BATCH + 2 <= BENCH_MAX_ARGS, "a batch fits a READ");
+_Static_assert(RCPT_MEMBERS + 1 + RCPT_MEMBERS <= BENCH_LOAD_MAX,
+               "a key's load step fits");
+
 const struct bench_workload bench_rcpt_workloads[] = {
     {"rcpt-read", "RCPT.READ gid uid msgid (a random member of 200)",
      "FCALL rcpt_read 3 rcpt:map:<g> rcpt:msg:<m> rcpt:read:<m> uid: HGET "
@@ -292,5 +500,15 @@ const struct bench_workload bench_rcpt_workloads[] = {
      "10% FCALL rcpt_send 3 <keys> sender (HMGET, HLEN, HGET, HSET), 60% "
      "FCALL rcpt_read, 30% FCALL rcpt_count",
      rcpt_library, rcpt_mix, rcpt_load},
+    {"rcpt-lag",
+     "RCPT.COUNT gid msgid; loaded: 190 of 200 members read by "
+     "RCPT.READUPTO every 20 messages, 10 never",
+     "FCALL rcpt_count 3 <keys>; loaded: the same readers' bitmaps",
+     rcpt_library, rcpt_count, lag_load},
+    {"rcpt-half",
+     "RCPT.COUNT gid msgid; loaded: each message read by a random half of "
+     "the 200 members (RCPT.READ)",
+     "FCALL rcpt_count 3 <keys>; loaded: the same readers' bitmaps",
+     rcpt_library, rcpt_count, half_load},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };

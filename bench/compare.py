@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """unreadd and Redis side by side: `make bench` and `make bench-memory`.
 
-    python3 bench/compare.py [--build DIR] [--memory] [--seconds S]
+    python3 bench/compare.py [--build DIR] [--memory] [--memory-keys N]
+                             [--seconds S]
                              [--family-seconds S] [--warmup S] [--reps N]
                              [--keys N]
                              [--workloads a,b] [--retry-budget S] [--no-pin]
@@ -25,7 +26,9 @@ so its ratio is a lower bound.
 Memory (--memory): for every row of MEMORY, fresh servers, the row's load
 step for its keyspace into both (deep-pipelined), then bytes per entry from
 the RSS growth (/proc/<pid>/status VmRSS) and from each server's own
-accounting (unreadd INFO memory <family>_bytes, Redis used_memory growth).
+accounting (unreadd INFO memory <family>_bytes, Redis used_memory growth);
+then the goals as met/missed: issue 21's, of RSS growth per entry
+(MEMORY_RSS_GOAL), and the earlier ones of own accounting.
 
 On a machine with 2+ cores the servers run on CPU 0 and the client on the
 others (taskset), so the client never steals the server's core; the client
@@ -102,10 +105,25 @@ RATE_GOALS = {("badge-many", 16): 1e6}
 # (badge-many: one USER.MBADGE of 100 users against 100 pipelined FCALLs).
 USERS_PER_REPLY = {"badge-many": (100, 1)}
 # Memory goals: unreadd bytes / Redis bytes (issue 3), and unreadd bytes
-# per entry by its own accounting (issue 4).
+# per entry by its own accounting (issue 4), by the MEMORY row's workload.
 MEMORY_RATIO_GOAL = {"cnt": 0.25}
-MEMORY_BYTES_GOAL = {"conv": 32, "grp": 16, "bc": 16, "dot": 16, "feed": 12,
-                     "rcpt": 40}
+MEMORY_BYTES_GOAL = {"conv-seq": 32, "grp-unread": 16, "bc-unread": 16,
+                     "dot-check": 16, "feed-unread": 12, "rcpt-count": 40}
+# Issue 21: unreadd's RSS growth per entry, by the MEMORY row's workload:
+# what the row stands for, and its goal.
+MEMORY_RSS_GOAL = {
+    "cnt-get": ("cnt B/user (2 types)", 20),
+    "conv-seq": ("conv B/(user, conv)", 20),
+    "grp-unread": ("grp B/membership", 10),
+    "bc-unread": ("bc B/subscription, expiry tracking included", 14),
+    "dot-check": ("dot B/click", 12),
+    "feed-unread": ("feed B/follow at 200 follows", 4),
+    "rcpt-count": ("rcpt B/message, 200 members, everyone reads", 32),
+    "rcpt-lag": ("rcpt B/message, 200 members, 10 never read, others "
+                 "READUPTO", 40),
+    "rcpt-half": ("rcpt B/message, 200 members, each message read by a "
+                  "random half (RCPT.READ)", 64),
+}
 NOISE_CORES = 0.25  # others' CPU above this marks a run as noisy
 # Client CPU per client thread above this during the unreadd runs: the
 # client was the bottleneck, and unreadd's figure a lower bound.
@@ -123,10 +141,14 @@ MEMORY = [
     ("grp", "grp-unread", 125000, "membership", 8),
     ("bc", "bc-unread", 1000000, "subscription", 1),
     # A key is one entry: 250,000 users x 4 clicks; 5,000 users x 200
-    # follows; 1,000 groups of 200 members x 1,000 messages (bench_rcpt.c).
+    # follows; 1,000 groups of 200 members x 1,000 messages (bench_rcpt.c),
+    # read by everyone lagging the sends (rcpt-count), by 190 of 200
+    # every 20 messages (rcpt-lag), by a random half each (rcpt-half).
     ("dot", "dot-check", 1000000, "click"),
     ("feed", "feed-unread", 1000000, "follow"),
     ("rcpt", "rcpt-count", 1000000, "message"),
+    ("rcpt", "rcpt-lag", 1000000, "message"),
+    ("rcpt", "rcpt-half", 1000000, "message"),
 ]
 
 # Families whose Redis hashes keep a total beside their parts (the fields
@@ -558,6 +580,20 @@ def print_goals(rows):
 # --------------------------------------------------------------------------
 # Memory.
 
+def memory_rows(opts):
+    """The MEMORY rows to run: those whose load step is among
+    --workloads, with --memory-keys keys each when given (a multiple of
+    8,000 keeps each RCPT group on one of the 8 load connections)."""
+    rows = []
+    for row in MEMORY:
+        if row[1] not in opts.workloads:
+            continue
+        if opts.memory_keys:
+            row = row[:2] + (opts.memory_keys,) + row[3:]
+        rows.append(row)
+    return rows
+
+
 def memory_row(opts, pin, family, workload, keys, unit, types=None):
     servers = [Server("unreadd", opts.build, pin),
                Server("redis", opts.build, pin)]
@@ -626,12 +662,31 @@ def print_memory(rows):
             say("  %-5s RSS ratio %.3f <= %.2f: %s" % (
                 r["family"], ratio, goal,
                 "met" if ratio <= goal else "MISSED"))
-        goal = MEMORY_BYTES_GOAL.get(r["family"])
+        goal = MEMORY_BYTES_GOAL.get(r["workload"])
         if goal is not None:
             say("  %-5s %.1f B per %s <= %d: %s (RSS growth %.1f)" % (
                 r["family"], r["own_unreadd"], r["unit"], goal,
                 "met" if r["own_unreadd"] <= goal else "MISSED",
                 r["rss_unreadd"]))
+    print_rss_goals(rows)
+
+
+def print_rss_goals(rows):
+    """Issue 21's table: each row's RSS growth per entry against its
+    goal, met or missed, with its own accounting beside."""
+    rows = [r for r in rows if r["workload"] in MEMORY_RSS_GOAL]
+    if not rows:
+        return
+    say("")
+    say("Goals (issue 21: RSS growth per entry):")
+    say("| row | load step | RSS growth | goal | | own accounting |")
+    say("|---|---|---:|---:|---|---:|")
+    for r in rows:
+        what, goal = MEMORY_RSS_GOAL[r["workload"]]
+        say("| %s | %s | %.1f | <= %d | %s | %.1f |" % (
+            what, r["workload"], r["rss_unreadd"], goal,
+            "met" if r["rss_unreadd"] <= goal else "MISSED",
+            r["own_unreadd"]))
 
 
 # --------------------------------------------------------------------------
@@ -659,6 +714,10 @@ def main():
                     help="A B pairs per workload and depth (3)")
     ap.add_argument("--keys", type=int, default=1000000,
                     help="preloaded keyspace (1000000)")
+    ap.add_argument("--memory-keys", type=int, default=0,
+                    help="with --memory, keys of every row instead of its "
+                    "own (1000000): smaller runs for tests, figures less "
+                    "exact")
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help="the workloads to run; with --memory, the MEMORY "
                     "rows whose load step is one of them (all)")
@@ -682,8 +741,7 @@ def main():
     out = {"machine": m, "pinning": pin.describe()}
     try:
         if opts.memory:
-            rows = [memory_row(opts, pin, *row) for row in MEMORY
-                    if row[1] in opts.workloads]
+            rows = [memory_row(opts, pin, *row) for row in memory_rows(opts)]
             print_memory(rows)
             out["memory"] = rows
         else:

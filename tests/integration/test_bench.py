@@ -529,3 +529,73 @@ def test_pubsub_bench_badge_and_fanout():
             assert f["messages_per_sec"] > 0
     p = subprocess.run([PUBSUB_BENCH, "-m", "nope"], capture_output=True)
     assert p.returncode == 1
+
+
+def test_bench_rcpt_read_shapes_same_state_as_redis():
+    """bench-memory's RCPT read shapes (bench_rcpt.c: rcpt-lag, rcpt-half)
+    load the same receipts into unreadd and Redis: every message's
+    [read, unread] is the same on both, and unreadd's store passes its
+    audit. rcpt-lag: members 190..199 never read, the others up to a point
+    in the last 20 messages; rcpt-half: a random half reads each."""
+    with redis_server() as port, Server() as srv:
+        if port is None:
+            return
+        for wl in ("rcpt-lag", "rcpt-half"):
+            states = []
+            for target, p in (("binary", srv.port), ("redis", port)):
+                with Resp(p) as c:
+                    c.cmd("FLUSHALL")
+                r, _ = bench(p, "-t", target, "-w", wl, "--load", "-r", 2000,
+                             "-c", 1, "-P", 64)
+                assert r["errors"] == 0, (wl, target, r)
+                with Resp(p) as c:
+                    states.append(rcpt_state(c, target == "redis"))
+            assert states[0] == states[1], wl
+            with srv.resp() as c:
+                assert c.cmd("DEBUG", "AUDIT") == 0
+                if wl == "rcpt-lag":
+                    # message 1 by member 7, a reader: 189 of 199 read it
+                    assert c.cmd("RCPT.COUNT", 0, 1) == [189, 10]
+                    # the newest: read by the readers whose turn it was
+                    assert c.cmd("RCPT.COUNT", 0, 1000)[1] > 10
+                else:
+                    got = [c.cmd("RCPT.COUNT", 0, m) for m in (1, 500, 1000)]
+                    assert all(60 < r < 140 and r + u == 199
+                               for r, u in got), got
+
+
+test_bench_rcpt_read_shapes_same_state_as_redis.timeout = 90
+
+
+def test_compare_memory_prints_issue_21_goals():
+    """bench/compare.py --memory (make bench-memory) end to end on the
+    three RCPT read shapes, 8,000 messages each: both servers loaded, the
+    table, and issue 21's goals printed met or missed per row. No figure
+    is asserted (too few entries to be exact), only that every row ran."""
+    if shutil.which("redis-server") is None:
+        return
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "mem.json")
+        p = subprocess.run(
+            ["python3", os.path.join(REPO, "bench", "compare.py"),
+             "--build", BUILD, "--memory",
+             "--workloads", "rcpt-count,rcpt-lag,rcpt-half",
+             "--memory-keys", "8000", "--no-pin", "--json", out],
+            capture_output=True, text=True, timeout=240)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "Goals (issue 21: RSS growth per entry):" in p.stdout, p.stdout
+        for what in ("everyone reads | rcpt-count", "10 never read, others "
+                     "READUPTO | rcpt-lag", "random half (RCPT.READ) | "
+                     "rcpt-half"):
+            line = [l for l in p.stdout.splitlines() if what in l]
+            assert len(line) == 1, (what, p.stdout)
+            assert "| met |" in line[0] or "| MISSED |" in line[0], line
+        with open(out) as f:
+            rows = json.load(f)["memory"]
+        assert [r["workload"] for r in rows] == ["rcpt-count", "rcpt-lag",
+                                                "rcpt-half"]
+        assert all(r["entries"] == 8000 and r["rss_unreadd"] > 0
+                   for r in rows), rows
+
+
+test_compare_memory_prints_issue_21_goals.timeout = 300
