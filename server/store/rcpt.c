@@ -4,9 +4,11 @@
  * say takes more.
  *
  * Group (struct rgroup):
- *   members  mem[mapid] = {uid, w, qfrom}, a flag byte each, the live quit
- *            set, and a uid -> mapid index (open addressing, one u32 per
- *            slot: 8-bit hash tag, 24-bit mapid, checked against mem[]);
+ *   members  per mapid its uid, watermark and open gap start (three
+ *            dense arrays: a list reads the watermarks alone), a flag
+ *            byte, the live quit set, and a uid -> mapid index (open
+ *            addressing, one u32 per slot: 8-bit hash tag, 24-bit mapid,
+ *            checked against the uids);
  *   records  struct rmsg in send order, numbered by a 32-bit seq
  *            (wrapping), in chunks of CHUNK records (the first chunk of a
  *            small group starts at CHUNK_MIN and doubles); retention drops
@@ -168,12 +170,6 @@ struct rset {
     uint32_t n, cap;
 };
 
-struct rmember {
-    uint64_t uid;   /* RCPT_UID_ANON: erased */
-    uint32_t w;     /* watermark (a parked member's: where it parked) */
-    uint32_t qfrom; /* F_OPEN: the start of its open gap */
-};
-
 struct rgap {
     uint32_t mapid, from, to;
 };
@@ -199,7 +195,10 @@ struct rgroup {
     struct rstep slast; /* steps[sn - 1], at hand */
     uint32_t midx_cap, midx_count;
     uint32_t *midx;      /* uid -> mapid, midx_cap slots */
-    struct rmember *mem; /* mapcap */
+    uint64_t *muid;      /* mapcap: uids (RCPT_UID_ANON: erased) */
+    uint32_t *mw;        /* mapcap: watermarks (a parked member's: where it
+                            parked) */
+    uint32_t *mq;        /* mapcap: F_OPEN: the start of the open gap */
     uint8_t *mflag;      /* mapcap, F_* */
     struct rset P, N, O; /* O.v holds mapcap entries */
     uint64_t *quit;      /* live quit set, words(mapcap) words */
@@ -651,7 +650,7 @@ static uint32_t member(const struct rcpt_store *s, const struct rgroup *g,
          i = tbl_next(g->midx_cap, i)) {
         uint32_t m = g->midx[i] & SEQ_MASK;
 
-        if ((g->midx[i] & ~SEQ_MASK) == tag && g->mem[m].uid == uid)
+        if ((g->midx[i] & ~SEQ_MASK) == tag && g->muid[m] == uid)
             return m;
     }
     return NOMAP;
@@ -682,8 +681,8 @@ static int midx_reserve(struct rcpt_store *s, struct rgroup *g)
     if (slot == NULL)
         return -1;
     for (uint32_t m = 0; m < g->nmap; m++)
-        if (g->mem[m].uid != RCPT_UID_ANON)
-            midx_place(s, slot, cap, g->mem[m].uid, m);
+        if (g->muid[m] != RCPT_UID_ANON)
+            midx_place(s, slot, cap, g->muid[m], m);
     mem_free(&s->mem, g->midx, g->midx_cap * sizeof(*slot));
     g->midx = slot;
     g->midx_cap = cap;
@@ -699,13 +698,12 @@ static void midx_remove(const struct rcpt_store *s, struct rgroup *g,
 
     for (i = tbl_home(cap, h); g->midx[i] != 0; i = tbl_next(cap, i))
         if ((g->midx[i] & ~SEQ_MASK) == tag &&
-            g->mem[g->midx[i] & SEQ_MASK].uid == uid)
+            g->muid[g->midx[i] & SEQ_MASK] == uid)
             break;
     if (g->midx[i] == 0)
         return;
     for (uint32_t j = tbl_next(cap, i); g->midx[j] != 0; j = tbl_next(cap, j)) {
-        uint32_t k =
-            tbl_home(cap, uid_hash(s, g->mem[g->midx[j] & SEQ_MASK].uid));
+        uint32_t k = tbl_home(cap, uid_hash(s, g->muid[g->midx[j] & SEQ_MASK]));
 
         if (i <= j ? (k > i && k <= j) : (k > i || k <= j))
             continue;
@@ -1451,15 +1449,14 @@ static uint32_t upto_pos(const struct rgroup *g, uint64_t upto)
  * it by its watermark. */
 static bool pending(const struct rgroup *g, uint32_t m, uint32_t q)
 {
-    const struct rmember *mb = &g->mem[m];
     uint8_t f;
 
-    if (rel(g, mb->w) > rel(g, q))
+    if (rel(g, g->mw[m]) > rel(g, q))
         return false;
     f = g->mflag[m];
     if (f & F_PARKED)
         return false;
-    if ((f & F_OPEN) && rel(g, q) >= rel(g, mb->qfrom))
+    if ((f & F_OPEN) && rel(g, q) >= rel(g, g->mq[m]))
         return false;
     return !(f & F_GAPS) || !in_gap(g, m, q);
 }
@@ -1498,20 +1495,19 @@ static uint32_t unread_of(const struct rgroup *g, const struct rmsg *r,
 
 static void w_move(struct rgroup *g, uint32_t m, uint32_t to)
 {
-    rs_move(g, &g->P, g->mem[m].w, to);
-    g->mem[m].w = to;
+    rs_move(g, &g->P, g->mw[m], to);
+    g->mw[m] = to;
 }
 
 /* m reached its open gap, or quit having read everything: done for
  * everything until it rejoins. Gaps it still has (behind the front) go. */
 static void park(struct rgroup *g, uint32_t m)
 {
-    struct rmember *mb = &g->mem[m];
     uint32_t lo, hi;
 
-    rs_remove(g, &g->P, mb->w);
+    rs_remove(g, &g->P, g->mw[m]);
     if (g->mflag[m] & F_OPEN)
-        rs_remove(g, &g->O, mb->qfrom);
+        rs_remove(g, &g->O, g->mq[m]);
     gap_run(g, m, &lo, &hi);
     while (hi-- > lo) {
         rs_remove(g, &g->N, g->gaps[hi].from);
@@ -1519,18 +1515,17 @@ static void park(struct rgroup *g, uint32_t m)
         gap_del(g, hi);
     }
     g->mflag[m] = F_PARKED;
-    mb->w = g->next_seq;
+    g->mw[m] = g->next_seq;
 }
 
 /* m's watermark is at the start of its gap i: it moves to the gap's end
  * (whose entry in P becomes the watermark's). */
 static void skip_gap(struct rgroup *g, uint32_t m, uint32_t i)
 {
-    struct rmember *mb = &g->mem[m];
 
-    rs_remove(g, &g->P, mb->w);
+    rs_remove(g, &g->P, g->mw[m]);
     rs_remove(g, &g->N, g->gaps[i].from);
-    mb->w = g->gaps[i].to;
+    g->mw[m] = g->gaps[i].to;
     gap_del(g, i);
 }
 
@@ -1543,37 +1538,36 @@ static void skip_gap(struct rgroup *g, uint32_t m, uint32_t i)
 static void normalize(struct rcpt_store *s, struct rgroup *g, uint32_t m,
                       bool have_h, uint64_t h, unsigned steps)
 {
-    struct rmember *mb = &g->mem[m];
 
     if (g->mflag[m] & F_PARKED)
         return;
-    if ((int32_t)(mb->w - g->front_seq) < 0)
+    if ((int32_t)(g->mw[m] - g->front_seq) < 0)
         w_move(g, m, g->front_seq);
-    while (steps-- > 0 && mb->w != g->next_seq) {
+    while (steps-- > 0 && g->mw[m] != g->next_seq) {
         uint8_t f = g->mflag[m];
         struct rmsg *r;
 
-        if ((f & F_OPEN) && rel(g, mb->w) >= rel(g, mb->qfrom)) {
+        if ((f & F_OPEN) && rel(g, g->mw[m]) >= rel(g, g->mq[m])) {
             park(g, m);
             return;
         }
         if (f & F_GAPS) {
             uint32_t i = gap_lb(g, m);
 
-            if (rel(g, g->gaps[i].from) <= rel(g, mb->w)) {
+            if (rel(g, g->gaps[i].from) <= rel(g, g->mw[m])) {
                 skip_gap(g, m, i);
                 continue;
             }
         }
         /* its own messages, read out of order, gone, expired (an expired
          * record's marks go with it) */
-        r = rec_at(g, mb->w);
-        if (!xb_clear(s, g, mb->w, m) && !(r->meta & M_DEAD) &&
+        r = rec_at(g, g->mw[m]);
+        if (!xb_clear(s, g, g->mw[m], m) && !(r->meta & M_DEAD) &&
             !(have_h && !rec_visible(r, h)) &&
             !(rec_sender(r) == m && (r->meta & M_SLIVE)))
             return;
-        sdone_clear(chunk_of(g, mb->w), r, m);
-        w_move(g, m, mb->w + 1);
+        sdone_clear(chunk_of(g, g->mw[m]), r, m);
+        w_move(g, m, g->mw[m] + 1);
     }
 }
 
@@ -1659,13 +1653,12 @@ static uint32_t own_absorb(struct rgroup *g, uint32_t m, uint32_t a, uint32_t b,
 static uint64_t absorb(struct rcpt_store *s, struct rgroup *g, uint32_t m,
                        uint32_t to, uint64_t h)
 {
-    struct rmember *mb = &g->mem[m];
     uint32_t a, end = to, lo, hi;
     uint64_t n;
 
-    if ((int32_t)(mb->w - g->front_seq) < 0)
+    if ((int32_t)(g->mw[m] - g->front_seq) < 0)
         w_move(g, m, g->front_seq);
-    a = mb->w;
+    a = g->mw[m];
     n = vis_count(g, a, to, h);
     n -= xb_absorb(s, g, m, a, to, h);
     n -= own_absorb(g, m, a, to, h);
@@ -1681,14 +1674,14 @@ static uint64_t absorb(struct rcpt_store *s, struct rgroup *g, uint32_t m,
         } else { /* to falls in it: the watermark goes to its end */
             end = gp.to;
             rs_remove(g, &g->N, gp.from);
-            rs_remove(g, &g->P, mb->w);
-            mb->w = a = gp.to;
+            rs_remove(g, &g->P, g->mw[m]);
+            g->mw[m] = a = gp.to;
         }
         gap_del(g, lo);
         hi--;
     }
-    if ((g->mflag[m] & F_OPEN) && rel(g, mb->qfrom) < rel(g, to)) {
-        n -= vis_count(g, at_front(g, mb->qfrom), to, h);
+    if ((g->mflag[m] & F_OPEN) && rel(g, g->mq[m]) < rel(g, to)) {
+        n -= vis_count(g, at_front(g, g->mq[m]), to, h);
         park(g, m);
         return n;
     }
@@ -1704,39 +1697,49 @@ static int members_reserve(struct rcpt_store *s, struct rgroup *g)
 {
     uint32_t cap = g->mapcap < 8 ? 8 : g->mapcap + g->mapcap / 2;
     uint32_t ow = words_for(g->mapcap), nw;
-    struct rmember *mem;
+    uint64_t *uid, *q;
+    uint32_t *w, *qf, *o;
     uint8_t *fl;
-    uint64_t *q;
-    uint32_t *o;
 
     if (g->nmap < g->mapcap)
         return 0;
     if (cap > RCPT_MAX_MEMBERS)
         cap = RCPT_MAX_MEMBERS;
     nw = words_for(cap);
-    mem = mem_alloc(&s->mem, cap * sizeof(*mem));
+    uid = mem_alloc(&s->mem, cap * sizeof(*uid));
+    w = mem_alloc(&s->mem, cap * sizeof(*w));
+    qf = mem_alloc(&s->mem, cap * sizeof(*qf));
     fl = mem_alloc(&s->mem, cap);
     q = mem_zalloc(&s->mem, nw * sizeof(*q));
     o = mem_alloc(&s->mem, cap * sizeof(*o));
-    if (mem == NULL || fl == NULL || q == NULL || o == NULL) {
-        mem_free(&s->mem, mem, cap * sizeof(*mem));
+    if (uid == NULL || w == NULL || qf == NULL || fl == NULL || q == NULL ||
+        o == NULL) {
+        mem_free(&s->mem, uid, cap * sizeof(*uid));
+        mem_free(&s->mem, w, cap * sizeof(*w));
+        mem_free(&s->mem, qf, cap * sizeof(*qf));
         mem_free(&s->mem, fl, cap);
         mem_free(&s->mem, q, nw * sizeof(*q));
         mem_free(&s->mem, o, cap * sizeof(*o));
         return -1;
     }
     if (g->nmap > 0) {
-        memcpy(mem, g->mem, g->nmap * sizeof(*mem));
+        memcpy(uid, g->muid, g->nmap * sizeof(*uid));
+        memcpy(w, g->mw, g->nmap * sizeof(*w));
+        memcpy(qf, g->mq, g->nmap * sizeof(*qf));
         memcpy(fl, g->mflag, g->nmap);
         memcpy(o, g->O.v, g->O.n * sizeof(*o));
     }
     if (ow > 0)
         memcpy(q, g->quit, ow * sizeof(*q));
-    mem_free(&s->mem, g->mem, g->mapcap * sizeof(*mem));
+    mem_free(&s->mem, g->muid, g->mapcap * sizeof(*uid));
+    mem_free(&s->mem, g->mw, g->mapcap * sizeof(*w));
+    mem_free(&s->mem, g->mq, g->mapcap * sizeof(*qf));
     mem_free(&s->mem, g->mflag, g->mapcap);
     mem_free(&s->mem, g->quit, ow * sizeof(*q));
     mem_free(&s->mem, g->O.v, g->mapcap * sizeof(*o));
-    g->mem = mem;
+    g->muid = uid;
+    g->mw = w;
+    g->mq = qf;
     g->mflag = fl;
     g->quit = q;
     g->O.v = o;
@@ -1761,7 +1764,9 @@ static void member_add(struct rcpt_store *s, struct rgroup *g, uint64_t uid)
 {
     uint32_t m = g->nmap++;
 
-    g->mem[m] = (struct rmember){uid, g->next_seq, 0};
+    g->muid[m] = uid;
+    g->mw[m] = g->next_seq;
+    g->mq[m] = 0;
     g->mflag[m] = 0;
     if (uid != RCPT_UID_ANON) {
         midx_place(s, g->midx, g->midx_cap, uid, m);
@@ -1782,25 +1787,24 @@ static void quit_mark(struct rgroup *g, uint32_t m)
  * the next record on. Never allocates (O has room for every member). */
 static void member_quit(struct rcpt_store *s, struct rgroup *g, uint32_t m)
 {
-    struct rmember *mb = &g->mem[m];
     uint32_t lo, hi;
 
     normalize(s, g, m, false, 0, NORM_STEPS);
-    if (mb->w == g->next_seq) {
+    if (g->mw[m] == g->next_seq) {
         park(g, m);
         return;
     }
     gap_run(g, m, &lo, &hi);
     if (lo < hi && g->gaps[hi - 1].to == g->next_seq) {
         /* its last gap runs up to now: it becomes the open one */
-        mb->qfrom = g->gaps[hi - 1].from;
-        rs_remove(g, &g->N, mb->qfrom);
+        g->mq[m] = g->gaps[hi - 1].from;
+        rs_remove(g, &g->N, g->mq[m]);
         rs_remove(g, &g->P, g->next_seq);
         gap_del(g, hi - 1);
     } else {
-        mb->qfrom = g->next_seq;
+        g->mq[m] = g->next_seq;
     }
-    rs_insert(g, &g->O, mb->qfrom);
+    rs_insert(g, &g->O, g->mq[m]);
     g->mflag[m] |= F_OPEN;
 }
 
@@ -1868,7 +1872,9 @@ static void group_free(struct rcpt_store *s, struct rgroup *g)
     }
     tbl_free(s, &g->idx);
     tbl_free(s, &g->old);
-    mem_free(&s->mem, g->mem, g->mapcap * sizeof(*g->mem));
+    mem_free(&s->mem, g->muid, g->mapcap * sizeof(*g->muid));
+    mem_free(&s->mem, g->mw, g->mapcap * sizeof(*g->mw));
+    mem_free(&s->mem, g->mq, g->mapcap * sizeof(*g->mq));
     mem_free(&s->mem, g->mflag, g->mapcap);
     mem_free(&s->mem, g->quit, words_for(g->mapcap) * sizeof(*g->quit));
     mem_free(&s->mem, g->O.v, g->mapcap * sizeof(*g->O.v));
@@ -1949,10 +1955,10 @@ static void group_clamp(struct rgroup *g)
     struct rset *sets[3] = {&g->P, &g->N, &g->O};
 
     for (uint32_t m = 0; m < g->nmap; m++) {
-        if ((int32_t)(g->mem[m].w - g->front_seq) < 0)
-            g->mem[m].w = g->front_seq;
-        if ((int32_t)(g->mem[m].qfrom - g->front_seq) < 0)
-            g->mem[m].qfrom = g->front_seq;
+        if ((int32_t)(g->mw[m] - g->front_seq) < 0)
+            g->mw[m] = g->front_seq;
+        if ((int32_t)(g->mq[m] - g->front_seq) < 0)
+            g->mq[m] = g->front_seq;
     }
     for (uint32_t i = g->ngaps; i-- > 0;) {
         struct rgap *gp = &g->gaps[i];
@@ -2125,15 +2131,14 @@ void rcpt_destroy(struct rcpt_store *s)
 /* A rejoin of quit member m: it receives what is sent from now on. */
 static void member_rejoin(struct rgroup *g, uint32_t m)
 {
-    struct rmember *mb = &g->mem[m];
-    uint32_t lo, hi, q = mb->qfrom;
+    uint32_t lo, hi, q = g->mq[m];
 
     g->quit[m / 64] &= ~(UINT64_C(1) << (m % 64));
     g->nquit--;
     g->quit_changed = true;
     if (g->mflag[m] & F_PARKED) {
         g->mflag[m] &= (uint8_t)~F_PARKED;
-        mb->w = g->next_seq;
+        g->mw[m] = g->next_seq;
         rs_insert(g, &g->P, g->next_seq);
         return;
     }
@@ -2257,7 +2262,7 @@ int rcpt_send(struct rcpt_store *s, uint64_t gid, uint64_t msgid,
     if (live) {
         /* its own message: done for it, by its watermark if it had read
          * everything, else by the record's mark */
-        if (g->mem[sm].w == seq) {
+        if (g->mw[sm] == seq) {
             w_move(g, sm, seq + 1);
         } else {
             rec_at(g, seq)->meta |= M_SDONE;
@@ -2279,7 +2284,7 @@ static void mark(struct rcpt_store *s, struct rgroup *g, uint32_t m, uint32_t q,
                  uint64_t h)
 {
     normalize(s, g, m, true, h, NORM_STEPS);
-    if (g->mem[m].w == q) {
+    if (g->mw[m] == q) {
         w_move(g, m, q + 1);
         normalize(s, g, m, true, h, NORM_STEPS);
     } else {
@@ -2338,7 +2343,7 @@ int rcpt_mark_read(struct rcpt_store *s, uint64_t gid, uint64_t uid,
      * become one, given back afterwards when unused. */
     for (i = 0; i < n; i++) {
         q = TARGET(i);
-        if (q != NONE && can_mark(g, m, q) && g->mem[m].w != q &&
+        if (q != NONE && can_mark(g, m, q) && g->mw[m] != q &&
             xb_reserve(s, g, q, RCPT_BYTES(step_of(g, q)->nmemb)) != 0)
             break;
     }
@@ -2398,7 +2403,7 @@ int rcpt_mark_upto(struct rcpt_store *s, uint64_t gid, uint64_t uid,
     first = late_lb(g, to);
     for (i = first; i < g->ln; i++)
         if (late_candidate(g, m, g->late[i], upto, horizon_ms) &&
-            g->mem[m].w != g->late[i] &&
+            g->mw[m] != g->late[i] &&
             xb_reserve(s, g, g->late[i],
                        RCPT_BYTES(step_of(g, g->late[i])->nmemb)) != 0)
             break;
@@ -2407,7 +2412,7 @@ int rcpt_mark_upto(struct rcpt_store *s, uint64_t gid, uint64_t uid,
             xb_trim(s, g, g->late[k]);
         return RCPT_ENOMEM;
     }
-    if (rel(g, g->mem[m].w) < rel(g, to))
+    if (rel(g, g->mw[m]) < rel(g, to))
         *newly += absorb(s, g, m, to, horizon_ms);
     for (i = first; i < g->ln && !(g->mflag[m] & F_PARKED); i++)
         if (late_candidate(g, m, g->late[i], upto, horizon_ms)) {
@@ -2449,10 +2454,12 @@ int rcpt_list(const struct rcpt_store *s, uint64_t gid, uint64_t msgid,
               uint32_t count, rcpt_uid_fn fn, void *ctx, uint32_t *n)
 {
     const struct rgroup *g = group_get(s, gid);
-    uint32_t seq, skip = offset, stride = 0, nmemb, sender, rq;
+    uint32_t seq, skip = offset, stride = 0, nmemb, sender;
     const struct rmsg *m = msg_find(s, g, msgid, horizon_ms, &seq);
     const struct repoch *e;
     const uint8_t *x;
+    int32_t rq;
+    bool all = false;
 
     if (m == NULL)
         return RCPT_ENOMSG;
@@ -2460,26 +2467,47 @@ int rcpt_list(const struct rcpt_store *s, uint64_t gid, uint64_t msgid,
     x = g->nxb ? xb_find(g, seq, &stride) : NULL;
     nmemb = step_of(g, seq)->nmemb;
     sender = rec_sender(m);
-    rq = rel(g, seq);
+    rq = (int32_t)rel(g, seq);
+    all = all_past(g, seq); /* every recipient has read it */
     *n = 0;
-    /* A recipient has read it when its watermark is past it (or it is
-     * parked: it quit after reading everything up to its quit, which came
-     * after this message), or it read it out of order. */
-    for (uint32_t k = 0; k < nmemb && *n < count; k++) {
-        bool read;
+    /*
+     * Word by word of 64 mapids: the recipients (below nmemb, not quit at
+     * send, not the sender); of those, who has read it: its watermark is
+     * past it (or it is parked: it quit after reading everything up to its
+     * quit, which came after this message), or it read it out of order.
+     */
+    for (uint32_t w = 0; w < RCPT_WORDS(nmemb) && *n < count; w++) {
+        uint64_t rc = ~UINT64_C(0), rd = 0, want;
+        uint32_t c;
 
-        if (k == sender || epoch_quit(e, k))
-            continue;
-        read = rel(g, g->mem[k].w) > rq || (g->mflag[k] & F_PARKED) ||
-               (x != NULL && k / 8 < stride && byte_test(x, k));
-        if (read != want_read)
-            continue;
-        if (skip > 0) {
-            skip--;
+        if (w == nmemb / 64)
+            rc = (UINT64_C(1) << (nmemb % 64)) - 1;
+        if (e != NULL && w < e->nwords)
+            rc &= ~e->quit[w];
+        if (sender != NOMAP && sender / 64 == w)
+            rc &= ~(UINT64_C(1) << (sender % 64));
+        if (all) {
+            rd = rc;
+        } else {
+            for (uint64_t b = rc; b != 0; b &= b - 1) {
+                uint32_t k = w * 64 + (uint32_t)__builtin_ctzll(b);
+
+                if ((int32_t)(g->mw[k] - g->front_seq) > rq ||
+                    (g->mflag[k] & F_PARKED) ||
+                    (x != NULL && k / 8 < stride && byte_test(x, k)))
+                    rd |= b & -b;
+            }
+        }
+        want = want_read ? rd : rc & ~rd;
+        c = (uint32_t)__builtin_popcountll(want);
+        if (skip >= c) {
+            skip -= c;
             continue;
         }
-        fn(g->mem[k].uid, ctx);
-        (*n)++;
+        for (; skip > 0; skip--)
+            want &= want - 1;
+        for (; want != 0 && *n < count; want &= want - 1, (*n)++)
+            fn(g->muid[w * 64 + (uint32_t)__builtin_ctzll(want)], ctx);
     }
     return RCPT_OK;
 }
@@ -2613,13 +2641,12 @@ static void scan_marks(const struct rgroup *g, const struct scan_ctx *c)
         ngaps += pos_of(&pm, g->gaps[i].from) < pos_of(&pm, g->gaps[i].to);
     c->w->marks(ngaps, c->ctx);
     for (uint32_t m = 0; m < g->nmap; m++) {
-        const struct rmember *mb = &g->mem[m];
 
         if (g->mflag[m] & F_PARKED)
             c->w->mark(RCPT_PARKED, RCPT_NOPOS, c->ctx);
         else
-            c->w->mark(pos_of(&pm, mb->w),
-                       (g->mflag[m] & F_OPEN) ? pos_of(&pm, mb->qfrom)
+            c->w->mark(pos_of(&pm, g->mw[m]),
+                       (g->mflag[m] & F_OPEN) ? pos_of(&pm, g->mq[m])
                                               : RCPT_NOPOS,
                        c->ctx);
     }
@@ -2643,7 +2670,7 @@ static void scan_group(uint64_t gid, uint64_t val, void *arg)
         return; /* dead records only: nothing to keep */
     c->w->group(gid, g->nmap, c->ctx);
     for (uint32_t m = 0; m < g->nmap; m++)
-        c->w->member(g->mem[m].uid, bit_test(g->quit, m), c->ctx);
+        c->w->member(g->muid[m], bit_test(g->quit, m), c->ctx);
     for (uint32_t q = g->front_seq; q != g->next_seq; q++) {
         const struct rmsg *m = rec_at(g, q);
         struct rcpt_msg_info mi = {
@@ -2835,14 +2862,14 @@ int rcpt_restore_marks(struct rcpt_store *s, uint64_t gid, uint32_t nmap,
     for (uint32_t m = 0; m < nmap; m++) {
         g->mflag[m] = 0;
         if (w[m] == RCPT_PARKED) {
-            g->mem[m].w = n;
+            g->mw[m] = n;
             g->mflag[m] = F_PARKED;
             continue;
         }
-        g->mem[m].w = w[m];
+        g->mw[m] = w[m];
         g->P.v[g->P.n++] = w[m];
         if (qfrom[m] != RCPT_NOPOS) {
-            g->mem[m].qfrom = qfrom[m];
+            g->mq[m] = qfrom[m];
             g->mflag[m] |= F_OPEN;
             g->O.v[g->O.n++] = qfrom[m];
         }
@@ -2891,13 +2918,12 @@ static uint32_t join_seq(const struct rgroup *g, uint32_t m)
 static bool pending_in(const struct rgroup *g, uint32_t m, uint32_t a,
                        uint32_t b)
 {
-    const struct rmember *mb = &g->mem[m];
     uint32_t p = rel(g, a), rb = rel(g, b), lo, hi;
 
     if (g->mflag[m] & F_PARKED)
         return false;
-    if (rel(g, mb->w) > p)
-        p = rel(g, mb->w);
+    if (rel(g, g->mw[m]) > p)
+        p = rel(g, g->mw[m]);
     gap_run(g, m, &lo, &hi);
     for (; lo < hi && p < rb; lo++) {
         if (rel(g, g->gaps[lo].to) <= p)
@@ -2908,7 +2934,7 @@ static bool pending_in(const struct rgroup *g, uint32_t m, uint32_t a,
     }
     if (p >= rb)
         return false;
-    return !(g->mflag[m] & F_OPEN) || p < rel(g, mb->qfrom);
+    return !(g->mflag[m] & F_OPEN) || p < rel(g, g->mq[m]);
 }
 
 /*
@@ -2922,7 +2948,7 @@ static size_t check_semantics(const struct rgroup *g)
 
     for (uint32_t m = 0; m < g->nmap; m++)
         bad += !(g->mflag[m] & F_PARKED) &&
-               rel(g, g->mem[m].w) < rel(g, join_seq(g, m));
+               rel(g, g->mw[m]) < rel(g, join_seq(g, m));
     /* quitters, over each quit set's records */
     for (uint32_t i = 0; i < g->epochs.n; i++) {
         const struct repoch *e = pq_at(&g->epochs, i);
@@ -2988,21 +3014,21 @@ static void audit_members(struct audit *a, const struct rgroup *g)
         bool quit = bit_test(g->quit, m);
         uint8_t f = g->mflag[m];
 
-        if (g->mem[m].uid == RCPT_UID_ANON)
+        if (g->muid[m] == RCPT_UID_ANON)
             a->bad += !quit;
         else
-            a->bad += member(a->s, g, g->mem[m].uid) != m;
-        nnamed += g->mem[m].uid != RCPT_UID_ANON;
+            a->bad += member(a->s, g, g->muid[m]) != m;
+        nnamed += g->muid[m] != RCPT_UID_ANON;
         nquit += quit;
         a->bad += (f & F_PARKED) ? !quit || (f & (F_OPEN | F_GAPS))
                   : (f & F_OPEN) ? !quit
                                  : quit;
         if (f & F_PARKED)
             continue;
-        a->bad += rel(g, g->mem[m].w) > rel(g, g->next_seq);
+        a->bad += rel(g, g->mw[m]) > rel(g, g->next_seq);
         if (f & F_OPEN)
-            a->bad += rel(g, g->mem[m].w) > rel(g, g->mem[m].qfrom) ||
-                      rel(g, g->mem[m].qfrom) > rel(g, g->next_seq);
+            a->bad += rel(g, g->mw[m]) > rel(g, g->mq[m]) ||
+                      rel(g, g->mq[m]) > rel(g, g->next_seq);
     }
     for (uint32_t i = 0; i < g->midx_cap; i++)
         nslots += g->midx[i] != 0;
@@ -3017,21 +3043,19 @@ static void audit_gaps(struct audit *a, const struct rgroup *g)
 {
     for (uint32_t i = 0; i < g->ngaps; i++) {
         const struct rgap *gp = &g->gaps[i];
-        const struct rmember *mb;
 
         if (gp->mapid >= g->nmap) {
             a->bad++;
             continue;
         }
-        mb = &g->mem[gp->mapid];
         a->bad +=
             !(g->mflag[gp->mapid] & F_GAPS) || (g->mflag[gp->mapid] & F_PARKED);
         /* (one wholly behind the front waits for group_clamp) */
         a->bad += (rel(g, gp->to) > 0 && rel(g, gp->from) >= rel(g, gp->to)) ||
-                  rel(g, gp->from) < rel(g, mb->w) ||
+                  rel(g, gp->from) < rel(g, g->mw[gp->mapid]) ||
                   rel(g, gp->to) > rel(g, g->next_seq);
         a->bad += (g->mflag[gp->mapid] & F_OPEN) &&
-                  rel(g, gp->to) > rel(g, mb->qfrom);
+                  rel(g, gp->to) > rel(g, g->mq[gp->mapid]);
         a->bad += i > 0 && (g->gaps[i - 1].mapid > gp->mapid ||
                             (g->gaps[i - 1].mapid == gp->mapid &&
                              rel(g, g->gaps[i - 1].to) > rel(g, gp->from)));
@@ -3070,9 +3094,9 @@ static void audit_sets(struct audit *a, const struct rgroup *g)
     for (uint32_t m = 0; m < g->nmap; m++) {
         if (g->mflag[m] & F_PARKED)
             continue;
-        p[np++] = rel(g, g->mem[m].w);
+        p[np++] = rel(g, g->mw[m]);
         if (g->mflag[m] & F_OPEN)
-            o[no++] = rel(g, g->mem[m].qfrom);
+            o[no++] = rel(g, g->mq[m]);
     }
     for (uint32_t i = 0; i < g->ngaps; i++) {
         p[np++] = rel(g, g->gaps[i].to);
@@ -3243,7 +3267,8 @@ static void audit_messages(struct audit *a, const struct rgroup *g)
 static size_t group_bytes(const struct rgroup *g)
 {
     size_t b = sizeof(*g) + (g->idx.cap + g->old.cap) * sizeof(uint32_t) +
-               g->mapcap * (sizeof(*g->mem) + 1 + sizeof(*g->O.v)) +
+               g->mapcap * (sizeof(*g->muid) + sizeof(*g->mw) + sizeof(*g->mq) +
+                            1 + sizeof(*g->O.v)) +
                words_for(g->mapcap) * sizeof(*g->quit) +
                g->midx_cap * sizeof(*g->midx) + cr_size(g->chunks.cap) +
                g->epochs.cap * sizeof(void *) + g->scap * sizeof(*g->steps) +
@@ -3305,7 +3330,7 @@ static void forget_visit(uint64_t gid, uint64_t val, void *ctx)
     if (m == NOMAP)
         return;
     midx_remove(fc->s, g, fc->uid);
-    g->mem[m].uid = RCPT_UID_ANON;
+    g->muid[m] = RCPT_UID_ANON;
     if (!bit_test(g->quit, m)) {
         quit_mark(g, m);
         member_quit(fc->s, g, m);
