@@ -1555,7 +1555,10 @@ static void normalize(struct rcpt_store *s, struct rgroup *g, uint32_t m,
             uint32_t i = gap_lb(g, m);
 
             if (rel(g, g->gaps[i].from) <= rel(g, g->mw[m])) {
+                /* (a gap wholly behind the front ends there too) */
                 skip_gap(g, m, i);
+                if ((int32_t)(g->mw[m] - g->front_seq) < 0)
+                    w_move(g, m, g->front_seq);
                 continue;
             }
         }
