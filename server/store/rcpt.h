@@ -93,10 +93,11 @@ int rcpt_mark_read(struct rcpt_store *s, uint64_t gid, uint64_t uid,
  * Marks read by uid every visible message of gid whose msgid <= upto
  * (RCPT.READUPTO) and sets *newly to how many were newly marked. RCPT_OK,
  * or RCPT_ENOMEM with nothing marked. O(log messages) to place the
- * watermark, plus the work of freeing what it passes (one step per 128
- * messages passed and per out-of-order read or own message freed), plus
- * one step per message sent after it with a smaller msgid than one before
- * it ("late" msgids, which a watermark cannot cover).
+ * watermark, plus the work of freeing what it passes: one step per 128
+ * messages passed, per out-of-order read freed, and per message passed in
+ * a chunk of 128 holding a message whose sender had not read everything;
+ * plus one step per message sent after it with a smaller msgid than one
+ * before it ("late" msgids, which a watermark cannot cover).
  */
 int rcpt_mark_upto(struct rcpt_store *s, uint64_t gid, uint64_t uid,
                    uint64_t upto, uint64_t horizon_ms, uint64_t *newly);
