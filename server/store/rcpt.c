@@ -2286,7 +2286,9 @@ error:
 static void mark(struct rcpt_store *s, struct rgroup *g, uint32_t m, uint32_t q,
                  uint64_t h)
 {
-    normalize(s, g, m, true, h, NORM_STEPS);
+    /* (a watermark NORM_STEPS or more below cannot reach it now) */
+    if (rel(g, q) - rel(g, g->mw[m]) < NORM_STEPS)
+        normalize(s, g, m, true, h, NORM_STEPS);
     if (g->mw[m] == q) {
         w_move(g, m, q + 1);
         normalize(s, g, m, true, h, NORM_STEPS);
@@ -2333,6 +2335,19 @@ int rcpt_mark_read(struct rcpt_store *s, uint64_t gid, uint64_t uid,
     *newly = 0;
     if (g == NULL)
         return RCPT_OK;
+    if (n == 1) { /* RCPT.READ of one msgid, the usual: one pass */
+        q = read_target(s, g, msgids[0], horizon_ms);
+        if (q == NONE || (m = member(s, g, uid)) == NOMAP || !can_mark(g, m, q))
+            return RCPT_OK;
+        if (g->mw[m] != q &&
+            xb_reserve(s, g, q, RCPT_BYTES(step_of(g, q)->nmemb)) != 0)
+            return RCPT_ENOMEM;
+        mark(s, g, m, q, horizon_ms);
+        *newly = 1;
+        xb_trim(s, g, q);
+        group_trim(s, g);
+        return RCPT_OK;
+    }
     /* Messages everyone has read by watermark (most) end it here. */
     for (i = 0; i < n; i++) {
         q = read_target(s, g, msgids[i], horizon_ms);
