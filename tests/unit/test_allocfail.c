@@ -588,6 +588,8 @@ static void test_rcpt(void)
     for (unsigned m = 0; m < 24; m += 2)
         add("RCPT.READ 1 7 %u %u", 2000 + m, 2001 + m);
     add("RCPT.READ 1 320 2023 2022 2021");
+    for (unsigned m = 1; m < 24; m += 2) /* one msgid, out of order */
+        add("RCPT.READ 1 11 %u", 2024 - m);
     add("RCPT.SEND 2 1 5 %llu", (unsigned long long)t0); /* new group */
     for (unsigned g = 3; g < 40; g++) {
         add("RCPT.JOIN %u 1", g);
