@@ -124,7 +124,10 @@ void cmd_FEED_RESET(struct exec_ctx *x)
 
     if (!arg_u64(x, 0, "uid", &uid))
         return;
-    feed_reset(x->srv->db.feed, uid);
+    if (feed_reset(x->srv->db.feed, uid) != 0) {
+        reply_oom(x);
+        return;
+    }
     reply_int(x->r, 0);
 }
 

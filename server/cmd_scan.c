@@ -81,6 +81,13 @@ static void list_visit(uint64_t uid, uint32_t n, const uint64_t *e, void *ctx)
     uids_add(ctx, uid);
 }
 
+static void feed_visit(uint64_t uid, uint32_t n, struct feed_edges *e,
+                       void *ctx)
+{
+    (void)n, (void)e;
+    uids_add(ctx, uid);
+}
+
 /* One step of a family's walk (up to max users), and its user count. */
 struct scan_family {
     size_t (*scan)(const struct db *db, uint64_t *cursor, size_t max,
@@ -135,7 +142,7 @@ static size_t dot_count(const struct db *db)
 static size_t feed_step(const struct db *db, uint64_t *c, size_t max,
                         struct uids *u)
 {
-    return feed_scan(db->feed, c, max, list_visit, u);
+    return feed_scan(db->feed, c, max, feed_visit, u);
 }
 
 static size_t feed_count(const struct db *db)

@@ -20,6 +20,9 @@
 #define FEED_INDEX_BITS 31
 #define FEED_MAX_AUTHORS (UINT32_C(1) << FEED_INDEX_BITS)
 #define FEED_COUNT_MAX UINT32_MAX
+/* Follows of one user at most, whatever max_follows says (a list's bound:
+ * packmap.h). */
+#define FEED_MAX_FOLLOWS (UINT32_C(1) << 26)
 
 enum { FEED_ENOMEM = -1, FEED_EFULL = -2, FEED_ELIMIT = -3 };
 
@@ -50,9 +53,9 @@ uint32_t feed_unpost(struct feed_store *s, uint64_t author, uint64_t n);
  * uid follows author from now on: the snapshot is the author's current
  * count, so earlier posts are not unread. 1 when new, 0 when uid already
  * followed author (its snapshot unchanged), FEED_ELIMIT when uid already
- * follows max_follows authors, FEED_ENOMEM or FEED_EFULL; nothing changes
- * unless 1 is returned (no follow, and no author created on the way).
- * O(follows).
+ * follows max_follows authors (or FEED_MAX_FOLLOWS), FEED_ENOMEM or
+ * FEED_EFULL; nothing changes unless 1 is returned (no follow, and no
+ * author created on the way). O(follows) bytes moved.
  */
 int feed_follow(struct feed_store *s, uint64_t uid, uint64_t author,
                 uint32_t max_follows);
@@ -60,9 +63,9 @@ int feed_follow(struct feed_store *s, uint64_t uid, uint64_t author,
 /*
  * feed_follow over authors[0..n) (repeats allowed), all or nothing: the
  * number newly followed (>= 0); FEED_ELIMIT when that would make uid
- * follow more than max_follows, FEED_ENOMEM or FEED_EFULL; on an error
- * nothing changed (the authors this call created are taken back).
- * O(n * follows).
+ * follow more than max_follows (or FEED_MAX_FOLLOWS), FEED_ENOMEM or
+ * FEED_EFULL; on an error nothing changed (the authors this call created
+ * are taken back). O(n log n + follows): one new list.
  */
 int feed_follow_many(struct feed_store *s, uint64_t uid,
                      const uint64_t *authors, uint32_t n, uint32_t max_follows);
@@ -70,15 +73,18 @@ int feed_follow_many(struct feed_store *s, uint64_t uid,
 /* Whether uid follows author. */
 bool feed_follows(const struct feed_store *s, uint64_t uid, uint64_t author);
 
-/* true if uid followed author (and no longer does). O(follows). */
+/* true if uid followed author (and no longer does). Never fails: it
+ * allocates nothing. O(follows) bytes moved. */
 bool feed_unfollow(struct feed_store *s, uint64_t uid, uint64_t author);
 
 /* uid's unread count, exact up to cap; cap + 1 as soon as the sum passes
  * cap (the rest of the followees are not read). O(follows). */
 uint64_t feed_unread(const struct feed_store *s, uint64_t uid, uint64_t cap);
 
-/* Every snapshot of uid := its followee's current count. O(follows). */
-void feed_reset(struct feed_store *s, uint64_t uid);
+/* Every snapshot of uid := its followee's current count. 0, or
+ * FEED_ENOMEM with nothing changed (the new snapshots may need more
+ * bytes). O(follows). */
+int feed_reset(struct feed_store *s, uint64_t uid);
 
 /* Follow edges, users with at least one, authors known. */
 size_t feed_entries(const struct feed_store *s);
@@ -91,8 +97,7 @@ size_t feed_bytes(const struct feed_store *s);
 /*
  * Walking and loading (snapshots). Authors are numbered 0 ..
  * feed_authors() - 1 in the order they were first named; a user's follows
- * are 8-byte edges that name an author by its number, built and read with
- * feed_edge_*.
+ * are edges (author number, snapshot).
  */
 
 /* Author number i (< feed_authors): its id and post count. */
@@ -104,37 +109,28 @@ void feed_author_at(const struct feed_store *s, uint32_t i, uint64_t *author,
  * FEED_ENOMEM or FEED_EFULL. */
 int feed_put_author(struct feed_store *s, uint64_t author, uint32_t count);
 
-/* An edge to author number i (< FEED_MAX_AUTHORS) with this snapshot, and
- * the two halves of one: [author number: 31 | snapshot: 32 | 1]. Inline:
- * FEED.UNREAD reads them in its inner loop. */
-static inline uint64_t feed_edge_make(uint32_t i, uint32_t snapshot)
-{
-    return (uint64_t)i << (64 - FEED_INDEX_BITS) | (uint64_t)snapshot << 1 | 1;
-}
+/* One user's edges being walked, ascending by author number. */
+struct feed_edges;
 
-static inline uint32_t feed_edge_author(uint64_t edge)
-{
-    return (uint32_t)(edge >> (64 - FEED_INDEX_BITS));
-}
-
-static inline uint32_t feed_edge_snapshot(uint64_t edge)
-{
-    return (uint32_t)(edge >> 1);
-}
+/* The next edge of the walk (call it n times, n as the visit gave). */
+void feed_edges_next(struct feed_edges *e, uint32_t *author,
+                     uint32_t *snapshot);
 
 /* Cursor walk over the users with follows, as u64map_scan: each visit
- * gives one user's n edges, ascending by author number. */
-typedef void (*feed_visit_fn)(uint64_t uid, uint32_t n, const uint64_t *edges,
+ * gives one user's number of edges n and a walk over them (valid during
+ * the visit). */
+typedef void (*feed_visit_fn)(uint64_t uid, uint32_t n, struct feed_edges *e,
                               void *ctx);
 size_t feed_scan(const struct feed_store *s, uint64_t *cursor, size_t max,
                  feed_visit_fn fn, void *ctx);
 
-/* Loading: gives uid, which follows nobody, edges[0..n): n >= 1, author
- * numbers strictly ascending and < feed_authors (the caller validates
- * them); feed-max-follows is not applied. 0; 1 when uid already follows
- * someone (nothing changed); FEED_ENOMEM. */
+/* Loading: gives uid, which follows nobody, the edges (authors[i],
+ * snapshots[i]) for i < n: 1 <= n <= FEED_MAX_FOLLOWS, author numbers
+ * strictly ascending and < feed_authors (the caller validates them);
+ * feed-max-follows is not applied. 0; 1 when uid already follows someone
+ * (nothing changed); FEED_ENOMEM. */
 int feed_put_user(struct feed_store *s, uint64_t uid, uint32_t n,
-                  const uint64_t *edges);
+                  const uint32_t *authors, const uint32_t *snapshots);
 
 /* Structural checks (edges in order and in range, counts, the author
  * index); the number of violations, 0 when healthy. O(edges). */

@@ -550,6 +550,17 @@ static void test_feed(void)
     /* bulk follows: new authors, followees, repeats */
     for (unsigned u = 700; u < 720; u++)
         add("FEED.FOLLOW %u 1 %u %u 2 %u", u, 20000 + u, 30000 + u, 20000 + u);
+    /* packed lists: blocks that split in the middle and at the front,
+     * widen for a far author or a new snapshot, a bulk follow into a long
+     * list, a reset whose snapshots need more bits */
+    for (unsigned a = 9030; a < 9110; a += 2)
+        add("FEED.FOLLOW 2 %u", 9000 + (a * 37) % 110);
+    for (unsigned a = 8999; a > 8930; a -= 3)
+        add("FEED.FOLLOW 2 %u", a);
+    add("FEED.POST 9001 100000");
+    add("FEED.FOLLOW 2 9001 1 2 3 40000 9003");
+    add("FEED.RESET 2");
+    add("FEED.FOLLOW 2 4000000000");
     check_script("feed");
 }
 

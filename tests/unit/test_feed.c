@@ -204,27 +204,70 @@ static void test_many(void)
 
 /*
  * The model: count[a], and per (user, author) a follow flag and snapshot.
- * Few authors and users, so that follows, unfollows, posts and unposts
- * keep colliding; caps from 0 to none.
+ * Two shapes: few authors and users, so that follows, unfollows, posts
+ * and unposts keep colliding and lists pass through 0, 1 and 2 followees;
+ * and hundreds of followees per user (lists of many blocks that split,
+ * merge, widen and narrow), with bulk follows. Caps from 0 to none.
  */
-#define M_USERS 24
-#define M_AUTHORS 40
-#define M_MAX 12 /* feed-max-follows of the run */
-
 struct model {
-    uint32_t count[M_AUTHORS];
-    bool follows[M_USERS][M_AUTHORS];
-    uint32_t snap[M_USERS][M_AUTHORS];
+    unsigned users, authors, max; /* max: feed-max-follows of the run */
+    uint32_t *count;              /* [authors] */
+    bool *follows;                /* [users * authors] */
+    uint32_t *snap;               /* [users * authors] */
+    uint64_t *uids, *ids;         /* [users], [authors] */
+    bool *known;                  /* [authors] */
     size_t edges;
 };
+
+static void model_init(struct model *m, unsigned users, unsigned authors,
+                       unsigned max)
+{
+    m->users = users;
+    m->authors = authors;
+    m->max = max;
+    m->count = calloc(authors, sizeof(*m->count));
+    m->follows = calloc((size_t)users * authors, sizeof(*m->follows));
+    m->snap = calloc((size_t)users * authors, sizeof(*m->snap));
+    m->uids = calloc(users, sizeof(*m->uids));
+    m->ids = calloc(authors, sizeof(*m->ids));
+    m->known = calloc(authors, sizeof(*m->known));
+    if (!m->count || !m->follows || !m->snap || !m->uids || !m->ids ||
+        !m->known)
+        abort();
+    for (unsigned i = 0; i < users; i++)
+        m->uids[i] = i < 2 ? i * UINT64_MAX : t_rng();
+    for (unsigned i = 0; i < authors; i++)
+        m->ids[i] = i < 2 ? i * UINT64_MAX : t_rng();
+    m->edges = 0;
+}
+
+static void model_free(struct model *m)
+{
+    free(m->count);
+    free(m->follows);
+    free(m->snap);
+    free(m->uids);
+    free(m->ids);
+    free(m->known);
+}
+
+static bool *fol(const struct model *m, unsigned u, unsigned a)
+{
+    return &m->follows[(size_t)u * m->authors + a];
+}
+
+static uint32_t *snp(const struct model *m, unsigned u, unsigned a)
+{
+    return &m->snap[(size_t)u * m->authors + a];
+}
 
 static uint64_t model_unread(const struct model *m, unsigned u, uint64_t cap)
 {
     uint64_t sum = 0;
 
-    for (unsigned a = 0; a < M_AUTHORS; a++)
-        if (m->follows[u][a] && m->count[a] > m->snap[u][a])
-            sum += m->count[a] - m->snap[u][a];
+    for (unsigned a = 0; a < m->authors; a++)
+        if (*fol(m, u, a) && m->count[a] > *snp(m, u, a))
+            sum += m->count[a] - *snp(m, u, a);
     return sum > cap ? cap + 1 : sum;
 }
 
@@ -232,92 +275,172 @@ static unsigned model_follows(const struct model *m, unsigned u)
 {
     unsigned n = 0;
 
-    for (unsigned a = 0; a < M_AUTHORS; a++)
-        n += m->follows[u][a];
+    for (unsigned a = 0; a < m->authors; a++)
+        n += *fol(m, u, a);
     return n;
 }
 
-/* One random operation on both; the number of disagreements. */
-static size_t random_op(struct feed_store *s, struct model *m,
-                        const uint64_t *uids, const uint64_t *authors,
-                        bool *known)
+/* uid u's follows as USER.INFO lists them, against the model: the
+ * disagreements. */
+struct info_check {
+    const struct model *m;
+    unsigned u, n;
+    size_t bad;
+};
+
+static void info_visit(uint64_t author, uint32_t count, uint32_t snapshot,
+                       void *ctx)
 {
-    unsigned u = (unsigned)(t_rng() % M_USERS);
-    /* User u picks among the first 1 + 2u authors only, so that the lists
-     * of low users keep passing through 0, 1 and 2 entries. */
-    unsigned a =
-        (unsigned)(t_rng() % (u < M_AUTHORS / 2 ? 1 + 2 * u : M_AUTHORS));
+    struct info_check *ic = ctx;
+    unsigned a = 0;
+
+    while (a < ic->m->authors && ic->m->ids[a] != author)
+        a++;
+    ic->bad += a == ic->m->authors || !*fol(ic->m, ic->u, a) ||
+               ic->m->count[a] != count || *snp(ic->m, ic->u, a) != snapshot;
+    ic->n++;
+}
+
+/* Bulk FEED.FOLLOW of up to 40 authors (repeats allowed) for user u. */
+static size_t bulk_follow(struct feed_store *s, struct model *m, unsigned u,
+                          unsigned pick)
+{
+    uint64_t authors[40];
+    unsigned idx[40], n = 1 + (unsigned)(t_rng() % 40), fresh = 0;
+    bool seen[2048] = {false};
+    int rc;
+
+    for (unsigned i = 0; i < n; i++) {
+        idx[i] = (unsigned)(t_rng() % pick);
+        authors[i] = m->ids[idx[i]];
+        if (!seen[idx[i]] && !*fol(m, u, idx[i]))
+            fresh++;
+        seen[idx[i]] = true;
+    }
+    rc = feed_follow_many(s, m->uids[u], authors, n, m->max);
+    if (model_follows(m, u) + fresh > m->max)
+        return rc != FEED_ELIMIT;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned a = idx[i];
+
+        m->known[a] = true;
+        if (!*fol(m, u, a)) {
+            *fol(m, u, a) = true;
+            *snp(m, u, a) = m->count[a];
+            m->edges++;
+        }
+    }
+    return rc != (int)fresh;
+}
+
+/* One random operation on both; the number of disagreements. */
+static size_t random_op(struct feed_store *s, struct model *m)
+{
+    unsigned u = (unsigned)(t_rng() % m->users);
+    /* User u picks among the first 1 + 2u authors only (in the small
+     * shape), so that the lists of low users keep passing through 0, 1
+     * and 2 entries. */
+    unsigned pick = u < m->authors / 2 && m->max < 20 ? 1 + 2 * u : m->authors;
+    unsigned a = (unsigned)(t_rng() % pick);
     uint64_t r = t_rng() % 100, n = t_rng() % 4 ? t_rng() % 4 : t_rng() % 100;
+    uint64_t uid = m->uids[u];
     uint32_t count;
     int rc;
 
     if (r < 25) {
-        if (feed_post(s, authors[a], n, &count) != 0)
+        if (feed_post(s, m->ids[a], n, &count) != 0)
             return 1;
-        known[a] = true;
+        m->known[a] = true;
         m->count[a] += (uint32_t)n;
         return count != m->count[a];
     }
     if (r < 35) {
         m->count[a] = n >= m->count[a] ? 0 : m->count[a] - (uint32_t)n;
-        return feed_unpost(s, authors[a], n) != m->count[a];
+        return feed_unpost(s, m->ids[a], n) != m->count[a];
     }
-    if (r < 55) {
-        rc = feed_follow(s, uids[u], authors[a], M_MAX);
-        if (m->follows[u][a])
+    if (r < 53) {
+        rc = feed_follow(s, uid, m->ids[a], m->max);
+        if (*fol(m, u, a))
             return rc != 0;
-        if (model_follows(m, u) >= M_MAX)
+        if (model_follows(m, u) >= m->max)
             return rc != FEED_ELIMIT;
-        known[a] = true;
-        m->follows[u][a] = true;
-        m->snap[u][a] = m->count[a];
+        m->known[a] = true;
+        *fol(m, u, a) = true;
+        *snp(m, u, a) = m->count[a];
         m->edges++;
         return rc != 1;
     }
+    if (r < 55)
+        return bulk_follow(s, m, u, pick);
     if (r < 65) {
-        bool was = m->follows[u][a];
+        bool was = *fol(m, u, a);
 
-        m->follows[u][a] = false;
+        *fol(m, u, a) = false;
         m->edges -= was;
-        return feed_unfollow(s, uids[u], authors[a]) != was;
+        return feed_unfollow(s, uid, m->ids[a]) != was ||
+               feed_follows(s, uid, m->ids[a]);
     }
     if (r < 70) {
-        feed_reset(s, uids[u]);
-        for (unsigned i = 0; i < M_AUTHORS; i++)
-            m->snap[u][i] = m->count[i];
+        if (feed_reset(s, uid) != 0)
+            return 1;
+        for (unsigned i = 0; i < m->authors; i++)
+            *snp(m, u, i) = m->count[i];
         return 0;
     }
+    if (r < 71 && (m->max < 20 || t_rng() % 20 == 0)) {
+        /* (Rarely in the long shape: lists must get long.) */
+        size_t had = model_follows(m, u);
+
+        for (unsigned i = 0; i < m->authors; i++)
+            *fol(m, u, i) = false;
+        m->edges -= had;
+        return feed_forget_user(s, uid) != had;
+    }
+    if (r < 73) {
+        struct info_check ic = {m, u, 0, 0};
+
+        return feed_user_info(s, uid, info_visit, &ic) != model_follows(m, u) ||
+               ic.n != model_follows(m, u) || ic.bad != 0;
+    }
     uint64_t cap = r < 85 ? t_rng() % 30 : NO_CAP;
-    return feed_unread(s, uids[u], cap) != model_unread(m, u, cap);
+    return feed_unread(s, uid, cap) != model_unread(m, u, cap);
 }
 
-static void test_random_vs_model(void)
+static void model_run(unsigned users, unsigned authors, unsigned max,
+                      unsigned steps)
 {
-    static struct model m;
-    uint64_t uids[M_USERS], authors[M_AUTHORS];
-    bool known[M_AUTHORS] = {false};
+    struct model m;
     struct feed_store *s = feed_create();
     size_t bad = 0, nknown = 0;
 
-    for (unsigned i = 0; i < M_USERS; i++)
-        uids[i] = i < 2 ? i * UINT64_MAX : t_rng();
-    for (unsigned i = 0; i < M_AUTHORS; i++)
-        authors[i] = i < 2 ? i * UINT64_MAX : t_rng();
-    for (unsigned step = 0; step < 300000; step++) {
-        bad += random_op(s, &m, uids, authors, known);
+    model_init(&m, users, authors, max);
+    for (unsigned step = 0; step < steps; step++) {
+        bad += random_op(s, &m);
         if (step % 50000 == 0)
             bad += feed_audit(s);
     }
     CHECK_EQ_U64(bad, 0);
-    for (unsigned u = 0; u < M_USERS; u++)
-        bad += feed_unread(s, uids[u], NO_CAP) != model_unread(&m, u, NO_CAP);
-    for (unsigned a = 0; a < M_AUTHORS; a++)
-        nknown += known[a];
+    for (unsigned u = 0; u < users; u++)
+        bad += feed_unread(s, m.uids[u], NO_CAP) != model_unread(&m, u, NO_CAP);
+    for (unsigned a = 0; a < authors; a++)
+        nknown += m.known[a];
     CHECK_EQ_U64(bad, 0);
     CHECK_EQ_U64(feed_entries(s), m.edges);
     CHECK_EQ_U64(feed_authors(s), nknown);
     CHECK_EQ_U64(feed_audit(s), 0);
     feed_destroy(s);
+    model_free(&m);
+}
+
+static void test_random_vs_model(void)
+{
+    model_run(24, 40, 12, 300000);
+}
+
+/* Hundreds of followees per user: lists of several blocks. */
+static void test_random_vs_model_long_lists(void)
+{
+    model_run(6, 1500, 700, 200000);
 }
 
 struct follows {
@@ -399,6 +522,7 @@ int main(void)
     T_RUN(test_many);
     T_RUN(test_user_info_and_del);
     T_RUN(test_random_vs_model);
+    T_RUN(test_random_vs_model_long_lists);
     T_RUN(test_follow_many);
     T_END();
 }

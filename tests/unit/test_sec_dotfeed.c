@@ -75,13 +75,28 @@ static uint64_t dot_digest(const struct dot_store *s)
     return sum;
 }
 
+/* The same for a FEED walk: each user's (author, snapshot) edges in
+ * order. */
+static void feed_digest_visit(uint64_t uid, uint32_t n, struct feed_edges *e,
+                              void *ctx)
+{
+    uint64_t *sum = ctx, h = uid;
+    uint32_t edge[2];
+
+    for (uint32_t i = 0; i < n; i++) {
+        feed_edges_next(e, &edge[0], &edge[1]);
+        h = XXH3_64bits_withSeed(edge, sizeof(edge), h);
+    }
+    *sum += h;
+}
+
 static uint64_t feed_digest(const struct feed_store *s)
 {
     uint64_t sum = 0, cursor = 0, author;
     uint32_t count;
 
     do
-        feed_scan(s, &cursor, 100, digest_visit, &sum);
+        feed_scan(s, &cursor, 100, feed_digest_visit, &sum);
     while (cursor != 0);
     for (uint32_t i = 0; i < feed_authors(s); i++) {
         feed_author_at(s, i, &author, &count);
