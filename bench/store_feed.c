@@ -2,7 +2,7 @@
  * store_feed.c - memory per follow edge and the speed of the FEED store's
  * reads and writes, without a server around it.
  *
- *   store_feed [-u USERS] [-f FOLLOWS] [-a AUTHORS] [-F UNREAD_FOLLOWS]
+ *   store_feed [-u USERS] [-f FOLLOWS] [-a AUTHORS] [-F UNREAD_FOLLOWS] [-s]
  *
  * Memory, each shape in a child process of its own (so that RSS growth is
  * its own): USERS users (default 5000) follow FOLLOWS random authors each
@@ -26,7 +26,8 @@
  * (feed-unread), and FEED.FOLLOW of a new author then FEED.UNFOLLOW of it
  * (feed-follow), mean time per call or pair.
  *
- * The run ends with one machine-readable line starting with "store_feed".
+ * -s: the speed figures alone (memory figures 0). The run ends with one
+ * machine-readable line starting with "store_feed".
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* clock_gettime clocks, sysconf */
@@ -52,7 +53,7 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: store_feed [-u USERS] [-f FOLLOWS] [-a AUTHORS] "
-                    "[-F UNREAD_FOLLOWS]\n");
+                    "[-F UNREAD_FOLLOWS] [-s]\n");
     exit(2);
 }
 
@@ -276,23 +277,25 @@ int main(int argc, char **argv)
 {
     uint64_t users = 5000, follows = 200, authors = 100000, ufollows = 2000;
     struct speed_result full, early;
-    struct mem_result mem, one, ten, k2, bench;
+    struct mem_result mem = {0, 0}, one = mem, ten = mem, k2 = mem, bench = mem;
     double unread_ns, pair_ns;
-    const struct su_opt opts[] = {{"-u", &users, NULL},
-                                  {"-f", &follows, NULL},
-                                  {"-a", &authors, NULL},
-                                  {"-F", &ufollows, NULL},
-                                  {0}};
+    int speed_only = 0;
+    const struct su_opt opts[] = {
+        {"-u", &users, NULL},      {"-f", &follows, NULL},
+        {"-a", &authors, NULL},    {"-F", &ufollows, NULL},
+        {"-s", NULL, &speed_only}, {0}};
 
     if (su_parse_opts(argc, argv, opts) != 0 || users == 0 || follows == 0 ||
         authors == 0 || follows > authors || ufollows == 0 ||
         ufollows > SPEED_AUTHORS)
         usage();
-    mem = memory_child("main", users, follows, authors);
-    one = memory_child("1 follow", 1000000, 1, 100000);
-    ten = memory_child("10 follows", 100000, 10, 100000);
-    k2 = memory_child("2k follows", 500, 2000, 100000);
-    bench = memory_child("bench", BENCH_USERS, BENCH_FOLLOWS, 0);
+    if (!speed_only) {
+        mem = memory_child("main", users, follows, authors);
+        one = memory_child("1 follow", 1000000, 1, 100000);
+        ten = memory_child("10 follows", 100000, 10, 100000);
+        k2 = memory_child("2k follows", 500, 2000, 100000);
+        bench = memory_child("bench", BENCH_USERS, BENCH_FOLLOWS, 0);
+    }
     speed_run(ufollows, &full, &early);
     bench_rows(&unread_ns, &pair_ns);
     printf("store_feed users=%" PRIu64 " follows=%" PRIu64 " authors=%" PRIu64
