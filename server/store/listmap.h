@@ -1,7 +1,7 @@
 /*
  * listmap.h - a map from u64 keys (uids) to small sorted lists of u64
- * entries, the per-user container of DOT (a click time per dot) and FEED (a
- * snapshot per followee).
+ * entries, the per-user container of DOT (a click time per dot) and GRP (a
+ * membership per group). FEED packs its lists tighter: packmap.h.
  *
  * An entry is a u64 that the caller builds: its top `keybits` bits are the
  * entry's key (a dense dot or author index), unique within one list; bit 0
