@@ -458,51 +458,90 @@ static uint8_t *recode(uint8_t *o, const struct packmap_blk *b, uint32_t from,
     return o;
 }
 
+/* Whether (key, val) fits in block b's layout. */
+static inline bool blk_fits(const struct packmap_blk *b, uint32_t key,
+                            uint32_t val)
+{
+    return key >= b->first && key - b->first <= b->mo && val >= b->base &&
+           val - b->base <= b->mv;
+}
+
 /*
- * Block b with (key, val) inserted at pair at (b->k < PACKMAP_BLOCK): in
- * b's layout when the pair fits in it, else in the narrowest layout that
- * holds the block's keys and values with the new pair's.
+ * Block b with (key, val), which does not fit its layout, inserted at pair
+ * at (b->k < PACKMAP_BLOCK), in the narrowest layout that holds the
+ * block's keys and values with the new pair's.
  */
 static void enc_insert(struct pm_enc *e, const struct packmap_blk *b,
                        uint32_t at, uint32_t key, uint32_t val)
 {
     uint32_t first = pair_key(b, 0), last = pair_key(b, b->k - 1);
-    struct pm_layout l = {b->first, b->base,   b->k + 1,
-                          b->wo,    blk_wv(b), b->size};
+    struct pm_layout l = {b->first, b->base, b->k + 1, 0, blk_wv(b), 0};
     uint8_t *o;
 
-    if (key < b->first || key - b->first > b->mo || val < b->base ||
-        val - b->base > b->mv) {
-        l.first = key < first ? key : first;
-        l.wo = bits_for((key > last ? key : last) - l.first);
-        if (val >= b->base) {
-            /* The largest value stays below base + 2^wv. */
-            l.wv = bits_for(val - b->base);
-            l.wv = l.wv > blk_wv(b) ? l.wv : blk_wv(b);
-        } else {
-            l.base = val;
-            l.wv = bits_for(blk_max(b) - val);
-        }
-        l.size = pair_size(l.wo, l.wv);
+    l.first = key < first ? key : first;
+    l.wo = bits_for((key > last ? key : last) - l.first);
+    if (val >= b->base) {
+        /* The largest value stays below base + 2^wv. */
+        l.wv = bits_for(val - b->base);
+        l.wv = l.wv > blk_wv(b) ? l.wv : blk_wv(b);
+    } else {
+        l.base = val;
+        l.wv = bits_for(blk_max(b) - val);
     }
+    l.size = pair_size(l.wo, l.wv);
     enc_head(e, &l);
     o = recode(e->bytes + BHDR, b, 0, at, &l);
     st_le64(o, (key - l.first) | (uint64_t)(val - l.base) << l.wo);
     recode(o + l.size, b, at, b->k, &l);
 }
 
-/* Block b without pair at (b->k >= 2), in b's layout: the bytes of the
- * other pairs. */
-static void enc_remove(struct pm_enc *e, const struct packmap_blk *b,
-                       uint32_t at)
+/*
+ * (key, val), which fits block j's layout b, inserted at pair at of the
+ * record at *ref, in place: the record grows by one pair and the bytes
+ * after it move right. 0, or -1 on allocation failure (nothing changed).
+ */
+static int pair_insert(struct packmap *m, uint64_t *ref, uint32_t j,
+                       const struct packmap_blk *b, uint32_t at, uint32_t key,
+                       uint32_t val)
 {
-    struct pm_layout l = {b->first, b->base,   b->k - 1,
-                          b->wo,    blk_wv(b), b->size};
-    uint8_t *o;
+    struct pm_rec *r = rec_of(*ref);
+    size_t dlen = rec_dlen(r), size = rec_bytes(r->nb, dlen);
+    size_t pos = r->idx[j].off + BHDR + (size_t)at * b->size;
+    uint8_t pair[8], *data;
 
-    enc_head(e, &l);
-    o = recode(e->bytes + BHDR, b, 0, at, &l);
-    recode(o, b, at + 1, b->k, &l);
+    r = mem_realloc(&m->mem, r, size, size + b->size);
+    if (r == NULL)
+        return -1;
+    data = rec_data(r);
+    memmove(data + pos + b->size, data + pos, dlen - pos + PAD);
+    st_le64(pair, (key - b->first) | (uint64_t)(val - b->base) << b->wo);
+    memcpy(data + pos, pair, b->size);
+    data[r->idx[j].off + 4]++; /* k - 1 */
+    for (uint32_t t = j + 1; t < r->nb; t++)
+        r->idx[t].off += b->size;
+    r->n++;
+    *ref = (uint64_t)(uintptr_t)r;
+    return 0;
+}
+
+/* Pair at of block j (b, k >= 2) removed from the record at *ref, in
+ * place: the bytes after it move left, the record shrinks. Never fails. */
+static void pair_remove(struct packmap *m, uint64_t *ref, uint32_t j,
+                        const struct packmap_blk *b, uint32_t at)
+{
+    struct pm_rec *r = rec_of(*ref);
+    size_t dlen = rec_dlen(r), size = rec_bytes(r->nb, dlen);
+    size_t pos = r->idx[j].off + BHDR + (size_t)at * b->size;
+    uint8_t *data = rec_data(r);
+
+    memmove(data + pos, data + pos + b->size, dlen - pos - b->size + PAD);
+    data[r->idx[j].off + 4]--; /* k - 1 */
+    for (uint32_t t = j + 1; t < r->nb; t++)
+        r->idx[t].off -= b->size;
+    r->n--;
+    /* A shrink: never fails (mem.h). */
+    r = mem_realloc(&m->mem, r, size, size - b->size);
+    *ref = (uint64_t)(uintptr_t)r;
 }
 
 /* ---- The map ------------------------------------------------------------- */
@@ -611,9 +650,14 @@ int packmap_add(struct packmap *m, uint64_t uid, uint32_t key, uint32_t val)
     if (at < b.k && pair_key(&b, at) == key)
         return 1;
     if (b.k < PACKMAP_BLOCK) {
-        enc_insert(&e[0], &b, at, key, val);
-        if (splice(m, ref, j, 1, e, 1, r->n + 1) != 0)
-            return -1;
+        if (blk_fits(&b, key, val)) {
+            if (pair_insert(m, ref, j, &b, at, key, val) != 0)
+                return -1;
+        } else {
+            enc_insert(&e[0], &b, at, key, val);
+            if (splice(m, ref, j, 1, e, 1, r->n + 1) != 0)
+                return -1;
+        }
         m->entries++;
         return 0;
     }
@@ -672,8 +716,7 @@ bool packmap_del(struct packmap *m, uint64_t uid, uint32_t key)
 {
     uint64_t *ref = u64map_ref(m->map, uid);
     struct packmap_blk b;
-    struct pm_enc e[2]; /* the block without the pair, merged */
-    uint32_t keys[PACKMAP_BLOCK], vals[PACKMAP_BLOCK];
+    struct pm_enc e; /* merged */
     struct pm_rec *r;
     uint32_t j, at, other, val;
 
@@ -707,21 +750,16 @@ bool packmap_del(struct packmap *m, uint64_t uid, uint32_t key)
         splice(m, ref, j, 1, NULL, 0, r->n - 1);
         return true;
     }
-    other = UINT32_MAX;
-    if (b.k - 1 >= PACKMAP_BLOCK / 4) {
-        enc_remove(&e[0], &b, at);
-    } else {
-        /* A small block: at its narrowest, or merged with a neighbour. */
-        blk_decode(r, j, keys, vals);
-        memmove(&keys[at], &keys[at + 1], (b.k - at - 1) * sizeof(keys[0]));
-        memmove(&vals[at], &vals[at + 1], (b.k - at - 1) * sizeof(vals[0]));
-        enc_pairs(&e[0], keys, vals, b.k - 1);
-        other = try_merge(r, j, at, e[0].len, &e[1]);
+    /* A block down to a quarter merges with a neighbour when that takes
+     * no more bytes; else, and for larger blocks, the pair's bytes go. */
+    if (b.k - 1 < PACKMAP_BLOCK / 4) {
+        other = try_merge(r, j, at, BHDR + (size_t)(b.k - 1) * b.size, &e);
+        if (other != UINT32_MAX) {
+            splice(m, ref, other, 2, &e, 1, r->n - 1);
+            return true;
+        }
     }
-    if (other != UINT32_MAX)
-        splice(m, ref, other, 2, &e[1], 1, r->n - 1);
-    else
-        splice(m, ref, j, 1, &e[0], 1, r->n - 1);
+    pair_remove(m, ref, j, &b, at);
     return true;
 }
 

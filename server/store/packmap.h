@@ -38,10 +38,12 @@
  * Blocks narrow lazily. A delete keeps the block's layout and only moves
  * bytes, so it never allocates and never grows the record; an insert
  * widens a block only when the new pair does not fit in its layout. A
- * block is written at its narrowest when a list is built, rewritten
- * (packmap_set_all, packmap_add_many), when it splits, merges, widens, or
- * falls under a quarter of PACKMAP_BLOCK: what churn leaves wider than
- * needed is bounded by the block, and a snapshot reload packs it tight.
+ * block is written at its narrowest when a list is built or rewritten
+ * (packmap_set_all, packmap_add_many) and when it splits, merges or
+ * widens. What churn leaves wider than needed stays within that block
+ * (in FEED: following and unfollowing new authors, whose indices are the
+ * highest, widens the last block only), and a snapshot reload packs it
+ * tight.
  *
  * Not thread-safe. Iterators are invalidated by the next change of the map.
  */
