@@ -10,8 +10,9 @@
  * 1 to 50 times: snapshots of 1 to 50); then the same with 1, 10 and 2,000
  * follows per user (1,000,000 edges each); then `make bench-memory`'s
  * shape (bench/bench_feed.c): 5,000 users following 200 consecutive
- * authors each out of 10,000, none of whom has posted. Each prints the
- * store's own accounting and the process RSS growth per edge.
+ * authors each out of 10,000, none of whom has posted, loaded as 50
+ * connections load it. Each prints the store's own accounting and the
+ * process RSS growth per edge.
  *
  * FEED.UNREAD: 256 users follow UNREAD_FOLLOWS random authors each
  * (default 2000) out of 1,000,000, then feed_unread with the default cap
@@ -80,14 +81,28 @@ static uint64_t bench_author(uint64_t uid, uint64_t j)
     return (uid * 7919 + j) % BENCH_AUTHORS;
 }
 
-/* bench/bench_feed.c's load: user u follows its 200 authors, in key
- * order; nobody has posted. */
+/* Connections of `make bench`'s load step (bench/compare.py). */
+#define BENCH_CONNS 50
+
+/* bench/bench_feed.c's load as unread-bench runs it: key k is user
+ * k / 200's follow of its author k % 200; each of 50 connections loads
+ * one contiguous run of keys, so the server sees the runs interleaved
+ * (modelled here one key of each run in turn), and authors get their
+ * indices in that order. Nobody has posted. */
 static void bench_load(struct feed_store *s)
 {
-    for (uint64_t u = 0; u < BENCH_USERS; u++)
-        for (uint64_t j = 0; j < BENCH_FOLLOWS; j++)
-            if (feed_follow(s, u, bench_author(u, j), FEED_MAX_AUTHORS) != 1)
+    uint64_t keys = (uint64_t)BENCH_USERS * BENCH_FOLLOWS;
+    uint64_t run = (keys + BENCH_CONNS - 1) / BENCH_CONNS;
+
+    for (uint64_t i = 0; i < run; i++)
+        for (uint64_t g = 0; g < BENCH_CONNS; g++) {
+            uint64_t k = g * run + i, u = k / BENCH_FOLLOWS;
+
+            if (k < keys &&
+                feed_follow(s, u, bench_author(u, k % BENCH_FOLLOWS),
+                            FEED_MAX_AUTHORS) != 1)
                 su_die("feed_follow failed");
+        }
 }
 
 struct mem_result {
