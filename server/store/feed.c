@@ -6,7 +6,7 @@
  *           flat array, so a read costs two loads per followee.
  *   follows (packmap) uid -> the user's followees, sorted by author
  *           index: per followee the index and the snapshot, packed in
- *           blocks of up to 64 with a skip index (packmap.h).
+ *           blocks of up to 128 with a skip index (packmap.h).
  *
  * A followee costs the bytes its numbers need in its block: the author
  * index as an offset from the block's first, the snapshot as a difference

@@ -59,7 +59,7 @@
 
 #define PACKMAP_KEY_BITS 31
 #define PACKMAP_KEY_MAX ((UINT32_C(1) << PACKMAP_KEY_BITS) - 1)
-#define PACKMAP_BLOCK 64 /* pairs per block at most */
+#define PACKMAP_BLOCK 128 /* pairs per block at most */
 /* Pairs per list at most (the callers keep to it): block offsets are u32. */
 #define PACKMAP_MAX_PAIRS (UINT32_C(1) << 26)
 

@@ -553,8 +553,8 @@ static void test_feed(void)
     /* packed lists: blocks that split in the middle and at the front,
      * widen for a far author or a new snapshot, a bulk follow into a long
      * list, a reset whose snapshots need more bits */
-    for (unsigned a = 9030; a < 9110; a += 2)
-        add("FEED.FOLLOW 2 %u", 9000 + (a * 37) % 110);
+    for (unsigned i = 0; i < 150; i++)
+        add("FEED.FOLLOW 2 %u", 9000 + (i * 37) % 300);
     for (unsigned a = 8999; a > 8930; a -= 3)
         add("FEED.FOLLOW 2 %u", a);
     add("FEED.POST 9001 100000");
