@@ -16,6 +16,7 @@
 #include "ops.h"
 #include "proto.h"
 #include "unread_int.h"
+#include "unread_pubsub.h"
 #include "unread_round.h"
 
 /* The public codes are the wire codes: keep them in step with proto.h. */
@@ -81,6 +82,7 @@ void uc_core_deinit(struct uc_core *k)
 {
     size_t s;
 
+    uc_ps_free(k);
     if (k->srv != NULL)
         for (s = 0; s < k->nsrv; s++)
             uc_conn_deinit(&k->srv[s].conn);

@@ -1620,6 +1620,102 @@ int unread_async_user_status(struct unread_async *a, uint64_t uid,
                              struct unread_user_status *out,
                              unread_async_cb *cb, void *priv);
 
+/* ---- Pub/sub: subscriptions with a callback (both handles) -------------- */
+/*
+ * Messages published on a channel (PUBLISH, and the server's own badge:<uid>,
+ * bc:, grp:, dot:, feed: channels with notify-badges yes: docs/COMMANDS.md,
+ * "Badge channels") go to the callback of the subscription they match.
+ * Subscriptions are the handle's state: the library keeps each server in
+ * line with it, and after a connection is lost makes every subscription
+ * again on the new one (messages published meanwhile are lost: pub/sub
+ * keeps nothing). A subscription to a channel already subscribed replaces
+ * its callback.
+ *
+ * Cluster: `badge:<uid>` (canonical decimal uid) is subscribed on the
+ * uid's server, every other channel on the first server (global writes run
+ * on every server, which each publish: one copy is enough; unread_publish
+ * sends there too), a pattern on every server, its messages taken from
+ * the channel's own server only, so each message arrives once.
+ *
+ * Names are NUL-terminated (channels with a NUL byte cannot be used here;
+ * unread_command can). The message's strings are valid during the
+ * callback only, and only until it calls the library.
+ */
+struct unread_message {
+    const char *channel; /* the channel it was published on */
+    size_t channel_len;
+    const char *payload;
+    size_t payload_len;
+    const char *pattern; /* the pattern subscription it matched, or NULL */
+    size_t pattern_len;
+    size_t shard; /* the server it came from (unread_shard_name) */
+};
+
+/*
+ * Synchronous handle: subscriptions live on a connection of their own per
+ * server, opened on first use, so the handle stays fully usable while
+ * subscribed (calls, pipelines and batches on the usual connections, even
+ * from a callback). Messages are delivered by unread_listen only; those
+ * that arrive while (un)subscribing wait for it.
+ *
+ * unread_subscribe / unread_psubscribe: 0 once every server concerned
+ * confirmed; a server error (> 0, the subscription dropped); or a failure
+ * to reach a server (< 0, errstr): the subscription is kept, and made
+ * when unread_listen reconnects to that server. unread_unsubscribe /
+ * unread_punsubscribe with NULL leave every channel / pattern. Messages of
+ * a subscription left are no longer delivered, even those already
+ * received.
+ */
+typedef void unread_message_cb(struct unread *c, const struct unread_message *m,
+                               void *priv);
+
+int unread_subscribe(struct unread *c, const char *channel,
+                     unread_message_cb *cb, void *priv);
+int unread_psubscribe(struct unread *c, const char *pattern,
+                      unread_message_cb *cb, void *priv);
+int unread_unsubscribe(struct unread *c, const char *channel);
+int unread_punsubscribe(struct unread *c, const char *pattern);
+
+/* The handle's subscriptions: channels plus patterns. */
+size_t unread_subscriptions(const struct unread *c);
+
+/*
+ * Blocks, delivering messages to the callbacks, until timeout_ms has
+ * passed (< 0: no limit; 0: only what has already arrived) or a callback
+ * called unread_listen_stop. A server whose subscription connection was
+ * lost is connected again meanwhile (backoff reconnect_min..max ms,
+ * unread_opts_set_reconnect) and its subscriptions made again. Returns the
+ * messages delivered (>= 0); UNREAD_EUSAGE without any subscription or
+ * from a callback. A reconnect that failed is in errstr.
+ */
+int unread_listen(struct unread *c, int timeout_ms);
+void unread_listen_stop(struct unread *c);
+
+/* PUBLISH channel payload to the channel's server (above): *receivers (may
+ * be NULL) the subscribers it reached there. */
+int unread_publish(struct unread *c, const char *channel, const char *payload,
+                   size_t payload_len, uint64_t *receivers);
+
+/*
+ * Asynchronous handle: subscriptions ride on the handle's connections;
+ * messages are delivered on its loop (from handle_events / poll), as they
+ * arrive. (P)SUBSCRIBE is queued at once (0) and needs no callback of its
+ * own; a server that cannot be reached now is connected again by the
+ * handle (its timer) while it carries a subscription, then subscribed.
+ * unread_async_unsubscribe / punsubscribe with NULL leave all.
+ */
+typedef void unread_async_message_cb(struct unread_async *a,
+                                     const struct unread_message *m,
+                                     void *priv);
+
+int unread_async_subscribe(struct unread_async *a, const char *channel,
+                           unread_async_message_cb *cb, void *priv);
+int unread_async_psubscribe(struct unread_async *a, const char *pattern,
+                            unread_async_message_cb *cb, void *priv);
+int unread_async_unsubscribe(struct unread_async *a, const char *channel);
+int unread_async_punsubscribe(struct unread_async *a, const char *pattern);
+size_t unread_async_subscriptions(const struct unread_async *a);
+
 #ifdef __cplusplus
 }
 #endif

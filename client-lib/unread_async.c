@@ -31,6 +31,7 @@
 #include "proto.h"
 #include "unread_core.h"
 #include "unread_int.h"
+#include "unread_pubsub.h"
 
 #define UA_RECONNECT_MIN_MS 100
 #define UA_RECONNECT_MAX_MS 5000
@@ -39,7 +40,7 @@
 enum ua_state { UA_DOWN, UA_CONNECTING, UA_UP };
 
 /* What a handshake request does with its answer. */
-enum ua_internal { UA_USER = 0, UA_AUTH, UA_TYPES };
+enum ua_internal { UA_USER = 0, UA_AUTH, UA_TYPES, UA_PUBSUB };
 
 /* One part of a request: one server's frame and reply. */
 struct ua_part {
@@ -154,6 +155,13 @@ static void internal_done(struct unread_async *a, struct ua_req *r,
     if (r->internal == UA_TYPES) {
         if (res->rc == 0)
             (void)uc_core_learn_types(&a->k, res->body, res->h.len);
+        return;
+    }
+    if (r->internal == UA_PUBSUB) {
+        /* a refused (P)(UN)SUBSCRIBE: said in errstr, nothing waits */
+        if (res->rc > 0)
+            uc_err(&a->k, res->rc, "%s: a subscription was refused (error %d)",
+                   a->k.addr[res->server].name, res->rc);
         return;
     }
     if (res->rc == 0 || res->rc < 0 || sv->state == UA_DOWN)
@@ -367,25 +375,14 @@ static void fail_server(struct unread_async *a, uint32_t s, int rc)
     free(refs);
 }
 
-/* Queues a handshake request (AUTH, CONFIG GET) first on server s. */
-static int internal_req(struct unread_async *a, uint32_t s,
-                        enum ua_internal what)
+/* Queues a request of the library's own on server s, its answer for
+ * internal_done: 0, or -1 when out of memory (nothing queued). */
+static int internal_send(struct unread_async *a, uint32_t s,
+                         enum ua_internal what, uint16_t op, unsigned argc,
+                         const struct unread_arg *argv)
 {
-    struct unread_arg argv[2];
     struct ua_req *r;
-    unsigned argc;
-    uint16_t op;
 
-    if (what == UA_AUTH) {
-        op = UR_OP_AUTH;
-        argv[0] = unread_arg_str(a->k.opt.password, strlen(a->k.opt.password));
-        argc = 1;
-    } else {
-        op = UR_OP_CONFIG;
-        argv[0] = unread_arg_str("GET", 3);
-        argv[1] = unread_arg_str("counter-types", 13);
-        argc = 2;
-    }
     r = calloc(1, sizeof(*r) + sizeof(r->part[0]));
     if (r == NULL)
         return -1;
@@ -402,6 +399,41 @@ static int internal_req(struct unread_async *a, uint32_t s,
     return 0;
 }
 
+/* Queues a handshake request (AUTH, CONFIG GET) first on server s. */
+static int internal_req(struct unread_async *a, uint32_t s,
+                        enum ua_internal what)
+{
+    struct unread_arg argv[2];
+    unsigned argc;
+    uint16_t op;
+
+    if (what == UA_AUTH) {
+        op = UR_OP_AUTH;
+        argv[0] = unread_arg_str(a->k.opt.password, strlen(a->k.opt.password));
+        argc = 1;
+    } else {
+        op = UR_OP_CONFIG;
+        argv[0] = unread_arg_str("GET", 3);
+        argv[1] = unread_arg_str("counter-types", 13);
+        argc = 2;
+    }
+    return internal_send(a, s, what, op, argc, argv);
+}
+
+/* The subscriptions server s carries, made on its new connection. */
+struct ua_resub {
+    struct unread_async *a;
+    uint32_t s;
+};
+
+static int resub_send(void *ctx, uint16_t op, unsigned argc,
+                      const struct unread_arg *argv)
+{
+    struct ua_resub *rs = ctx;
+
+    return internal_send(rs->a, rs->s, UA_PUBSUB, op, argc, argv);
+}
+
 /*
  * Makes server s able to take a request: 0 (UP or CONNECTING: frames may
  * be queued), or why not (its circuit is open, its reconnect waits, the
@@ -411,6 +443,7 @@ static int server_ready(struct unread_async *a, uint32_t s)
 {
     struct ua_server *sv = &a->as[s];
     struct uc_conn *c = &a->k.srv[s].conn;
+    struct ua_resub rs;
     int64_t now;
     int rc;
 
@@ -441,8 +474,11 @@ static int server_ready(struct unread_async *a, uint32_t s)
                          ? now + a->k.opt.connect_timeout_ms
                          : -1;
     a->next_deadline = min_at(a->next_deadline, sv->connect_at);
+    rs.a = a;
+    rs.s = s;
     if ((a->k.opt.password != NULL && internal_req(a, s, UA_AUTH) != 0) ||
-        (!a->k.types_known && internal_req(a, s, UA_TYPES) != 0)) {
+        (!a->k.types_known && internal_req(a, s, UA_TYPES) != 0) ||
+        uc_ps_frames(&a->k, s, resub_send, &rs) != 0) {
         snprintf(c->err, sizeof(c->err), "%s: out of memory connecting",
                  a->k.addr[s].name);
         fail_server(a, s, UNREAD_ECONNECT);
@@ -733,13 +769,28 @@ int uc_async(struct unread_async *a, struct uc_call *q,
 
 /* ---- Time --------------------------------------------------------------- */
 
+/* When a server that carries subscriptions and lost its connection is
+ * to be connected again (after()); -1: none. */
+static int64_t resub_at(const struct unread_async *a)
+{
+    int64_t at = -1;
+    uint32_t s;
+
+    if (a->k.ps == NULL || a->closing)
+        return -1;
+    for (s = 0; s < a->k.nsrv; s++)
+        if (a->as[s].state == UA_DOWN && uc_ps_wants(&a->k, s))
+            at = min_at(at, a->as[s].retry_at);
+    return at;
+}
+
 /* When handle_timeout is due: now when callbacks wait on the done list,
- * else the earliest deadline; -1: never. */
+ * else the earliest deadline or reconnect; -1: never. */
 static int64_t due_at(const struct unread_async *a)
 {
     if (a->done_head != NULL)
         return uc_now_ms();
-    return a->next_deadline;
+    return min_at(a->next_deadline, resub_at(a));
 }
 
 /* Tells the hooks' timer when the handle is due, when that is earlier
@@ -906,6 +957,12 @@ static void after(struct unread_async *a)
         now = uc_now_ms();
         expire(a, now);
         run_done(a);
+        /* subscriptions outlive connections: a lost one is made again */
+        if (a->k.ps != NULL && !a->closing)
+            for (s = 0; s < a->k.nsrv; s++)
+                if (a->as[s].state == UA_DOWN && a->as[s].retry_at <= now &&
+                    uc_ps_wants(&a->k, s))
+                    (void)server_ready(a, s);
         for (s = 0; s < a->k.nsrv; s++) {
             struct uc_conn *c = &a->k.srv[s].conn;
 
@@ -1087,6 +1144,42 @@ int unread_async_attach(struct unread_async *a,
     return 0;
 }
 
+/* ---- Pub/sub (unread_pubsub.c) ------------------------------------------ */
+
+/* A push frame read on server k's connection: a subscription's message
+ * goes to its callback now, on the loop. */
+static void async_push(void *ctx, struct uc_conn *k, const char *body,
+                       uint32_t len)
+{
+    struct unread_async *a = ctx;
+    uint32_t s;
+
+    for (s = 0; s < a->k.nsrv; s++)
+        if (&a->k.srv[s].conn == k)
+            (void)uc_ps_dispatch(&a->k, a, s, body, len);
+}
+
+int ua_ps_send(struct unread_async *a, uint32_t s, uint16_t op, unsigned argc,
+               const struct unread_arg *argv)
+{
+    bool leaving = op == UR_OP_UNSUBSCRIBE || op == UR_OP_PUNSUBSCRIBE;
+    int rc = 0;
+
+    if (a->closing)
+        return uc_err(&a->k, UNREAD_EUSAGE, "the handle is closing");
+    if (a->as[s].state == UA_DOWN) {
+        /* a new connection makes what the table holds, this one too */
+        if (!leaving)
+            rc = server_ready(a, s);
+    } else if (internal_send(a, s, UA_PUBSUB, op, argc, argv) != 0) {
+        rc = uc_err(&a->k, UNREAD_ENOMEM, "out of memory");
+    }
+    watch(a, s);
+    if (a->depth == 0)
+        arm_timer(a);
+    return rc;
+}
+
 /* ---- The handle ------------------------------------------------------------
  */
 
@@ -1136,6 +1229,8 @@ struct unread_async *unread_async_connect(const char *servers,
     a->next_deadline = -1;
     a->timer_at = -1;
     for (s = 0; s < n; s++) {
+        a->k.srv[s].conn.on_push = async_push;
+        a->k.srv[s].conn.push_ctx = a;
         a->as[s].w_fd = -1;
         a->as[s].connect_at = -1;
         a->as[s].backoff_ms = a->k.opt.reconnect_min_ms;

@@ -446,9 +446,14 @@ int uc_conn_take_reply(struct uc_conn *k, struct ur_frame_hdr *h,
         st = ur_frame_parse_reply(k->in.data + k->in_pos, avail, UC_MAX_REPLY,
                                   h, &consumed, hint);
         if (st == UR_PARSE_OK && (h->flags & UR_FRAME_FLAG_PUSH)) {
-            /* A push frame (MONITOR, later pub/sub) answers no request:
-             * set aside, so the next frame is matched to the request. */
+            /* A push frame (MONITOR, pub/sub) answers no request: handed
+             * to pub/sub or set aside, so the next frame is matched to
+             * the request. */
             k->in_pos += consumed;
+            if (k->on_push != NULL)
+                k->on_push(k->push_ctx, k,
+                           k->in.data + k->in_pos - consumed + UR_FRAME_HDR,
+                           h->len);
             continue;
         }
         break;

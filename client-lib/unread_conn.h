@@ -47,6 +47,13 @@ struct uc_conn {
     size_t in_pos;
 
     char err[UC_ERRLEN]; /* the last failure, "host:port: what: why" */
+
+    /* Push frames (docs/PROTOCOL.md 2.13) answer no request: each one read
+     * is handed to on_push when set (its body valid only during the call),
+     * else dropped. Set by pub/sub (unread_pubsub.c). */
+    void (*on_push)(void *ctx, struct uc_conn *k, const char *body,
+                    uint32_t len);
+    void *push_ctx;
 };
 
 int64_t uc_now_ms(void);

@@ -97,6 +97,8 @@ struct uc_core {
     char types[UC_TYPES_MAX][UC_TYPE_NAME];
 
     char err[UC_CORE_ERRLEN];
+
+    struct uc_pubsub *ps; /* subscriptions (unread_pubsub.c), or NULL */
 };
 
 /* ---- The core (unread.c) ---------------------------------------------- */
