@@ -87,8 +87,7 @@ static struct uc_pubsub *ps_get(struct uc_core *k, bool async)
         ps->conn = calloc(k->nsrv, sizeof(*ps->conn));
         ps->retry_at = calloc(k->nsrv, sizeof(*ps->retry_at));
         ps->backoff_ms = calloc(k->nsrv, sizeof(*ps->backoff_ms));
-        if (ps->conn == NULL || ps->retry_at == NULL ||
-            ps->backoff_ms == NULL)
+        if (ps->conn == NULL || ps->retry_at == NULL || ps->backoff_ms == NULL)
             goto error;
         for (s = 0; s < k->nsrv; s++) {
             uc_conn_init(&ps->conn[s], &k->addr[s]);
@@ -317,7 +316,7 @@ int uc_ps_frames(struct uc_core *k, uint32_t s,
     return 0;
 }
 
-/* ---- Delivery ------------------------------------------------------------- */
+/* ---- Delivery ---------------------------------------------------------- */
 
 static bool is_str(const struct ur_val *v, const char *s)
 {
@@ -411,7 +410,8 @@ static void sub_down(struct unread *c, uint32_t s, int rc, bool was_up)
         return;
     }
     ps->retry_at[s] = uc_now_ms() + ps->backoff_ms[s];
-    ps->backoff_ms[s] = ps->backoff_ms[s] * 2 > max ? max : ps->backoff_ms[s] * 2;
+    ps->backoff_ms[s] =
+        ps->backoff_ms[s] * 2 > max ? max : ps->backoff_ms[s] * 2;
 }
 
 /*
@@ -557,8 +557,8 @@ static int sync_sub(struct unread *c, bool pattern, const char *name,
     a = unread_arg_str(name, strlen(name));
     sub_servers(c, pattern, name, &from, &to);
     for (s = from; s < to; s++) {
-        rc = sub_call(c, s, pattern ? UR_OP_PSUBSCRIBE : UR_OP_SUBSCRIBE, 1,
-                      &a);
+        rc =
+            sub_call(c, s, pattern ? UR_OP_PSUBSCRIBE : UR_OP_SUBSCRIBE, 1, &a);
         if (rc > 0 && first <= 0) {
             (void)ps_del(ps, pattern, name);
             first = rc;
@@ -750,7 +750,7 @@ int unread_listen(struct unread *c, int timeout_ms)
             t = -1;
         } else {
             now = uc_now_ms();
-            t = wake <= now ? 0
+            t = wake <= now              ? 0
                 : wake - now > INT32_MAX ? INT32_MAX
                                          : (int)(wake - now);
         }
@@ -780,12 +780,13 @@ int unread_publish(struct unread *c, const char *channel, const char *payload,
     int rc;
 
     if (channel == NULL || (payload == NULL && payload_len > 0))
-        return uc_err(&c->k, UNREAD_EUSAGE, "a channel and a payload are "
-                                            "needed");
+        return uc_err(&c->k, UNREAD_EUSAGE,
+                      "a channel and a payload are "
+                      "needed");
     a[0] = unread_arg_str(channel, strlen(channel));
     a[1] = unread_arg_str(payload != NULL ? payload : "", payload_len);
-    rc = uc_round_call(c, uc_ps_home(&c->k, channel, a[0].len),
-                       UR_OP_PUBLISH, 2, a, &h, &body);
+    rc = uc_round_call(c, uc_ps_home(&c->k, channel, a[0].len), UR_OP_PUBLISH,
+                       2, a, &h, &body);
     if (rc != 0)
         return rc;
     ur_val_reader_init(&rd, body, h.len);
