@@ -114,6 +114,16 @@ $(BUILD)/async_badge: $(call obj,client-lib/examples/async_badge.c) \
                       $(BUILD)/libunread.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 
+# The pub/sub gateway example (docs/CLIENT.md, "Pub/sub") and the test
+# driver of libunread's subscriptions (tests/integration/test_client_pubsub.py).
+all: $(BUILD)/badge_gateway $(BUILD)/pubsub_client
+$(BUILD)/badge_gateway: $(call obj,client-lib/examples/badge_gateway.c) \
+                        $(BUILD)/libunread.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+$(BUILD)/pubsub_client: $(call obj,tests/integration/pubsub_client.c) \
+                        $(BUILD)/libunread.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+
 # The fault-injection shim of the fault suites (tests/faults/faultfs.c),
 # LD_PRELOADed into the server: never sanitized (the sanitizer runtime
 # must come first in a sanitized server; the suites say so in
