@@ -249,6 +249,103 @@ static void print_degraded(const struct cli *cli, const struct unread_reply *r)
     fflush(stdout);
 }
 
+/* ---- SUBSCRIBE and PSUBSCRIBE: messages as they arrive ---------------- */
+
+/* An array of strings and, last, an integer, printed as a reply. */
+static void print_event(const struct cli *cli, const char *const *s,
+                        const size_t *len, size_t n, const uint64_t *count)
+{
+    struct unread_reply e[5], r;
+    size_t i;
+
+    memset(e, 0, sizeof(e));
+    for (i = 0; i < n; i++) {
+        e[i].kind = UNREAD_REPLY_STR;
+        e[i].str = (char *)s[i];
+        e[i].len = len[i];
+    }
+    if (count != NULL) {
+        e[n].kind = UNREAD_REPLY_INT;
+        e[n++].integer = *count;
+    }
+    memset(&r, 0, sizeof(r));
+    r.kind = UNREAD_REPLY_ARRAY;
+    r.n = n;
+    r.elem = e;
+    print_reply(cli, &r, false);
+}
+
+static void cli_message(struct unread *c, const struct unread_message *m,
+                        void *priv)
+{
+    const char *s[4];
+    size_t len[4], n = 0;
+
+    (void)c;
+    s[n] = m->pattern != NULL ? "pmessage" : "message";
+    len[n] = strlen(s[n]);
+    n++;
+    if (m->pattern != NULL) {
+        s[n] = m->pattern;
+        len[n++] = m->pattern_len;
+    }
+    s[n] = m->channel;
+    len[n++] = m->channel_len;
+    s[n] = m->payload;
+    len[n++] = m->payload_len;
+    print_event(priv, s, len, n, NULL);
+}
+
+/*
+ * SUBSCRIBE / PSUBSCRIBE as redis-cli runs them: each subscription's
+ * confirmation, then every message as it arrives, until the process is
+ * interrupted (Ctrl-C). Through libunread's subscriptions, so a cluster
+ * subscribes each channel on its shard. Returns 1 when it cannot go on.
+ */
+static int cli_subscribe(struct cli *cli, bool pattern, size_t argc,
+                         char *const *argv, const size_t *lens)
+{
+    const char *s[2];
+    size_t len[2], i;
+    uint64_t count;
+    int rc;
+
+    if (argc < 2) {
+        fprintf(stderr, "(error) ERR wrong number of arguments for '%s'\n",
+                argv[0]);
+        return 1;
+    }
+    if (!cli_connect(cli))
+        return 1;
+    if (cli->tty)
+        printf("Reading messages... (press Ctrl-C to quit)\n");
+    for (i = 1; i < argc; i++) {
+        if (memchr(argv[i], '\0', lens[i]) != NULL) {
+            fprintf(stderr, "(error) a name with a NUL byte\n");
+            return 1;
+        }
+        rc = pattern ? unread_psubscribe(cli->conn, argv[i], cli_message, cli)
+                     : unread_subscribe(cli->conn, argv[i], cli_message, cli);
+        if (rc != 0) {
+            fprintf(stderr, "(error) %s\n", unread_errstr(cli->conn));
+            return 1;
+        }
+        s[0] = pattern ? "psubscribe" : "subscribe";
+        len[0] = strlen(s[0]);
+        s[1] = argv[i];
+        len[1] = lens[i];
+        count = unread_subscriptions(cli->conn);
+        print_event(cli, s, len, 2, &count);
+    }
+    for (;;) {
+        rc = unread_listen(cli->conn, -1);
+        if (rc < 0) {
+            fprintf(stderr, "Error: %s\n", unread_errstr(cli->conn));
+            return 1;
+        }
+    }
+}
+
 /*
  * Runs one command given as argc words (word 0 the name; words may hold
  * any bytes). Returns 0; 1 on an error reply, an unknown command or a
@@ -283,6 +380,9 @@ static int cli_run(struct cli *cli, size_t argc, char *const *argv,
         fprintf(stderr, "(error) ERR too many arguments\n");
         return 1;
     }
+    if (op->code == UR_OP_SUBSCRIBE || op->code == UR_OP_PSUBSCRIBE)
+        return cli_subscribe(cli, op->code == UR_OP_PSUBSCRIBE, argc, argv,
+                             lens);
     args = calloc(argc, sizeof(*args));
     if (args == NULL) {
         fprintf(stderr, "unread-cli: out of memory\n");
