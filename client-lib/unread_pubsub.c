@@ -703,7 +703,7 @@ int unread_listen(struct unread *c, int timeout_ms)
     bool fresh, once = false;
     nfds_t np;
 
-    if (ps == NULL || ps->nchan + ps->npat + (ps->pending.len > 0) == 0)
+    if (ps == NULL || ps->nchan + ps->npat == 0)
         return uc_err(&c->k, UNREAD_EUSAGE, "no subscription to listen to");
     if (ps->listening)
         return uc_err(&c->k, UNREAD_EUSAGE, "already listening");
@@ -719,8 +719,8 @@ int unread_listen(struct unread *c, int timeout_ms)
     end = timeout_ms > 0 ? uc_now_ms() + timeout_ms : -1;
     for (;;) {
         n += deliver(c);
-        if (ps->stop || once)
-            break;
+        if (ps->stop || once || ps->nchan + ps->npat == 0)
+            break; /* asked to, or a callback left every subscription */
         now = uc_now_ms();
         if (end >= 0 && now >= end)
             break;
