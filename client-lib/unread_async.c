@@ -961,8 +961,11 @@ static void after(struct unread_async *a)
         if (a->k.ps != NULL && !a->closing)
             for (s = 0; s < a->k.nsrv; s++)
                 if (a->as[s].state == UA_DOWN && a->as[s].retry_at <= now &&
-                    uc_ps_wants(&a->k, s))
-                    (void)server_ready(a, s);
+                    uc_ps_wants(&a->k, s) && server_ready(a, s) != 0 &&
+                    a->as[s].retry_at <= now)
+                    /* refused without an attempt (an open circuit): not
+                     * again before the backoff */
+                    a->as[s].retry_at = now + a->as[s].backoff_ms;
         for (s = 0; s < a->k.nsrv; s++) {
             struct uc_conn *c = &a->k.srv[s].conn;
 

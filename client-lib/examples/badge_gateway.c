@@ -46,9 +46,9 @@
 #include "unread.h"
 #include "unread_libevent.h"
 
-#define GW_BUCKETS 4096         /* users hashed by uid */
-#define GW_MAX_LINE 32          /* a device's uid line */
-#define GW_MAX_OUT (64u << 10)  /* bytes waiting for a device, at most */
+#define GW_BUCKETS 4096        /* users hashed by uid */
+#define GW_MAX_LINE 32         /* a device's uid line */
+#define GW_MAX_OUT (64u << 10) /* bytes waiting for a device, at most */
 
 struct device;
 
@@ -63,8 +63,8 @@ struct user {
 struct device {
     struct gw *gw;
     struct bufferevent *bev;
-    struct user *user;   /* NULL until its uid line */
-    struct device *next; /* the user's other devices */
+    struct user *user;                  /* NULL until its uid line */
+    struct device *next;                /* the user's other devices */
     struct device *prev_all, *next_all; /* every device */
 };
 
@@ -183,7 +183,8 @@ static bool parse_uid(const char *s, size_t n, uint64_t *uid)
     if (n == 0 || n > 20 || (s[0] == '0' && n > 1))
         return false;
     for (i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+        if (s[i] < '0' || s[i] > '9' ||
+            v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
             return false;
         v = v * 10 + (uint64_t)(s[i] - '0');
     }
