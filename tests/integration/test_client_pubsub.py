@@ -234,6 +234,34 @@ def test_subscriptions_are_made_again_after_the_server_restarts():
                 d.close()
 
 
+def test_sync_subscribe_while_the_server_is_down_is_kept_and_made_later():
+    """A subscription that cannot be made now returns the failure but is
+    kept: unread_listen makes it once the server is back."""
+    with Server(notify_badges="yes") as srv:
+        d = Driver("sync", [srv])
+        try:
+            assert d.cmd("sub badge:1") == "sub badge:1 0"
+            srv.stop()
+            rc = int(d.cmd("sub badge:2").split()[2])
+            assert rc < 0, rc  # a failure to reach the server
+            assert d.cmd("count") == "count 2"
+            start_again(srv)
+            d.send("stopon END")
+            d.send("listen %d" % (WAIT * 1000))
+            wait_numsub(srv, "badge:2", 1)
+            wait_numsub(srv, "badge:1", 1)
+            with srv.resp() as c:
+                c.cmd("CNT.INCR", 2, 0, 1)
+                c.cmd("PUBLISH", "badge:1", "END")
+            lines = d.until(lambda l: l.startswith("listened "))
+            assert [msg(l) for l in lines[:-1]] == [
+                (0, None, "badge:2", "badge 1 cnt 1 cnt.0 1"),
+                (0, None, "badge:1", "END")], lines
+            d.quit()
+        finally:
+            d.close()
+
+
 def uids_by_shard(servers, n_each=2):
     """Some uids per shard, found by where CNT.INCR made through the
     library lands (unread-cli --cluster routes as the library does)."""
