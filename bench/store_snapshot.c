@@ -60,7 +60,7 @@ int main(int argc, char **argv)
         return 1;
     }
     t0 = su_clock_ns();
-    if (snapshot_write(fd, &db, 0, 0, &bytes) != 0) {
+    if (snapshot_write(fd, &db, 0, 0, NULL, &bytes) != 0) {
         perror("snapshot_write");
         return 1;
     }

@@ -336,6 +336,7 @@ struct opts {
 struct content {
     uint64_t per_op[UR_OP_COUNT];
     uint64_t singles, batches, batch_cmds;
+    uint64_t histories; /* history records (journal.h): no command */
     uint64_t clock[2];
     uint64_t first_seq, last_seq;
     uint64_t sound;   /* records that passed */
@@ -375,6 +376,8 @@ static int walk_content(const struct fs_map *m, const struct journal_scan *s,
         if (req.op == UR_FRAME_OP_BATCH) {
             c->batches++;
             c->batch_cmds += req.nsub;
+        } else if (req.op == JOURNAL_OP_HISTORY) {
+            c->histories++;
         } else {
             c->singles++;
         }
@@ -414,6 +417,10 @@ static void print_content(const struct journal_scan *s, const struct content *c)
            " batch records (MULTI/EXEC or binary batches) holding %" PRIu64
            " commands\n",
            c->singles, c->batches, c->batch_cmds);
+    if (c->histories != 0)
+        printf("  %" PRIu64 " history records (the replication id changed: "
+               "docs/PERSISTENCE.md, Replication)\n",
+               c->histories);
     printf("  commands:");
     for (unsigned i = 0; i < UR_OP_COUNT; i++) {
         if (c->per_op[i] == 0)

@@ -150,6 +150,112 @@ int journal_rec_append(struct ur_buf *b, uint64_t salt, uint64_t seq,
     return 0;
 }
 
+int journal_rec_append_payload(struct ur_buf *b, uint64_t salt, uint64_t seq,
+                               const char *payload, uint32_t n)
+{
+    if (n < JOURNAL_REC_MIN || n > JOURNAL_REC_MAX) {
+        errno = E2BIG;
+        return -1;
+    }
+    if (ur_buf_reserve(b, JOURNAL_REC_HDR + (size_t)n) != 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    memcpy(b->data + b->len + JOURNAL_REC_HDR, payload, n);
+    journal_rec_seal(b->data + b->len, n, salt, seq);
+    b->len += JOURNAL_REC_HDR + (size_t)n;
+    return 0;
+}
+
+void journal_item_seal(char *hdr, const char *payload, uint32_t n, uint64_t seq)
+{
+    uint64_t h;
+
+    le_wr64(hdr, seq);
+    le_wr32(hdr + 8, n);
+    h = XXH3_64bits_withSeed(hdr, 12, 0);
+    le_wr32(hdr + 12, (uint32_t)h);
+    le_wr64(hdr + 16, XXH3_64bits_withSeed(payload, n, h));
+}
+
+int journal_item_next(const char *buf, size_t len, uint64_t want, size_t *used,
+                      struct journal_rec *rec, const char **why)
+{
+    uint64_t hh, seq;
+    uint32_t n;
+
+    if (len < JOURNAL_REC_HDR)
+        return 0;
+    seq = le_rd64(buf);
+    n = le_rd32(buf + 8);
+    hh = XXH3_64bits_withSeed(buf, 12, 0);
+    if ((uint32_t)hh != le_rd32(buf + 12)) {
+        *why = "record header check mismatch";
+        return -1;
+    }
+    if (n != 0 && (n < JOURNAL_REC_MIN || n > JOURNAL_REC_MAX)) {
+        *why = "record length out of range";
+        return -1;
+    }
+    if (n != 0 && seq != want) {
+        *why = "record at another offset than expected";
+        return -1;
+    }
+    if (len - JOURNAL_REC_HDR < n)
+        return 0;
+    if (XXH3_64bits_withSeed(buf + JOURNAL_REC_HDR, n, hh) !=
+        le_rd64(buf + 16)) {
+        *why = "record payload checksum mismatch";
+        return -1;
+    }
+    rec->seq = seq;
+    rec->clock_ms = n != 0 ? le_rd64(buf + JOURNAL_REC_HDR) : 0;
+    rec->frame = n != 0 ? buf + JOURNAL_REC_HDR + 8 : NULL;
+    rec->frame_len = n != 0 ? n - 8 : 0;
+    *used = JOURNAL_REC_HDR + (size_t)n;
+    return 1;
+}
+
+bool journal_rec_is_history(const struct journal_rec *rec)
+{
+    struct ur_frame_hdr h;
+
+    if (rec->frame == NULL || rec->frame_len < UR_FRAME_HDR)
+        return false;
+    ur_frame_hdr_decode(rec->frame, &h);
+    return h.op == JOURNAL_OP_HISTORY;
+}
+
+static bool hex40(const struct ur_arg *a)
+{
+    if (a->kind != UR_ARG_STR || a->len != 40)
+        return false;
+    for (uint32_t i = 0; i < 40; i++)
+        if (!((a->str[i] >= '0' && a->str[i] <= '9') ||
+              (a->str[i] >= 'a' && a->str[i] <= 'f')))
+            return false;
+    return true;
+}
+
+int journal_history_args(const struct ur_frame_req *req, const char **replid,
+                         const char **replid2, uint64_t *offset2,
+                         uint64_t *offset, const char **why)
+{
+    const struct ur_arg *a = req->argv;
+
+    if (req->op != JOURNAL_OP_HISTORY || req->argc != JOURNAL_HISTORY_ARGS ||
+        !hex40(&a[0]) || !hex40(&a[1]) || a[2].kind != UR_ARG_INT ||
+        a[3].kind != UR_ARG_INT) {
+        *why = "malformed history record";
+        return -1;
+    }
+    *replid = a[0].str;
+    *replid2 = a[1].str;
+    *offset2 = a[2].num;
+    *offset = a[3].num;
+    return 0;
+}
+
 int journal_batch_begin(struct ur_buf *b, uint64_t clock_ms)
 {
     size_t start = b->len;
@@ -552,6 +658,12 @@ static int check_cmd(uint16_t code, uint32_t argc, bool in_batch,
 {
     const struct ur_op *op = ur_op_by_code(code);
 
+    if (code == JOURNAL_OP_HISTORY && !in_batch) {
+        if (argc == JOURNAL_HISTORY_ARGS)
+            return 0;
+        *why = "malformed history record";
+        return -1;
+    }
     if (op == NULL) {
         *why = code == UR_FRAME_OP_BATCH ? "a batch inside a batch"
                                          : "unknown opcode";
@@ -789,6 +901,20 @@ int journal_create(struct journal *j)
         return 0;
     j->err = errno;
     return -1;
+}
+
+void journal_restart(struct journal *j, uint64_t seg)
+{
+    if (j->fd >= 0)
+        close(j->fd);
+    j->fd = -1;
+    j->seg = j->first_seg = seg;
+    j->seg_len = 0;
+    j->tail_dirty = false;
+    j->salt = new_salt(seg);
+    j->buf.len = 0;
+    j->written = j->synced = j->appended;
+    j->err = 0;
 }
 
 void journal_drop_through(struct journal *j, uint64_t upto)

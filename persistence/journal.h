@@ -42,6 +42,20 @@
  * next segment may start at a later sequence number. */
 #define JOURNAL_F_ENDS_EARLY 1u
 
+/*
+ * A history record: not a command but a change of the data's replication
+ * history (persist.h persist_history_fork, docs/PERSISTENCE.md
+ * "Replication"), journaled so that a restart knows which history the
+ * records after it belong to. Its frame has this opcode, which is never
+ * on the wire (frame.h reserves 0xFF00-0xFFFF), and four arguments: the
+ * new replication id and the one before it (40 hex digits each), the
+ * offset up to which the two histories agree, and the stream offset it
+ * was written at (the same number: a check). It changes no data and is
+ * not part of the replication stream: replay skips it.
+ */
+#define JOURNAL_OP_HISTORY 0xFF02
+#define JOURNAL_HISTORY_ARGS 4
+
 /* ---- codec ------------------------------------------------------------ */
 
 /* A segment header, decoded. len: its size in the file (JOURNAL_HDR, or
@@ -86,6 +100,47 @@ int journal_rec_append(struct ur_buf *b, uint64_t salt, uint64_t seq,
  * it; tests and the fuzzer seal bytes of their own with it.
  */
 void journal_rec_seal(char *rec, uint32_t n, uint64_t salt, uint64_t seq);
+
+/*
+ * Appends a record whose payload (clock ms, then a request frame) is the
+ * n bytes at payload, copied as they are: a record received from a
+ * primary (docs/PERSISTENCE.md "Replication") keeps its bytes in the
+ * replica's journal, sealed again with the segment's salt and seq. 0, or
+ * -1 with errno ENOMEM (b unchanged) or E2BIG (n outside JOURNAL_REC_MIN..
+ * JOURNAL_REC_MAX).
+ */
+int journal_rec_append_payload(struct ur_buf *b, uint64_t salt, uint64_t seq,
+                               const char *payload, uint32_t n);
+
+struct journal_rec;
+struct ur_frame_req;
+
+/* The JOURNAL_REC_HDR bytes of a replication stream record (below) whose
+ * n-byte payload is elsewhere: salt 0, seq its stream offset. n 0: a
+ * heartbeat. */
+void journal_item_seal(char *hdr, const char *payload, uint32_t n,
+                       uint64_t seq);
+
+/*
+ * One record of a replication stream at buf[0..len), sealed with salt 0
+ * and its stream offset as sequence number (docs/PERSISTENCE.md
+ * "Replication"): 1 with *used its bytes and, for a record, *rec (its
+ * frame points into buf); an empty payload is a heartbeat (rec->frame
+ * NULL, rec->seq the sender's offset). 0 when buf holds less than a whole
+ * record, or -1 with *why: a header or payload check fails, a length out
+ * of range, or another sequence number than want (heartbeats carry any).
+ */
+int journal_item_next(const char *buf, size_t len, uint64_t want, size_t *used,
+                      struct journal_rec *rec, const char **why);
+
+/* Whether a record's frame is a history record (JOURNAL_OP_HISTORY), and
+ * the arguments of a parsed one: 0 with the ids (40 bytes each, not
+ * terminated) and offsets, or -1 with *why (not four arguments of the
+ * right kinds). */
+bool journal_rec_is_history(const struct journal_rec *rec);
+int journal_history_args(const struct ur_frame_req *req, const char **replid,
+                         const char **replid2, uint64_t *offset2,
+                         uint64_t *offset, const char **why);
 
 /*
  * A batch record: one atomic batch (server/batch.h), built while it runs.
@@ -289,6 +344,15 @@ void journal_abandon(struct journal *j);
 /* Creates the current segment's file (header, fdatasync, directory fsync)
  * when it has none. 0, or -1 with errno and j->err set. */
 int journal_create(struct journal *j);
+
+/*
+ * The data was replaced (a full sync from a primary, whose snapshot
+ * covers segments <= seg - 1): closes the current segment and starts
+ * again at seg with no segment on disk before it (the caller removed
+ * them). Records not yet written are dropped, counted as written and
+ * synced (they belonged to the data that is gone); sequence numbers go on.
+ */
+void journal_restart(struct journal *j, uint64_t seg);
 
 /* Removes the segments first_seg..upto (covered by a snapshot). */
 void journal_drop_through(struct journal *j, uint64_t upto);

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -148,7 +149,27 @@ struct persist {
     uint64_t sync_delayed; /* ... times a due one had to wait for it */
     uint64_t loaded_records;
     uint64_t load_ms;
+    /*
+     * Replication (docs/PERSISTENCE.md, "Replication"): the data's origin
+     * (which history, how many of its stream bytes), advanced by every
+     * committed record; records are made while the journal or the stream
+     * wants them; the last committed record, until taken; what the
+     * background saves mean to replication.
+     */
+    struct snap_origin origin;
+    bool stream;
+    bool take_ready;
+    size_t take_off, take_len;
+    uint64_t saves_ended;            /* background saves ended (either way) */
+    struct snap_origin child_origin; /* ... the running one's, at its cut */
+    bool want_saved;                 /* open the next saved snapshot */
+    int saved_fd;                    /* ... opened, not yet taken; -1 */
+    struct snap_origin saved_origin;
+    uint64_t saved_no;    /* ... the save that wrote it (saves_ended) */
+    bool history_pending; /* a fork inside a batch: recorded at its end */
 };
+
+static int history_record(struct persist *p);
 
 static uint64_t now_ms(void)
 {
@@ -156,6 +177,27 @@ static uint64_t now_ms(void)
 
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A fresh replication id: 40 hex digits from getrandom (or, failing
+ * that, from the clock and the process). */
+static void new_replid(char out[SNAP_REPLID + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char r[SNAP_REPLID / 2];
+
+    if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+        uint64_t t = now_ms() ^ ((uint64_t)getpid() << 32);
+        for (size_t i = 0; i < sizeof(r); i++) {
+            t = t * 6364136223846793005u + 1442695040888963407u;
+            r[i] = (unsigned char)(t >> 56);
+        }
+    }
+    for (size_t i = 0; i < sizeof(r); i++) {
+        out[2 * i] = hex[r[i] >> 4];
+        out[2 * i + 1] = hex[r[i] & 15];
+    }
+    out[SNAP_REPLID] = '\0';
 }
 
 static const char *fsync_name(int mode)
@@ -228,9 +270,11 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Lists journal.<N> (N >= 1, canonical decimal) in ascending order and
- * removes snapshots left half-written by a crash. */
-static int scan_dir(struct persist *p, struct segs *s, char *err, size_t errlen)
+/* Lists journal.<N> (N >= 1, canonical decimal) in ascending order and,
+ * with clean (at start), removes snapshots left half-written by a crash
+ * (a save's, or a full sync's from a primary). */
+static int scan_dir(struct persist *p, struct segs *s, bool clean, char *err,
+                    size_t errlen)
 {
     DIR *d = opendir(p->dir);
     struct dirent *e;
@@ -259,7 +303,7 @@ static int scan_dir(struct persist *p, struct segs *s, char *err, size_t errlen)
                 s->cap = cap;
             }
             s->v[s->n++] = n;
-        } else if (strncmp(name, "snapshot.tmp.", 13) == 0 &&
+        } else if (clean && strncmp(name, "snapshot.tmp.", 13) == 0 &&
                    fs_path(path, sizeof(path), p->dir, name) == 0) {
             log_info("removing %s, left by an interrupted save", path);
             unlink(path);
@@ -300,6 +344,8 @@ static int load_snapshot(struct persist *p, uint64_t *seg, char *err,
         return -1;
     }
     *seg = meta.segment;
+    if (meta.has_origin)
+        p->origin = meta.origin;
     p->last_save_ms = meta.created_ms;
     p->last_save_bytes = meta.bytes;
     log_info("snapshot %s loaded: %llu bytes, %u sections, covers journal "
@@ -430,6 +476,36 @@ static int ld_open_next(struct persist *p, char *err, size_t errlen)
     return 0;
 }
 
+/* A history record met while loading: the data's origin from there on
+ * (persist_history_fork). */
+static int load_history(struct persist *p, const struct journal_rec *rec,
+                        char *err, size_t errlen)
+{
+    struct ur_arg *argv = NULL;
+    uint32_t cap = 0;
+    struct ur_frame_req req;
+    const char *id, *id2, *why;
+    uint64_t off2, off;
+
+    if (journal_rec_request(rec, &argv, &cap, &req, &why) != 0 ||
+        journal_history_args(&req, &id, &id2, &off2, &off, &why) != 0) {
+        free(argv);
+        persist_load_refuse(p, why, err, errlen);
+        return -1;
+    }
+    if (off != p->origin.offset)
+        log_warn("journal %s: history record at offset %llu of the stream, "
+                 "the records before it add up to %llu",
+                 p->ld.path, (unsigned long long)off,
+                 (unsigned long long)p->origin.offset);
+    memcpy(p->origin.replid, id, SNAP_REPLID);
+    memcpy(p->origin.replid2, id2, SNAP_REPLID);
+    p->origin.offset2 = off2;
+    p->origin.has2 = true;
+    free(argv);
+    return 0;
+}
+
 int persist_load_next(struct persist *p, struct journal_rec *rec, char *err,
                       size_t errlen)
 {
@@ -444,7 +520,15 @@ int persist_load_next(struct persist *p, struct journal_rec *rec, char *err,
         if (journal_rec_next(&L->scan, L->m.data, &L->off, rec)) {
             L->rec_no++;
             L->rec_seq = rec->seq;
+            if (journal_rec_is_history(rec)) {
+                if (load_history(p, rec, err, errlen) != 0)
+                    return -1;
+                continue;
+            }
             p->loaded_records++;
+            /* Every record counts in the stream offset as it would be
+             * streamed: a version 2 header and its payload. */
+            p->origin.offset += JOURNAL_REC_HDR + 8 + rec->frame_len;
             return 1;
         }
         if (!(L->torn && L->last) && fs_fsync_file(L->path) != 0) {
@@ -503,13 +587,17 @@ struct persist *persist_open(const struct persist_config *cfg, struct db *db,
     p->db = db;
     snprintf(p->dir, sizeof(p->dir), "%s", cfg->dir);
     p->lock_fd = -1;
+    p->saved_fd = -1;
+    new_replid(p->origin.replid);
+    memset(p->origin.replid2, '0', SNAP_REPLID);
     p->journal_on = cfg->journal;
     p->fsync_mode = cfg->fsync_mode;
     p->save_seconds = cfg->save_seconds;
     p->last_save_ok = true;
     p->load_ms = now_ms(); /* the start, until persist_load_done */
     journal_init(&p->j, p->dir, 1, 1);
-    if (lock_dir(p, err, errlen) != 0 || scan_dir(p, &L->s, err, errlen) != 0 ||
+    if (lock_dir(p, err, errlen) != 0 ||
+        scan_dir(p, &L->s, true, err, errlen) != 0 ||
         load_snapshot(p, &L->snap_seg, err, errlen) != 0) {
         persist_close(p);
         return NULL;
@@ -565,6 +653,8 @@ void persist_close(struct persist *p)
     journal_deinit(&p->j);
     if (p->lock_fd >= 0)
         close(p->lock_fd);
+    if (p->saved_fd >= 0)
+        close(p->saved_fd);
     free(p);
 }
 
@@ -581,7 +671,7 @@ int persist_stage(struct persist *p, uint64_t clock_ms, const struct ur_op *op,
     int rc;
 
     p->journaled = false;
-    if (!p->journal_on)
+    if (!p->journal_on && !p->stream)
         return 0;
     p->staged = p->j.buf.len;
     if (p->in_batch)
@@ -591,6 +681,51 @@ int persist_stage(struct persist *p, uint64_t clock_ms, const struct ur_op *op,
                                 clock_ms, op->code, argc, argv);
     p->journaled = rc == 0;
     return rc;
+}
+
+static void reverse(char *a, size_t n)
+{
+    for (size_t i = 0, j = n; i + 1 < j; i++, j--) {
+        char t = a[i];
+        a[i] = a[j - 1];
+        a[j - 1] = t;
+    }
+}
+
+/* The first record of a forked history is committed at j.buf[off..]: the
+ * history record goes just before it (in place: a rotation by
+ * reversals), taking its sequence number, and the record is sealed again
+ * with the next one. A write torn between them keeps the history record,
+ * never the record without it. */
+static size_t history_before(struct persist *p, size_t off)
+{
+    size_t rec = p->j.buf.len - off, hist;
+    uint64_t seq = journal_seq_next(&p->j);
+
+    if (history_record(p) != 0 || !p->journal_on)
+        return off;
+    hist = p->j.buf.len - off - rec;
+    reverse(p->j.buf.data + off, rec);
+    reverse(p->j.buf.data + off + rec, hist);
+    reverse(p->j.buf.data + off, rec + hist);
+    journal_rec_seal(p->j.buf.data + off, (uint32_t)(hist - JOURNAL_REC_HDR),
+                     p->j.salt, seq);
+    journal_rec_seal(p->j.buf.data + off + hist,
+                     (uint32_t)(rec - JOURNAL_REC_HDR), p->j.salt, seq + 1);
+    return off + hist;
+}
+
+/* The record at j.buf[off..] (to the end) is committed: it counts in the
+ * stream offset and waits to be taken by replication. */
+static void committed(struct persist *p, size_t off)
+{
+    if (p->history_pending)
+        off = history_before(p, off);
+    p->take_off = off;
+    p->take_len = p->j.buf.len - off;
+    p->take_ready = true;
+    p->origin.offset += p->take_len;
+    p->j.appended++;
 }
 
 void persist_feed(struct persist *p, bool changed)
@@ -605,12 +740,12 @@ void persist_feed(struct persist *p, bool changed)
     else if (p->in_batch)
         p->batch_n++;
     else
-        p->j.appended++;
+        committed(p, p->staged);
 }
 
 int persist_batch_begin(struct persist *p, uint64_t clock_ms)
 {
-    if (p->journal_on) {
+    if (p->journal_on || p->stream) {
         p->batch_rec = p->j.buf.len;
         if (journal_batch_begin(&p->j.buf, clock_ms) != 0)
             return -1;
@@ -623,15 +758,44 @@ int persist_batch_begin(struct persist *p, uint64_t clock_ms)
 void persist_batch_end(struct persist *p)
 {
     p->in_batch = false;
-    if (!p->journal_on)
+    if (!p->journal_on && !p->stream)
         return;
+
     if (p->batch_n == 0) {
         p->j.buf.len = p->batch_rec;
         return;
     }
     journal_batch_end(&p->j.buf, p->batch_rec, p->batch_n, p->j.salt,
                       journal_seq_next(&p->j));
+    committed(p, p->batch_rec);
+}
+
+/* Appends the history record of the origin now (persist_history_fork).
+ * 0, or -1 (no memory: the fork is not journaled, logged). */
+static int history_record(struct persist *p)
+{
+    struct ur_arg argv[JOURNAL_HISTORY_ARGS] = {
+        {.kind = UR_ARG_STR, .len = SNAP_REPLID, .str = p->origin.replid},
+        {.kind = UR_ARG_STR, .len = SNAP_REPLID, .str = p->origin.replid2},
+        {.kind = UR_ARG_INT, .num = p->origin.offset2},
+        {.kind = UR_ARG_INT, .num = p->origin.offset}};
+
+    p->history_pending = false;
+    if (!p->journal_on)
+        return 0;
+    /* Called before a record is staged or appended, never while one is
+     * being built (a batch's): it precedes the records of its history. */
+    if (journal_rec_append(&p->j.buf, p->j.salt, journal_seq_next(&p->j),
+                           now_ms(), JOURNAL_OP_HISTORY, JOURNAL_HISTORY_ARGS,
+                           argv) != 0) {
+        log_error("journal: no memory for the record of the replication "
+                  "history %s: a restart before the next snapshot would "
+                  "not know it",
+                  p->origin.replid);
+        return -1;
+    }
     p->j.appended++;
+    return 0;
 }
 
 static void journal_broken(struct persist *p, const char *op)
@@ -723,10 +887,23 @@ static int sync_journal(struct persist *p)
     return 0;
 }
 
+/* With the journal off, records made for the stream are dropped once the
+ * turn is over (replication took them at commit). */
+static void drop_unjournaled(struct persist *p)
+{
+    p->j.buf.len = 0;
+    p->j.written = p->j.synced = p->j.appended;
+    p->take_ready = false;
+}
+
 void persist_flush(struct persist *p)
 {
-    if (!p->journal_on || p->untrusted)
-        return; /* untrusted: the records wait for the resync */
+    if (!p->journal_on) {
+        drop_unjournaled(p);
+        return;
+    }
+    if (p->untrusted)
+        return; /* the records wait for the resync */
     if (p->j.buf.len > 0 && segment_deleted(p))
         return;
     if (journal_write(&p->j) != 0) {
@@ -757,6 +934,8 @@ uint64_t persist_appended(const struct persist *p)
 
 uint64_t persist_durable(const struct persist *p)
 {
+    if (!p->journal_on)
+        return p->j.appended;
     return p->fsync_mode == FSYNC_ALWAYS ? p->j.synced : p->j.written;
 }
 
@@ -774,6 +953,8 @@ static int cut(struct persist *p, uint64_t *seg, bool *resync, char *err,
                size_t errlen)
 {
     *resync = false;
+    if (!p->journal_on)
+        drop_unjournaled(p); /* never written: no segment to end */
     if (p->journal_on && !p->untrusted && !segment_deleted(p)) {
         if (journal_write(&p->j) != 0) {
             journal_broken(p, "write");
@@ -830,7 +1011,7 @@ static int save_file(struct persist *p, uint64_t seg, char *err, size_t errlen)
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         goto error;
-    if (snapshot_write(fd, p->db, now_ms(), seg, &bytes) != 0 ||
+    if (snapshot_write(fd, p->db, now_ms(), seg, &p->origin, &bytes) != 0 ||
         fsync(fd) != 0) {
         saved = errno;
         close(fd);
@@ -999,6 +1180,7 @@ int persist_bgsave(struct persist *p, char *err, size_t errlen)
     p->fork_us = now_us() - t0;
     p->forks++;
     p->child = pid;
+    p->child_origin = p->origin;
     p->child_resync = resync;
     p->child_seg = seg;
     p->child_dirty = p->dirty;
@@ -1007,6 +1189,30 @@ int persist_bgsave(struct persist *p, char *err, size_t errlen)
              "fork %llu us)",
              (int)pid, (unsigned long long)seg, (unsigned long long)p->fork_us);
     return 0;
+}
+
+/* A background save ended: when replication asked for it, the snapshot
+ * it wrote is opened now, before any later save can replace the file
+ * (only a child renames one, and the next child starts after this). */
+static void saved_open(struct persist *p, bool ok)
+{
+    char path[4096];
+
+    if (!p->want_saved)
+        return;
+    if (p->saved_fd >= 0)
+        close(p->saved_fd);
+    p->saved_fd = -1;
+    if (!ok)
+        return; /* still wanted: the next save's */
+    p->want_saved = false;
+    p->saved_no = p->saves_ended;
+    if (fs_path(path, sizeof(path), p->dir, PERSIST_SNAPSHOT) == 0)
+        p->saved_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (p->saved_fd < 0)
+        log_warn("cannot open the snapshot just saved for replication: %s",
+                 strerror(errno));
+    p->saved_origin = p->child_origin;
 }
 
 /* Collects a finished background save, if any. */
@@ -1032,6 +1238,8 @@ static void reap(struct persist *p)
         unlink(tmp);
     }
     p->child = 0;
+    p->saves_ended++;
+    saved_open(p, ok);
     save_done(p, ok, p->child_start_ms, p->child_seg, p->child_dirty,
               p->child_resync);
 }
@@ -1042,6 +1250,7 @@ static void stop_child(struct persist *p)
 
     if (p->child == 0)
         return;
+    p->saves_ended++;
     kill(p->child, SIGKILL);
     while (waitpid(p->child, NULL, 0) < 0 && errno == EINTR)
         ;
@@ -1341,4 +1550,175 @@ void persist_info(const struct persist *p, struct persist_info *o)
     o->fork_us = p->fork_us;
     o->forks = p->forks;
     o->saves = p->saves;
+}
+
+/* ---- replication -------------------------------------------------------- */
+
+void persist_origin(const struct persist *p, struct snap_origin *out)
+{
+    *out = p->origin;
+}
+
+uint64_t persist_offset(const struct persist *p)
+{
+    return p->origin.offset;
+}
+
+int persist_history_fork(struct persist *p, const char *replid)
+{
+    memcpy(p->origin.replid2, p->origin.replid, SNAP_REPLID);
+    p->origin.offset2 = p->origin.offset;
+    p->origin.has2 = true;
+    if (replid != NULL)
+        memcpy(p->origin.replid, replid, SNAP_REPLID);
+    else
+        new_replid(p->origin.replid);
+    p->origin.replid[SNAP_REPLID] = '\0';
+    /* Journaled before the next record: until one is made under the new
+     * id, a restart that does not know it loses nothing. */
+    p->history_pending = true;
+    return 0;
+}
+
+void persist_set_stream(struct persist *p, bool on)
+{
+    p->stream = on;
+}
+
+bool persist_take_record(struct persist *p, const char **payload, uint32_t *n,
+                         uint64_t *at)
+{
+    if (!p->take_ready)
+        return false;
+    p->take_ready = false;
+    *payload = p->j.buf.data + p->take_off + JOURNAL_REC_HDR;
+    *n = (uint32_t)(p->take_len - JOURNAL_REC_HDR);
+    *at = p->origin.offset - p->take_len;
+    return true;
+}
+
+int persist_append_payload(struct persist *p, const char *payload, uint32_t n)
+{
+    size_t at = p->j.buf.len;
+
+    p->dirty++;
+    if (!p->journal_on && !p->stream) {
+        p->origin.offset += JOURNAL_REC_HDR + (uint64_t)n;
+        return 0;
+    }
+    if (journal_rec_append_payload(&p->j.buf, p->j.salt,
+                                   journal_seq_next(&p->j), payload, n) != 0)
+        return -1;
+    committed(p, at);
+    return 0;
+}
+
+void persist_save_state(const struct persist *p, struct persist_save_state *s)
+{
+    s->running = p->child != 0;
+    s->running_offset = p->child != 0 ? p->child_origin.offset : 0;
+    s->ended = p->saves_ended;
+}
+
+void persist_want_snapshot(struct persist *p)
+{
+    p->want_saved = true;
+}
+
+int persist_saved_snapshot(struct persist *p, struct snap_origin *origin,
+                           uint64_t *save_no)
+{
+    int fd = p->saved_fd;
+
+    p->saved_fd = -1;
+    if (fd >= 0) {
+        *origin = p->saved_origin;
+        *save_no = p->saved_no;
+    }
+    return fd;
+}
+
+/* Removes every journal segment in the directory. 0, or -1 with errno. */
+static int remove_segments(struct persist *p)
+{
+    struct segs s = {NULL, 0, 0};
+    char path[4096], err[512];
+    int rc = 0;
+
+    if (scan_dir(p, &s, false, err, sizeof(err)) != 0) {
+        errno = EIO;
+        return -1;
+    }
+    for (size_t i = 0; i < s.n && rc == 0; i++)
+        if (journal_path(&p->j, path, sizeof(path), s.v[i]) != 0 ||
+            (unlink(path) != 0 && errno != ENOENT))
+            rc = -1;
+    free(s.v);
+    if (rc == 0 && fs_fsync_dir(p->dir) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* The db emptied; a failure to allocate the empty stores is fatal (the
+ * server would have no data to serve at all). */
+static void db_reset(struct db *db)
+{
+    db_deinit(db);
+    if (db_init(db) != 0) {
+        log_error("out of memory emptying the data for a full sync");
+        abort();
+    }
+}
+
+int persist_adopt(struct persist *p, const char *path, char *err, size_t errlen)
+{
+    char dst[4096], msg[512];
+    struct snap_meta meta;
+    struct fs_map m;
+    uint64_t t0 = now_ms();
+    int rc;
+
+    stop_child(p);
+    if (fs_map_open(&m, path) != 0) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    db_reset(p->db);
+    rc = snapshot_load(m.data, m.len, p->db, &meta, msg, sizeof(msg));
+    fs_map_close(&m);
+    if (rc == 0 && !meta.has_origin) {
+        snprintf(msg, sizeof(msg), "no origin section");
+        rc = -1;
+    }
+    if (rc != 0) {
+        db_reset(p->db);
+        snprintf(err, errlen, "the primary's snapshot %s: %s", path, msg);
+        return -1;
+    }
+    /* The files become the new data's: no segment of the old may follow
+     * the new snapshot, so every one goes before it is renamed in. */
+    if (fs_path(dst, sizeof(dst), p->dir, PERSIST_SNAPSHOT) != 0 ||
+        remove_segments(p) != 0 || rename(path, dst) != 0 ||
+        fs_fsync_dir(p->dir) != 0)
+        untrust(p,
+                "the snapshot received from the primary could not replace "
+                "%s/" PERSIST_SNAPSHOT " and the old journal: %s",
+                p->dir, strerror(errno));
+    else
+        p->untrusted = p->broken = p->resync_saved = false;
+    journal_restart(&p->j, meta.segment + 1);
+    p->origin = meta.origin;
+    p->dirty = 0;
+    p->take_ready = false;
+    p->history_pending = false;
+    p->last_save_ms = meta.created_ms;
+    p->last_save_bytes = meta.bytes;
+    p->last_save_ok = true;
+    note_identity(p);
+    log_info("snapshot from the primary loaded: %llu bytes in %llu ms, "
+             "replication id %s, offset %llu",
+             (unsigned long long)meta.bytes,
+             (unsigned long long)(now_ms() - t0), p->origin.replid,
+             (unsigned long long)p->origin.offset);
+    return 0;
 }

@@ -35,6 +35,7 @@
 #include "journal.h"
 #include "ops.h"
 #include "proto.h"
+#include "snapshot.h"
 
 #define PERSIST_SNAPSHOT "snapshot.urs" /* in the data directory */
 #define PERSIST_LOCK "unreadd.lock"
@@ -191,5 +192,81 @@ struct persist_info {
     uint64_t saves;           /* snapshots written since start */
 };
 void persist_info(const struct persist *p, struct persist_info *out);
+
+/* ---- replication (docs/PERSISTENCE.md, "Replication") -------------------
+ *
+ * The data has an origin (snapshot.h): the replication history it is at
+ * and how many bytes of that history's stream it holds. The stream is the
+ * sequence of committed records; each counts JOURNAL_REC_HDR plus its
+ * payload, whether or not the journal is on. A snapshot carries the
+ * origin at its cut; replay adds its records to it; a history record in
+ * the journal (journal.h) carries every change of replication id. The
+ * server's replication (server/repl.h) takes each committed record and
+ * streams it; a replica appends the records it receives.
+ */
+
+void persist_origin(const struct persist *p, struct snap_origin *out);
+uint64_t persist_offset(const struct persist *p);
+
+/*
+ * Forks the history: the current id and offset become replid2 and
+ * offset2, replid (40 hex digits, or NULL: a new random one) the id from
+ * here on (a promotion, a start as primary, a primary that changed id).
+ * Journaled as a history record just before the next record (until one
+ * is made under the new id, a restart that forgot it loses nothing). 0.
+ */
+int persist_history_fork(struct persist *p, const char *replid);
+
+/* Makes records of committed commands even with the journal off (they are
+ * then dropped at the end of the turn): replication needs them. */
+void persist_set_stream(struct persist *p, bool on);
+
+/*
+ * The record committed last (by persist_feed or persist_batch_end), once:
+ * true with its payload (clock ms and request frame, valid until the
+ * next record is staged or the turn is flushed), its length and the
+ * stream offset it starts at; false when none was committed since.
+ */
+bool persist_take_record(struct persist *p, const char **payload, uint32_t *n,
+                         uint64_t *at);
+
+/*
+ * A replica applied a record received from its primary (payload: clock ms
+ * and request frame, n bytes): it is committed as the executor's would be
+ * (journal, offset, persist_take_record). 0, or -1 with errno (ENOMEM,
+ * E2BIG): nothing changed.
+ */
+int persist_append_payload(struct persist *p, const char *payload, uint32_t n);
+
+/* Background saves as a full sync sees them. */
+struct persist_save_state {
+    bool running;            /* a background save runs */
+    uint64_t running_offset; /* ... its snapshot holds the stream to here */
+    uint64_t ended;          /* background saves ended since start */
+};
+void persist_save_state(const struct persist *p, struct persist_save_state *s);
+
+/*
+ * A full sync waits for a background save: persist_want_snapshot asks
+ * that the snapshot the running (or next) one writes be opened as soon as
+ * it ends, before any later save can replace it; persist_saved_snapshot
+ * hands that descriptor over (the caller closes it) with the origin it
+ * holds and which save wrote it (*save_no: the count of ended saves when
+ * it ended), or returns -1 (none: the save failed, or nothing was asked).
+ */
+void persist_want_snapshot(struct persist *p);
+int persist_saved_snapshot(struct persist *p, struct snap_origin *origin,
+                           uint64_t *save_no);
+
+/*
+ * A full sync on a replica: replaces the data with the snapshot at path
+ * (received from the primary, in the data directory): the db is emptied
+ * and loaded from it, every journal segment is removed, the file becomes
+ * snapshot.urs and the journal starts again after it; the origin is the
+ * snapshot's. 0, or -1 with a message in err and the db empty (the file
+ * is left for the caller to remove). A background save is stopped first.
+ */
+int persist_adopt(struct persist *p, const char *path, char *err,
+                  size_t errlen);
 
 #endif

@@ -75,6 +75,7 @@ struct snap_writer {
     XXH3_state_t *hdr_hash; /* of the file header and every section header */
     uint64_t sec_off;       /* file offset of the current section's header */
     uint64_t sec_raw;       /* raw bytes of the current section compressed */
+    const struct snap_origin *origin; /* for sec_origin_save; NULL: none */
 };
 
 static int w_fail(struct snap_writer *w, int err)
@@ -211,6 +212,26 @@ static int section_end(struct snap_writer *w, uint32_t id)
     return 0;
 }
 
+/*
+ * Section 11, the origin (struct snap_origin): replid and replid2 as 40
+ * bytes each, offset and offset2 as u64, has2 as a u8. Empty when the
+ * writer has no origin. Defined here rather than in a sec_<family>.c: the
+ * origin belongs to the file, not to a store.
+ */
+int sec_origin_save(const struct db *db, struct snap_writer *w)
+{
+    const struct snap_origin *o = w->origin;
+
+    (void)db;
+    if (o == NULL)
+        return 0;
+    if (snap_put(w, o->replid, SNAP_REPLID) != 0 ||
+        snap_put(w, o->replid2, SNAP_REPLID) != 0 ||
+        snap_put_u64(w, o->offset) != 0 || snap_put_u64(w, o->offset2) != 0)
+        return -1;
+    return snap_put_u8(w, o->has2 ? 1 : 0);
+}
+
 static int write_all_sections(struct snap_writer *w, const struct db *db,
                               uint64_t created_ms, uint64_t segment)
 {
@@ -239,9 +260,10 @@ static int write_all_sections(struct snap_writer *w, const struct db *db,
 }
 
 int snapshot_write(int fd, const struct db *db, uint64_t created_ms,
-                   uint64_t segment, uint64_t *bytes)
+                   uint64_t segment, const struct snap_origin *origin,
+                   uint64_t *bytes)
 {
-    struct snap_writer w = {.fd = fd};
+    struct snap_writer w = {.fd = fd, .origin = origin};
     int rc = -1;
 
     w.z_cap = LZ4F_compressBound(RAW_CHUNK, &lz4_prefs) + LZ4F_HEADER_SIZE_MAX;
@@ -287,6 +309,7 @@ struct snap_reader {
     bool failed;
     char *err;
     size_t errlen;
+    struct snap_meta *meta; /* sec_origin_load fills its origin */
 };
 
 int snap_fail(struct snap_reader *r, const char *fmt, ...)
@@ -444,6 +467,39 @@ static int fail_at(struct loader *L, uint64_t off, const char *fmt, ...)
     return -1;
 }
 
+static bool hex_id(const char *id)
+{
+    for (int i = 0; i < SNAP_REPLID; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* The origin section (sec_origin_save): empty, or one origin whose ids are
+ * 40 lower-case hex digits. */
+int sec_origin_load(struct db *db, struct snap_reader *r)
+{
+    struct snap_origin *o = &r->meta->origin;
+    uint8_t has2;
+
+    (void)db;
+    if (!snap_more(r))
+        return 0;
+    if (snap_get(r, o->replid, SNAP_REPLID) != 0 ||
+        snap_get(r, o->replid2, SNAP_REPLID) != 0 ||
+        snap_get_u64(r, &o->offset) != 0 || snap_get_u64(r, &o->offset2) != 0 ||
+        snap_get_u8(r, &has2) != 0)
+        return -1;
+    o->replid[SNAP_REPLID] = o->replid2[SNAP_REPLID] = '\0';
+    if (!hex_id(o->replid) || !hex_id(o->replid2))
+        return snap_fail(r, "replication id is not 40 hex digits");
+    if (has2 > 1)
+        return snap_fail(r, "bad flag %u", has2);
+    o->has2 = has2 == 1;
+    r->meta->has_origin = true;
+    return 0;
+}
+
 static int check_header(struct loader *L)
 {
     const char *h = L->buf;
@@ -591,6 +647,7 @@ int snapshot_load(const char *buf, size_t len, struct db *db,
     meta->bytes = len;
     L.r.err = err;
     L.r.errlen = errlen;
+    L.r.meta = meta;
     L.r.raw = malloc(RAW_CHUNK);
     L.r.hash = XXH3_createState();
     L.hdr_hash = XXH3_createState();

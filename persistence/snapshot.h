@@ -76,6 +76,22 @@ struct snap_section_info {
     uint64_t rawlen;
 };
 
+/*
+ * The replication origin of a snapshot's data (persist.h, docs/
+ * PERSISTENCE.md "Replication"): the replication history it belongs to
+ * (replid, 40 hex digits), how many bytes of that history's stream it
+ * holds (offset), and the history it forked from and shares up to offset2
+ * (has2). Section 11 ("origin") of the file.
+ */
+#define SNAP_REPLID 40
+struct snap_origin {
+    char replid[SNAP_REPLID + 1];
+    char replid2[SNAP_REPLID + 1];
+    uint64_t offset;
+    uint64_t offset2;
+    bool has2;
+};
+
 struct snap_meta {
     uint32_t version;
     uint64_t created_ms;
@@ -84,16 +100,20 @@ struct snap_meta {
     unsigned nsections;
     struct snap_section_info sec[SNAP_MAX_SECTIONS];
     uint64_t bad_off; /* on failure: file offset of the first bad part */
+    bool has_origin;  /* the file has an origin section (older ones not) */
+    struct snap_origin origin;
 };
 
 /*
  * Writes a whole snapshot of db to fd at its current offset (a new, empty
- * file): created_ms and the journal segment it covers go to the header.
- * *bytes = the file length. 0, or -1 with errno (the file then holds
- * garbage and must be removed). The caller fsyncs and renames.
+ * file): created_ms and the journal segment it covers go to the header,
+ * origin (NULL: none, an empty section) to the origin section. *bytes =
+ * the file length. 0, or -1 with errno (the file then holds garbage and
+ * must be removed). The caller fsyncs and renames.
  */
 int snapshot_write(int fd, const struct db *db, uint64_t created_ms,
-                   uint64_t segment, uint64_t *bytes);
+                   uint64_t segment, const struct snap_origin *origin,
+                   uint64_t *bytes);
 
 /*
  * Loads the snapshot in buf[0..len) into db, which must be empty (fresh

@@ -50,10 +50,18 @@ class Journal:
         import journalfile as jf
         self.seg = {1: seg1, 2: seg2}
         self.recs = {1: jf.records(seg1), 2: jf.records(seg2)}
-        self.models = models
         self.uids = uids
         self.total = len(self.recs[1]) + len(self.recs[2])
-        assert len(models) == self.total + 1
+        # models[k]: the state after the first k records. A history
+        # record (a restart as primary forks the replication history,
+        # docs/PERSISTENCE.md) changes no data: the state stays.
+        self.models = [models[0]]
+        n = 0
+        for r in self.recs[1] + self.recs[2]:
+            if not r.history:
+                n += 1
+            self.models.append(models[n])
+        assert n + 1 == len(models)
 
 
 def write_journal(tmp):

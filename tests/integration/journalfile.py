@@ -15,6 +15,9 @@ and `unreadd --check` what they make of them.
 import struct
 
 MAGIC = b"URJRNL\0\0"
+# A history record's frame opcode (persistence/journal.h): a change of
+# replication id, not a command.
+OP_HISTORY = 0xFF02
 HDR = 48
 REC_HDR = 24
 HDR_V1 = 24
@@ -22,10 +25,15 @@ REC_HDR_V1 = 12
 
 
 class Rec:
-    def __init__(self, off, size, seq):
+    def __init__(self, off, size, seq, op=None):
         self.off = off      # offset of its header in the file
         self.size = size    # header + payload
         self.seq = seq      # sequence number (None in version 1)
+        self.op = op        # its frame's opcode (history: OP_HISTORY)
+
+    @property
+    def history(self):
+        return self.op == OP_HISTORY
 
     @property
     def end(self):
@@ -61,7 +69,9 @@ def records(data):
             (n,) = struct.unpack_from("<I", data, off)
             seq, size = None, REC_HDR_V1 + n
         assert off + size <= len(data), "not a sound segment"
-        out.append(Rec(off, size, seq))
+        hl = REC_HDR if h["version"] == 2 else REC_HDR_V1
+        (op,) = struct.unpack_from("<H", data, off + hl + 8 + 2)
+        out.append(Rec(off, size, seq, op))
         off += size
     return out
 

@@ -76,7 +76,7 @@ static inline size_t snap_image(const struct db *db, uint64_t created_ms,
     *out = NULL;
     if (fd < 0)
         return 0;
-    rc = snapshot_write(fd, db, created_ms, segment, &bytes);
+    rc = snapshot_write(fd, db, created_ms, segment, NULL, &bytes);
     close(fd);
     if (rc == 0 && fs_map_open(&m, path) == 0) {
         if (m.len == bytes && (*out = malloc(m.len)) != NULL) {

@@ -115,7 +115,7 @@ static char *snap(size_t *len)
     if (fd < 0)
         fd = memfd_create("allocfail", 0);
     if (fd < 0 || ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0 ||
-        snapshot_write(fd, &srv.db, 0, 0, &bytes) != 0 ||
+        snapshot_write(fd, &srv.db, 0, 0, NULL, &bytes) != 0 ||
         (buf = malloc(bytes ? bytes : 1)) == NULL ||
         pread(fd, buf, bytes, 0) != (ssize_t)bytes) {
         fprintf(stderr, "snapshot to memory failed\n");

@@ -317,6 +317,72 @@ static void test_uncovered(void)
     db_deinit(&a);
 }
 
+/* The origin section: written and read back; absent without one; a
+ * replication id that is not 40 hex digits or a bad flag refused. */
+static void test_origin(void)
+{
+    char path[] = "/tmp/unreadd-snap-origin-XXXXXX", err[256], raw[97];
+    struct snap_origin o = {.offset = 123456789, .offset2 = 42, .has2 = true};
+    struct snap_meta meta;
+    struct fs_map m;
+    struct db a, b;
+    uint64_t bytes;
+    char *buf;
+    size_t len;
+    int fd;
+
+    memset(o.replid, 'a', SNAP_REPLID);
+    memcpy(o.replid, "0123456789abcdef", 16);
+    memset(o.replid2, 'f', SNAP_REPLID);
+    fill(&a, 3);
+    fd = mkstemp(path);
+    CHECK(fd >= 0);
+    CHECK(snapshot_write(fd, &a, CREATED_MS, 7, &o, &bytes) == 0);
+    close(fd);
+    CHECK(fs_map_open(&m, path) == 0);
+    CHECK(load(m.data, m.len, &b, &meta, err, sizeof(err)) == 0);
+    CHECK(meta.has_origin);
+    CHECK(strcmp(meta.origin.replid, o.replid) == 0);
+    CHECK(strcmp(meta.origin.replid2, o.replid2) == 0);
+    CHECK_EQ_U64(meta.origin.offset, o.offset);
+    CHECK_EQ_U64(meta.origin.offset2, o.offset2);
+    CHECK(meta.origin.has2);
+    fs_map_close(&m);
+    unlink(path);
+    db_deinit(&b);
+    /* without one */
+    len = snap_image(&a, CREATED_MS, 7, &buf);
+    CHECK(load(buf, len, &b, &meta, err, sizeof(err)) == 0);
+    CHECK(!meta.has_origin);
+    free(buf);
+    db_deinit(&b);
+    db_deinit(&a);
+    /* crafted: good, then bad ids, a bad flag, a short section */
+    memcpy(raw, o.replid, 40);
+    memcpy(raw + 40, o.replid2, 40);
+    memset(raw + 80, 0, 17);
+    len = snap_craft(11, raw, sizeof(raw), &buf);
+    CHECK(load(buf, len, &b, &meta, err, sizeof(err)) == 0 && meta.has_origin &&
+          !meta.origin.has2);
+    free(buf);
+    db_deinit(&b);
+    raw[5] = 'G';
+    len = snap_craft(11, raw, sizeof(raw), &buf);
+    CHECK(load(buf, len, &b, &meta, err, sizeof(err)) != 0);
+    free(buf);
+    db_deinit(&b);
+    raw[5] = '5';
+    raw[96] = 2;
+    len = snap_craft(11, raw, sizeof(raw), &buf);
+    CHECK(load(buf, len, &b, &meta, err, sizeof(err)) != 0);
+    free(buf);
+    db_deinit(&b);
+    len = snap_craft(11, raw, 90, &buf);
+    CHECK(load(buf, len, &b, &meta, err, sizeof(err)) != 0);
+    free(buf);
+    db_deinit(&b);
+}
+
 int main(void)
 {
     T_RUN(test_round_trip);
@@ -327,5 +393,6 @@ int main(void)
     T_RUN(test_wrong_version);
     T_RUN(test_cnt_section_content);
     T_RUN(test_uncovered);
+    T_RUN(test_origin);
     T_END();
 }
