@@ -82,20 +82,25 @@ enum unread_result {
     UNREAD_OK = 0,
 
     /* Server error replies (wire status codes). */
-    UNREAD_ERR_ERR = 1,        /* generic failure */
-    UNREAD_ERR_ARITY = 2,      /* wrong number of arguments */
-    UNREAD_ERR_UNKNOWN = 3,    /* unknown command or opcode */
-    UNREAD_ERR_BADARG = 4,     /* not a number, out of range, bad name */
-    UNREAD_ERR_NOAUTH = 5,     /* authentication required */
-    UNREAD_ERR_OOM = 6,        /* the server's maxmemory is reached */
-    UNREAD_ERR_MISCONF = 7,    /* the server cannot write its journal */
-    UNREAD_ERR_NOPROTO = 8,    /* unsupported protocol version */
-    UNREAD_ERR_TOOBIG = 9,     /* frame or argument count too big */
-    UNREAD_ERR_LIMIT = 10,     /* a configured per-entity limit */
-    UNREAD_ERR_PROTO = 11,     /* the server lost framing; it closes */
-    UNREAD_ERR_WRONGPASS = 12, /* AUTH with a bad password */
-    UNREAD_ERR_EXECABORT = 13, /* text protocol's EXEC only: never sent on
-                                  the binary protocol the library speaks */
+    UNREAD_ERR_ERR = 1,         /* generic failure */
+    UNREAD_ERR_ARITY = 2,       /* wrong number of arguments */
+    UNREAD_ERR_UNKNOWN = 3,     /* unknown command or opcode */
+    UNREAD_ERR_BADARG = 4,      /* not a number, out of range, bad name */
+    UNREAD_ERR_NOAUTH = 5,      /* authentication required */
+    UNREAD_ERR_OOM = 6,         /* the server's maxmemory is reached */
+    UNREAD_ERR_MISCONF = 7,     /* the server cannot write its journal */
+    UNREAD_ERR_NOPROTO = 8,     /* unsupported protocol version */
+    UNREAD_ERR_TOOBIG = 9,      /* frame or argument count too big */
+    UNREAD_ERR_LIMIT = 10,      /* a configured per-entity limit */
+    UNREAD_ERR_PROTO = 11,      /* the server lost framing; it closes */
+    UNREAD_ERR_WRONGPASS = 12,  /* AUTH with a bad password */
+    UNREAD_ERR_EXECABORT = 13,  /* text protocol's EXEC only: never sent on
+                                   the binary protocol the library speaks */
+    UNREAD_ERR_READONLY = 14,   /* a write sent to a replica */
+    UNREAD_ERR_NOREPLICAS = 15, /* the primary has fewer good replicas than
+                                   its min-replicas-to-write */
+    UNREAD_ERR_MASTERDOWN = 16, /* a replica whose link to its primary is
+                                   down, with replica-serve-stale-data no */
 
     /* Client-side failures. All but EUSAGE, and ENOMEM outside a
      * receive, close the connection (see "Reconnect" above). */

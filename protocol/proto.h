@@ -84,7 +84,12 @@ enum ur_val_kind {
     X(LIMIT, 10, "ERR")           /* a configured per-entity limit */          \
     X(PROTO, 11, "ERR")           /* framing lost; connection is closed */     \
     X(WRONGPASS, 12, "WRONGPASS") /* AUTH with a bad password */               \
-    X(EXECABORT, 13, "EXECABORT") /* EXEC of a MULTI with a refused command */
+    X(EXECABORT, 13, "EXECABORT") /* EXEC of a MULTI with a refused command */ \
+    X(READONLY, 14, "READONLY")   /* a write sent to a replica */              \
+    X(NOREPLICAS, 15, "NOREPLICAS") /* fewer good replicas than                \
+                                       min-replicas-to-write */                \
+    X(MASTERDOWN, 16, "MASTERDOWN") /* a replica's link is down and            \
+                                       replica-serve-stale-data is no */
 
 enum ur_err {
 #define UR_ERR_ENUM(id, code, prefix) UR_E_##id = code,

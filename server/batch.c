@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "persist.h"
+#include "repl.h"
 
 struct multi {
     struct ur_buf body; /* the queued commands, as a batch body */
@@ -87,6 +88,7 @@ static uint32_t run(struct server *srv, struct session *sess, const char *body,
     bool journaled = srv->persist != NULL && !srv->loading;
 
     if (!check(srv, sess, body, len, nsub, args, cap, &writes, r) ||
+        repl_refuse_batch(srv, writes, r) ||
         (writes && exec_refuse_write(srv, r))) {
         srv->stats.errors++;
         return 0;
@@ -104,8 +106,10 @@ static uint32_t run(struct server *srv, struct session *sess, const char *body,
         reply_end_elem(&elem, r);
         failed += elem.status != UR_E_OK;
     }
-    if (journaled)
+    if (journaled) {
         persist_batch_end(srv->persist);
+        repl_feed(srv, sess);
+    }
     return failed;
 }
 

@@ -92,6 +92,10 @@ int clients_describe(const struct server *srv, const struct client *cl,
         cl->io->bufs(cl, &bf);
     if (cl->flags & CLIENT_MONITOR)
         flags[k++] = 'O';
+    if (cl->flags & CLIENT_REPLICA)
+        flags[k++] = 'S';
+    if (cl->flags & CLIENT_MASTER)
+        flags[k++] = 'M';
     if (s->subs != 0)
         flags[k++] = 'P';
     if (s->multi != NULL)

@@ -69,7 +69,9 @@ struct client_io {
 
 enum client_flag {
     CLIENT_MONITOR = 1u << 0, /* receives every command (MONITOR) */
-    CLIENT_KILLED = 1u << 1   /* CLIENT KILL: closes after this reply */
+    CLIENT_KILLED = 1u << 1,  /* CLIENT KILL: closes after this reply */
+    CLIENT_REPLICA = 1u << 2, /* a replica's link (repl.h): flags=S */
+    CLIENT_MASTER = 1u << 3   /* this replica's link to its primary: M */
 };
 
 /* RESET: the connection as new (Redis's RESET): no transaction, no

@@ -124,7 +124,7 @@ void cmd_HELLO(struct exec_ctx *x)
     reply_cstr(x->r, "mode");
     reply_cstr(x->r, "standalone");
     reply_cstr(x->r, "role");
-    reply_cstr(x->r, "master");
+    reply_cstr(x->r, x->srv->readonly_data ? "replica" : "master");
     reply_cstr(x->r, "modules");
     reply_arr(x->r, 0);
 }

@@ -28,7 +28,8 @@ void cmd_BC_PUBLISH(struct exec_ctx *x)
 }
 
 /* A read that registers a new user changes state: it says so (x->dirty)
- * for the journal. */
+ * for the journal. On a replica it changes nothing (the primary's records
+ * alone write there) and answers what it would: 0 for a new user. */
 void cmd_BC_UNREAD(struct exec_ctx *x)
 {
     uint64_t uid, ch, unread;
@@ -36,6 +37,11 @@ void cmd_BC_UNREAD(struct exec_ctx *x)
 
     if (!user_args(x, &uid, &ch) || !arg_withexpiry(x, 2, &with))
         return;
+    if (x->srv->readonly_data && !x->srv->loading) {
+        reply_count(x, FAM_BC, uid, bc_peek_unread(x->srv->db.bc, uid, ch),
+                    with);
+        return;
+    }
     if (bc_unread(x->srv->db.bc, uid, ch, &unread, &registered) != 0) {
         reply_oom(x);
         return;

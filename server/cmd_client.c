@@ -78,10 +78,47 @@ bool client_set_name(struct exec_ctx *x, uint32_t i)
     return x->sess->client == NULL || set_field(x, &x->sess->client->name, i);
 }
 
-/* The lines of CLIENT LIST (every client, or those whose id is in ids)
- * or of CLIENT INFO (the caller). */
+/* Redis's client types, as CLIENT KILL TYPE names them: a replica's link
+ * (flags S), this replica's link to its primary (M), pubsub (a client
+ * with a subscription), normal (the rest). */
+enum { TYPE_NORMAL, TYPE_REPLICA, TYPE_MASTER, TYPE_PUBSUB };
+
+static uint32_t client_type(const struct client *cl)
+{
+    if (cl->flags & CLIENT_REPLICA)
+        return TYPE_REPLICA;
+    if (cl->flags & CLIENT_MASTER)
+        return TYPE_MASTER;
+    if (cl->sess != NULL && cl->sess->subs != 0)
+        return TYPE_PUBSUB;
+    return TYPE_NORMAL;
+}
+
+/* The type named by argument i; false after replying the error. */
+static bool arg_client_type(struct exec_ctx *x, uint32_t i, uint32_t *type)
+{
+    char text[65];
+
+    if (arg_is(x, i, "normal"))
+        *type = TYPE_NORMAL;
+    else if (arg_is(x, i, "replica") || arg_is(x, i, "slave"))
+        *type = TYPE_REPLICA;
+    else if (arg_is(x, i, "master"))
+        *type = TYPE_MASTER;
+    else if (arg_is(x, i, "pubsub"))
+        *type = TYPE_PUBSUB;
+    else {
+        reply_err(x->r, UR_E_BADARG, "Unknown client type '%s'",
+                  arg_text(x, i, text, sizeof(text)));
+        return false;
+    }
+    return true;
+}
+
+/* The lines of CLIENT LIST (every client, or those whose id is in ids,
+ * or of type; type -1: any) or of CLIENT INFO (the caller). */
 static void reply_clients(struct exec_ctx *x, bool self_only,
-                          const uint64_t *ids, uint32_t nids)
+                          const uint64_t *ids, uint32_t nids, int64_t type)
 {
     struct ur_buf b = {0};
     uint64_t now = server_mono_ms();
@@ -96,7 +133,7 @@ static void reply_clients(struct exec_ctx *x, bool self_only,
             for (uint32_t k = 0; k < nids; k++)
                 want |= cl->sess->id == ids[k];
         }
-        if (!want)
+        if (!want || (type >= 0 && client_type(cl) != (uint32_t)type))
             continue;
         oom = clients_describe(x->srv, cl, now, &b) != 0 ||
               ur_buf_append(&b, "\n", 1) != 0;
@@ -112,8 +149,7 @@ struct kill_filter {
     bool by_id, by_addr, by_laddr, by_type, by_user, skipme, by_age;
     uint64_t id, maxage;
     const struct ur_arg *addr, *laddr;
-    int type;          /* TYPE: 0 normal, 1 pubsub (Redis: a client with a
-                          subscription), 2 master/replica (none here) */
+    uint32_t type;     /* TYPE: the client_type() wanted */
     bool user_matches; /* USER default */
 };
 
@@ -134,7 +170,7 @@ static bool kill_match(const struct exec_ctx *x, const struct kill_filter *f,
         return false;
     if (f->by_laddr && !arg_eq(f->laddr, cl->laddr))
         return false;
-    if (f->by_type && f->type != (cl->sess->subs != 0 ? 1 : 0))
+    if (f->by_type && client_type(cl) != f->type)
         return false;
     if (f->by_user && !f->user_matches)
         return false;
@@ -193,18 +229,8 @@ static void client_kill(struct exec_ctx *x)
             f.laddr = &x->argv[v];
         } else if (arg_is(x, i, "TYPE")) {
             f.by_type = true;
-            if (arg_is(x, v, "normal")) {
-                f.type = 0;
-            } else if (arg_is(x, v, "pubsub")) {
-                f.type = 1;
-            } else if (arg_is(x, v, "master") || arg_is(x, v, "replica") ||
-                       arg_is(x, v, "slave")) {
-                f.type = 2;
-            } else {
-                reply_err(x->r, UR_E_BADARG, "Unknown client type '%s'",
-                          arg_text(x, v, text, sizeof(text)));
+            if (!arg_client_type(x, v, &f.type))
                 return;
-            }
         } else if (arg_is(x, i, "USER")) {
             f.by_user = true;
             f.user_matches = arg_eq(&x->argv[v], "default");
@@ -311,14 +337,18 @@ void cmd_CLIENT(struct exec_ctx *x)
         if (me == NULL)
             reply_str(x->r, "", 0);
         else
-            reply_clients(x, true, NULL, 0);
+            reply_clients(x, true, NULL, 0, -1);
     } else if (arg_is(x, 0, "LIST")) {
         uint64_t ids[64];
-        uint32_t nids = 0;
+        uint32_t nids = 0, t;
+        int64_t type = -1;
 
         for (uint32_t i = 1; i < x->argc;) {
             if (arg_is(x, i, "TYPE") && i + 1 < x->argc) {
-                i += 2; /* every client here is of type normal */
+                if (!arg_client_type(x, i + 1, &t))
+                    return;
+                type = t;
+                i += 2;
             } else if (arg_is(x, i, "ID") && i + 1 < x->argc) {
                 for (i++; i < x->argc && nids < 64; i++)
                     if (!arg_u64(x, i, "client id", &ids[nids++]))
@@ -329,7 +359,7 @@ void cmd_CLIENT(struct exec_ctx *x)
                 return;
             }
         }
-        reply_clients(x, false, ids, nids);
+        reply_clients(x, false, ids, nids, type);
     } else if (arg_is(x, 0, "GETNAME") && x->argc == 1) {
         if (me == NULL || me->name == NULL)
             reply_nil(x->r);

@@ -19,6 +19,7 @@
 #include "cmds.h"
 #include "metrics.h"
 #include "persist.h"
+#include "repl.h"
 #include "u32map.h"
 
 /* INFO text is built in a scratch buffer, then sent as one bulk string. */
@@ -167,7 +168,9 @@ static void sec_memory(struct info *in, struct server *srv)
         sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
     size_t startup = srv->mem_startup < used ? srv->mem_startup : used;
     char h1[32], h2[32], h3[32], h4[32], h5[32];
+    struct repl_info ri;
 
+    repl_info(srv, &ri);
     if (used > srv->mem_peak)
         srv->mem_peak = used;
     add(in,
@@ -188,7 +191,7 @@ static void sec_memory(struct info *in, struct server *srv)
         "used_memory_lua:0\r\nused_memory_scripts:0\r\nmaxmemory:%llu\r\n"
         "maxmemory_human:%s\r\nmaxmemory_policy:noeviction\r\n"
         "mem_fragmentation_ratio:%.2f\r\nmem_fragmentation_bytes:%lld\r\n"
-        "mem_not_counted_for_evict:0\r\nmem_replication_backlog:0\r\n"
+        "mem_not_counted_for_evict:0\r\nmem_replication_backlog:%zu\r\n"
         "mem_clients_slaves:0\r\nmem_clients_normal:%llu\r\n"
         "mem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\n"
         "lazyfree_pending_objects:0\r\nmaxmemory_reached:%d\r\n",
@@ -196,7 +199,8 @@ static void sec_memory(struct info *in, struct server *srv)
         (ull)srv->cfg.maxmemory,
         human(h5, sizeof(h5), (double)srv->cfg.maxmemory),
         used ? (double)rss / (double)used : 0.0,
-        (long long)rss - (long long)used, (ull)srv->client_out_bytes,
+        (long long)rss - (long long)used, ri.backlog_bytes,
+        (ull)srv->client_out_bytes,
         srv->cfg.maxmemory != 0 && used >= srv->cfg.maxmemory);
     for (unsigned i = 0; i < n; i++)
         add(in, "%s_%ss:%zu\r\n%s_bytes:%zu\r\n%s_bytes_per_%s:%.2f\r\n",
@@ -273,23 +277,28 @@ static void sec_stats(struct info *in, const struct server *srv)
 {
     const struct stats *st = &srv->stats;
     struct persist_info pi = {0};
+    struct repl_info ri;
 
+    repl_info(srv, &ri);
     if (srv->persist != NULL)
         persist_info(srv->persist, &pi);
     add(in,
         "# Stats\r\ntotal_connections_received:%llu\r\n"
         "total_commands_processed:%llu\r\ninstantaneous_ops_per_sec:%llu\r\n"
         "total_net_input_bytes:%llu\r\ntotal_net_output_bytes:%llu\r\n"
-        "total_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\n"
+        "total_net_repl_input_bytes:%llu\r\n"
+        "total_net_repl_output_bytes:%llu\r\n"
         "instantaneous_input_kbps:%.2f\r\ninstantaneous_output_kbps:%.2f\r\n"
         "instantaneous_input_repl_kbps:0.00\r\n"
         "instantaneous_output_repl_kbps:0.00\r\nrejected_connections:%llu\r\n"
-        "sync_full:0\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\n",
+        "sync_full:%llu\r\nsync_partial_ok:%llu\r\nsync_partial_err:%llu\r\n",
         (ull)st->connections, (ull)st->commands,
         (ull)server_inst(srv, INST_OPS), (ull)st->net_in_bytes,
-        (ull)st->net_out_bytes, (double)server_inst(srv, INST_NET_IN) / 1024.0,
+        (ull)st->net_out_bytes, (ull)ri.repl_in_bytes, (ull)ri.repl_out_bytes,
+        (double)server_inst(srv, INST_NET_IN) / 1024.0,
         (double)server_inst(srv, INST_NET_OUT) / 1024.0,
-        (ull)st->rejected_conns);
+        (ull)st->rejected_conns, (ull)ri.sync_full, (ull)ri.sync_partial_ok,
+        (ull)ri.sync_partial_err);
     add(in,
         "expired_keys:%llu\r\nexpired_stale_perc:0.00\r\n"
         "expired_time_cap_reached_count:0\r\n"
@@ -327,16 +336,90 @@ static void sec_stats(struct info *in, const struct server *srv)
         (ull)st->proto_errors);
 }
 
+struct slave_lines {
+    struct info *in;
+    unsigned n;
+};
+
+static void slave_line(const struct repl_replica *rr, void *ctx)
+{
+    struct slave_lines *sl = ctx;
+
+    add(sl->in, "slave%u:ip=%s,port=%u,state=%s,offset=%llu,lag=%llu\r\n",
+        sl->n++, rr->ip, rr->port, rr->state, (ull)rr->offset, (ull)rr->lag_s);
+}
+
+/* Redis's fields, in Redis's order (sentinel reads role, master_host,
+ * master_port, master_link_status, master_link_down_since_seconds,
+ * slave_priority, slave_repl_offset, replica_announced and the slaveN
+ * lines), then unreadd's. */
 static void sec_replication(struct info *in, const struct server *srv)
 {
+    struct snap_origin o;
+    struct repl_info ri;
+    struct slave_lines sl = {in, 0};
+
+    repl_info(srv, &ri);
+    memset(&o, 0, sizeof(o));
+    if (srv->persist != NULL)
+        persist_origin(srv->persist, &o);
+    else
+        memset(o.replid, '0', SNAP_REPLID);
+    if (!o.has2)
+        memset(o.replid2, '0', SNAP_REPLID);
+    add(in, "# Replication\r\nrole:%s\r\n", ri.replica ? "slave" : "master");
+    if (ri.replica) {
+        add(in,
+            "master_host:%s\r\nmaster_port:%u\r\nmaster_link_status:%s\r\n"
+            "master_last_io_seconds_ago:%lld\r\nmaster_sync_in_progress:%d\r\n"
+            "slave_read_repl_offset:%llu\r\nslave_repl_offset:%llu\r\n",
+            ri.host, ri.port, ri.state == RS_CONNECTED ? "up" : "down",
+            (long long)ri.last_io_s, ri.state == RS_SYNC, (ull)o.offset,
+            (ull)o.offset);
+        if (ri.state == RS_SYNC)
+            add(in,
+                "master_sync_total_bytes:%llu\r\n"
+                "master_sync_read_bytes:%llu\r\n"
+                "master_sync_left_bytes:%llu\r\n"
+                "master_sync_perc:%.2f\r\n"
+                "master_sync_last_io_seconds_ago:%lld\r\n",
+                (ull)ri.sync_total, (ull)ri.sync_read,
+                (ull)(ri.sync_total - ri.sync_read),
+                ri.sync_total
+                    ? 100.0 * (double)ri.sync_read / (double)ri.sync_total
+                    : 0.0,
+                (long long)ri.sync_last_io_s);
+        if (ri.state != RS_CONNECTED)
+            add(in, "master_link_down_since_seconds:%lld\r\n",
+                (long long)ri.down_since_s);
+        add(in,
+            "slave_priority:%u\r\nslave_read_only:1\r\n"
+            "replica_announced:%d\r\n",
+            srv->cfg.replica_priority, srv->cfg.replica_announced);
+    }
+    add(in, "connected_slaves:%u\r\n", ri.replicas);
+    if (!ri.replica && srv->cfg.min_replicas_to_write != 0)
+        add(in, "min_slaves_good_slaves:%u\r\n", ri.good_replicas);
+    repl_replicas(srv, slave_line, &sl);
     add(in,
-        "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"
         "master_failover_state:no-failover\r\nmaster_replid:%s\r\n"
-        "master_replid2:0000000000000000000000000000000000000000\r\n"
-        "master_repl_offset:0\r\nsecond_repl_offset:-1\r\n"
-        "repl_backlog_active:0\r\nrepl_backlog_size:1048576\r\n"
-        "repl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n\r\n",
-        srv->run_id);
+        "master_replid2:%s\r\nmaster_repl_offset:%llu\r\n"
+        "second_repl_offset:%lld\r\nrepl_backlog_active:%d\r\n"
+        "repl_backlog_size:%llu\r\nrepl_backlog_first_byte_offset:%llu\r\n"
+        "repl_backlog_histlen:%llu\r\n",
+        o.replid, o.replid2, (ull)o.offset,
+        o.has2 ? (long long)o.offset2 + 1 : -1LL, ri.backlog_active,
+        (ull)srv->cfg.repl_backlog_size, (ull)ri.backlog_first,
+        (ull)ri.backlog_histlen);
+    add(in,
+        "repl_backlog_bytes:%zu\r\nrepl_sync_full:%llu\r\n"
+        "repl_sync_partial_ok:%llu\r\nrepl_sync_partial_err:%llu\r\n"
+        "repl_apply_errors:%llu\r\n",
+        ri.backlog_bytes, (ull)ri.sync_full, (ull)ri.sync_partial_ok,
+        (ull)ri.sync_partial_err, (ull)ri.apply_errors);
+    if (ri.replica)
+        add(in, "master_repl_offset_seen:%llu\r\n", (ull)ri.primary_offset);
+    add(in, "\r\n");
 }
 
 static double tv_sec(struct timeval tv)

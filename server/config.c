@@ -28,7 +28,8 @@ enum key_kind {
     K_BYTES,    /* u64 byte count with an optional k/kb/m/mb/g/gb suffix */
     K_SECRET,   /* a string that may be empty; CONFIG GET does not show it */
     K_I64,      /* signed; negative means "off" (slowlog-log-slower-than) */
-    K_STR0      /* a string that may be empty (logfile: "" is stderr) */
+    K_STR0,     /* a string that may be empty (logfile: "" is stderr) */
+    K_HOSTPORT  /* "" or "host port" (replicaof) */
 };
 
 /* K_FSYNC values, indexed by enum journal_fsync. */
@@ -110,6 +111,24 @@ static const struct key keys[] = {
     {"slowlog-max-len", K_U32, F(slowlog_max_len), "128", 0, 1000000, R},
     {"latency-monitor-threshold", K_U32, F(latency_threshold), "0", 0, 86400000,
      R},
+    /* replication (docs/OPERATIONS.md "Replicas and failover"): replicaof
+     * changes with REPLICAOF, not CONFIG SET */
+    {"replicaof", K_HOSTPORT, F(replicaof), "", 0, 0, 0},
+    {"masterauth", K_SECRET, F(masterauth), "", 0, 0, R},
+    {"masteruser", K_STR0, F(masteruser), "", 0, 0, R},
+    {"repl-backlog-size", K_BYTES, F(repl_backlog_size), "1mb", 0, 0, R},
+    {"repl-buffer-limit", K_BYTES, F(repl_buffer_limit), "256mb", 0, 0, R},
+    {"repl-timeout", K_U32, F(repl_timeout), "60", 1, 3600, R},
+    {"repl-ping-replica-period", K_U32, F(repl_ping_period), "1", 1, 3600, R},
+    {"replica-serve-stale-data", K_YESNO, F(replica_serve_stale_data), "yes", 0,
+     0, R},
+    {"replica-priority", K_U32, F(replica_priority), "100", 0, 1000000, R},
+    {"replica-announced", K_YESNO, F(replica_announced), "yes", 0, 0, R},
+    {"replica-announce-ip", K_STR0, F(replica_announce_ip), "", 0, 0, R},
+    {"replica-announce-port", K_U32, F(replica_announce_port), "0", 0, 65535,
+     R},
+    {"min-replicas-to-write", K_U32, F(min_replicas_to_write), "0", 0, 1000, R},
+    {"min-replicas-max-lag", K_U32, F(min_replicas_max_lag), "10", 0, 3600, R},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -376,6 +395,33 @@ int config_set(struct config *cfg, const char *key, const char *value,
         *(int64_t *)(void *)field = neg ? -(int64_t)v : (int64_t)v;
         return 0;
     }
+    case K_HOSTPORT: {
+        char host[CONFIG_STR_MAX];
+        uint64_t port;
+        size_t hl = strcspn(value, " \t");
+        const char *pv = value + hl;
+
+        while (*pv == ' ' || *pv == '\t')
+            pv++;
+        if (value[0] == '\0' || strcasecmp(value, "no one") == 0) {
+            memset(field, 0, CONFIG_STR_MAX);
+            return 0;
+        }
+        if (hl == 0 || hl >= sizeof(host) - 8 ||
+            !ur_parse_u64(pv, strlen(pv), &port) || port == 0 || port > 65535) {
+            snprintf(err, errlen,
+                     "%s: '%s' is not \"host port\" (or \"\": none)", k->name,
+                     value);
+            return -1;
+        }
+        memcpy(host, value, hl);
+        host[hl] = ' ';
+        hl++;
+        hl += ur_fmt_u64(host + hl, port);
+        memset(field, 0, CONFIG_STR_MAX);
+        memcpy(field, host, hl);
+        return 0;
+    }
     case K_STR0:
     case K_SECRET:
         if (strlen(value) >= CONFIG_STR_MAX) {
@@ -574,6 +620,17 @@ static const struct alias aliases[] = {
     {"appendonly", "journal"},
     {"appendfsync", "journal-fsync"},
     {"databases", NULL},
+    {"slaveof", "replicaof"},
+    {"slave-serve-stale-data", "replica-serve-stale-data"},
+    {"slave-priority", "replica-priority"},
+    {"slave-announced", "replica-announced"},
+    {"slave-announce-ip", "replica-announce-ip"},
+    {"slave-announce-port", "replica-announce-port"},
+    {"repl-ping-slave-period", "repl-ping-replica-period"},
+    {"min-slaves-to-write", "min-replicas-to-write"},
+    {"min-slaves-max-lag", "min-replicas-max-lag"},
+    {"replica-read-only", NULL},
+    {"slave-read-only", NULL},
     {"client-output-buffer-limit", NULL},
 };
 #define NALIASES (sizeof(aliases) / sizeof(aliases[0]))
@@ -593,6 +650,8 @@ static const char *alias_text(const struct config *cfg, const struct alias *a,
         return key_text(cfg, key_find(a->target), buf, cap, false);
     if (strcmp(a->name, "databases") == 0)
         return "1";
+    if (strstr(a->name, "read-only") != NULL)
+        return "yes";
     if (strcmp(a->name, "client-output-buffer-limit") == 0) {
         snprintf(buf, cap, "normal %llu 0 0 replica 0 0 0 pubsub %llu %llu %u",
                  (unsigned long long)cfg->client_output_limit,
@@ -735,6 +794,13 @@ static int set_alias(struct config *cfg, const char *key, const char *value,
         return config_set(cfg, a->target, value, err, errlen);
     if (strcmp(a->name, "save") == 0)
         return set_save(cfg, value, err, errlen);
+    if (strstr(a->name, "read-only") != NULL) {
+        if (strcasecmp(value, "yes") == 0)
+            return 0;
+        snprintf(err, errlen,
+                 "%s: unreadd's replicas are always read-only (yes)", a->name);
+        return -1;
+    }
     if (strcmp(a->name, "client-output-buffer-limit") == 0)
         return set_obl(cfg, value, err, errlen);
     if (strcmp(value, "1") != 0) {
@@ -758,6 +824,8 @@ int config_set_runtime(struct config *cfg, const char *key, const char *value,
     if (a != NULL && a->target == NULL) {
         if (strcmp(a->name, "save") == 0)
             return set_save(cfg, value, err, errlen);
+        if (strstr(a->name, "read-only") != NULL)
+            return set_alias(cfg, a->name, value, err, errlen);
         if (strcmp(a->name, "client-output-buffer-limit") == 0)
             return set_obl(cfg, value, err, errlen);
         snprintf(err, errlen, "'%s' is read-only", a->name);
@@ -785,6 +853,7 @@ bool config_is_runtime(const char *key)
 
     if (a != NULL && a->target == NULL)
         return strcmp(a->name, "save") == 0 ||
+               strstr(a->name, "read-only") != NULL ||
                strcmp(a->name, "client-output-buffer-limit") == 0;
     k = key_find(a != NULL ? a->target : key);
     return k != NULL && (k->flags & R);
@@ -926,6 +995,22 @@ int config_source_by_name(const struct config *cfg, const char *name,
             return (int)i;
     }
     return -1;
+}
+
+int config_replicaof(const struct config *cfg, char *host, size_t cap,
+                     uint32_t *port)
+{
+    const char *sp = strchr(cfg->replicaof, ' ');
+    uint64_t p = 0;
+
+    if (cfg->replicaof[0] == '\0' || sp == NULL ||
+        (size_t)(sp - cfg->replicaof) >= cap ||
+        !ur_parse_u64(sp + 1, strlen(sp + 1), &p))
+        return 1;
+    memcpy(host, cfg->replicaof, (size_t)(sp - cfg->replicaof));
+    host[sp - cfg->replicaof] = '\0';
+    *port = (uint32_t)p;
+    return 0;
 }
 
 int config_type_by_name(const struct config *cfg, const char *name, size_t len)

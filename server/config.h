@@ -77,6 +77,22 @@ struct config {
     uint32_t slowlog_max_len;     /* entries kept */
     uint32_t latency_threshold;   /* ms; 0: the latency monitor is off */
 
+    /* replication (docs/OPERATIONS.md "Replicas and failover") */
+    char replicaof[CONFIG_STR_MAX];  /* "host port"; "": a primary */
+    char masterauth[CONFIG_STR_MAX]; /* AUTH to the primary; "": none */
+    char masteruser[CONFIG_STR_MAX]; /* ... its user name; "": none */
+    uint64_t repl_backlog_size;      /* stream bytes kept for resyncs */
+    uint64_t repl_buffer_limit;      /* a replica further behind: cut */
+    uint32_t repl_timeout;           /* seconds without word: link down */
+    uint32_t repl_ping_period;       /* seconds between heartbeats */
+    bool replica_serve_stale_data;   /* reads while the link is down */
+    uint32_t replica_priority;       /* sentinel's choice; 0: never */
+    bool replica_announced;          /* sentinel lists it */
+    char replica_announce_ip[CONFIG_STR_MAX]; /* "": the peer address */
+    uint32_t replica_announce_port;           /* 0: the port */
+    uint32_t min_replicas_to_write;           /* 0: off */
+    uint32_t min_replicas_max_lag;            /* seconds */
+
     char config_file[CONFIG_STR_MAX]; /* "" when none */
 };
 
@@ -134,6 +150,11 @@ const char *config_canonical(const char *key);
  * message. */
 int config_rewrite(const struct config *cfg, const char *path, char *err,
                    size_t errlen);
+
+/* replicaof's value split: 0 with host (cap bytes) and port, 1 when it is
+ * empty (a primary). */
+int config_replicaof(const struct config *cfg, char *host, size_t cap,
+                     uint32_t *port);
 
 /* Counter type by name (case-insensitive); -1 when not configured. */
 int config_type_by_name(const struct config *cfg, const char *name, size_t len);

@@ -28,6 +28,7 @@
 #include "cmds.h"
 #include "badges.h"
 #include "persist.h"
+#include "repl.h"
 #include "users.h"
 
 static const cmd_fn handlers[UR_OP_COUNT] = {
@@ -213,7 +214,7 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
         submode_err(r, op);
     } else if (!exec_arity_ok(op, argc)) {
         exec_arity_err(r, op, "");
-    } else if (!refused_oom(srv, op, r) &&
+    } else if (!refused_oom(srv, op, r) && !repl_refuse(srv, op, r) &&
                !((op->flags & OPF_WRITE) && exec_refuse_write(srv, r)) &&
                stage(srv, op, argc, argv, r)) {
         struct badges_probe np;
@@ -223,12 +224,16 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
             badges_before(srv, op, argc, argv, &np);
         ran = true;
         handlers[op->index](&x);
-        if (r->status == UR_E_OK)
+        /* A replica's clients change nothing, activity included: only
+         * the primary's records write there (repl.h). */
+        if (r->status == UR_E_OK && !(srv->readonly_data && !srv->loading))
             x.dirty |= users_mark_active(srv, op, argc, argv,
                                          x.dirty || (op->flags & OPF_WRITE));
-        if (journaled(srv, op))
+        if (journaled(srv, op)) {
             persist_feed(srv->persist, x.dirty || ((op->flags & OPF_WRITE) &&
                                                    r->status == UR_E_OK));
+            repl_feed(srv, sess);
+        }
         if (watch)
             badges_after(srv, &np);
     }

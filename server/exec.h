@@ -31,6 +31,15 @@ struct session {
                                subscribed mode */
     struct client *client;  /* the connection (clients.h); NULL for replay,
                                expiry and tests */
+    /* Replication (server/repl.h): the stream offset after this
+     * session's last write, which WAIT waits for; a WAIT blocks (its
+     * reply comes later: reply.h defer); a replica's handshake so far
+     * (REPLCONF, PSYNC; NULL until then, freed with the session by
+     * net.c); PSYNC ran: the connection becomes a replica's link. */
+    uint64_t woff;
+    bool blocked;
+    bool handover;
+    struct repl_hs *repl_hs;
 };
 
 /* requirepass is set and this session has not authenticated: only

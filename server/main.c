@@ -22,6 +22,7 @@
 #include "net.h"
 #include "notify.h"
 #include "persist.h"
+#include "repl.h"
 #include "replay.h"
 #include "server.h"
 #include "users.h"
@@ -103,17 +104,22 @@ static void on_cron(evutil_socket_t fd, short what, void *arg)
     (void)fd, (void)what, (void)arg;
     server_turn_end(&server);
     persist_cron(server.persist);
+    /* Right after persist_cron: a save it reaped is taken for the
+     * replicas waiting for it before anything else can end. */
+    repl_cron(&server);
     server_sample(&server);
     observe_persist(&server);
 }
 
 /* The sweep writes (USER.EXPIRE): it waits while CLIENT PAUSE holds
- * writes, as Redis pauses its expiry. */
+ * writes, as Redis pauses its expiry, and never runs on a replica (the
+ * primary's sweep reaches it as records). */
 static void on_expire(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what, (void)arg;
     server_turn_end(&server); /* its expiries see the time now */
-    bool paused = server.pause_end_ms > server_mono_ms();
+    bool paused =
+        server.pause_end_ms > server_mono_ms() || server.readonly_data;
     uint64_t t0 = server_mono_ns();
     bool busy = !paused && users_expire_cycle(&server, EXPIRE_BUDGET_US);
     const struct timeval tv = {0, (busy ? EXPIRE_BUSY_MS : CRON_MS) * 1000};
@@ -258,7 +264,8 @@ int main(int argc, char **argv)
     }
     server.mux_api = event_base_get_method(base);
     if (metrics_setup(&server, base, err, sizeof(err)) != 0 ||
-        net_setup(&server, base, err, sizeof(err)) != 0) {
+        net_setup(&server, base, err, sizeof(err)) != 0 ||
+        repl_setup(&server, base, err, sizeof(err)) != 0) {
         log_error("%s", err);
         goto out;
     }
@@ -271,11 +278,13 @@ int main(int argc, char **argv)
     event_base_dispatch(base);
     notify_stopping();
     net_teardown();
+    repl_teardown(&server);
     /* SHUTDOWN saved already (or was told not to); a signal saves now. */
     status = persist_shutdown(server.persist, !server.shutdown_asap) ? 1 : 0;
     log_info("bye");
 
 out:
+    repl_teardown(&server);
     metrics_teardown();
     replay_close(&server);
     if (cron)

@@ -85,6 +85,7 @@
 #include "frame.h"
 #include "log.h"
 #include "persist.h"
+#include "repl.h"
 #include "reply.h"
 #include "resp.h"
 
@@ -150,6 +151,10 @@ struct conn {
     uint64_t soft_since_ms; /* above pubsub-output-soft-limit since; 0 not */
     bool running;           /* its requests are being run (process) */
     bool pause_wait;        /* input waits for CLIENT PAUSE to end */
+    bool blocked;           /* input waits: a WAIT's reply is not written */
+    bool resume;            /* the WAIT ended: the flush runs what waited */
+    uint8_t block_proto;    /* ... the reply's protocol and request id */
+    uint32_t block_id;
     struct conn *next_pending;
     struct conn *prev, *next; /* all connections */
 };
@@ -210,6 +215,7 @@ static bool in_fits(const struct conn *c, size_t extra)
 static void conn_free(struct conn *c)
 {
     batch_multi_end(&c->sess);
+    free(c->sess.repl_hs);
     event_free(c->rev);
     event_free(c->wev);
     if (c->tev)
@@ -220,7 +226,9 @@ static void conn_free(struct conn *c)
     free(c);
 }
 
-static void conn_close(struct conn *c)
+/* Takes c out of the network: its events, the registry, the counts;
+ * the socket is closed, or kept when it was handed over (PSYNC). */
+static void conn_release(struct conn *c, bool close_fd)
 {
     if (c->fd < 0)
         return;
@@ -228,7 +236,10 @@ static void conn_close(struct conn *c)
     event_del(c->wev);
     if (c->tev)
         event_del(c->tev);
-    close(c->fd);
+    if (c->sess.blocked)
+        repl_wait_cancel(srv, &c->sess);
+    if (close_fd)
+        close(c->fd);
     c->fd = -1;
 
     clients_remove(srv, &c->cl);
@@ -254,6 +265,11 @@ static void conn_close(struct conn *c)
         c->dead = true; /* still linked from the flush list */
     else
         conn_free(c);
+}
+
+static void conn_close(struct conn *c)
+{
+    conn_release(c, true);
 }
 
 static void queue_pending(struct conn *c)
@@ -360,6 +376,8 @@ static void conn_write(struct conn *c)
         conn_unpause(c);
 }
 
+static void conn_continue(struct conn *c);
+
 /* Writes every queued connection once (closes the doomed ones). */
 static void write_pending(void)
 {
@@ -368,6 +386,12 @@ static void write_pending(void)
     pending = NULL;
     while (c != NULL) {
         struct conn *next = c->next_pending;
+        if (c->resume && !c->dead) {
+            /* A WAIT ended: what the connection held back runs now, with
+             * c still pending so that a close only marks it dead. */
+            c->resume = false;
+            conn_continue(c);
+        }
         c->pending = false;
         if (c->dead)
             conn_free(c);
@@ -384,6 +408,7 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     (void)fd, (void)what, (void)arg;
     server_turn_end(srv);
     persist_flush(srv->persist);
+    repl_flush(srv);
     write_pending();
     if (badges_pending(&srv->badges)) {
         const struct timeval retry = {0, RETRY_MS * 1000};
@@ -724,6 +749,18 @@ static size_t process(struct conn *c, const char *data, size_t len)
         }
         off += used;
         look_done(&la);
+        if (c->sess.handover)
+            break; /* PSYNC: the connection is a replica's now */
+        if (c->sess.blocked) {
+            /* WAIT: its reply comes later (net_unblock); what follows
+             * waits for it. */
+            c->blocked = true;
+            c->block_proto = r.proto;
+            c->block_id = r.id;
+            event_del(c->rev);
+            c->need = 0;
+            break;
+        }
         if (c->sess.auth_failures != auth_failures) {
             auth_delay(c); /* the rest waits */
             break;
@@ -765,6 +802,17 @@ static void input_over(struct conn *c, size_t more)
  * of memory, input over client-input-limit, or replies over
  * client-output-limit): c must not be used then.
  */
+/* PSYNC ran on c: replication takes the socket and the replies not yet
+ * sent (its handshake's +OKs); c leaves the network. */
+static void conn_hand_over(struct conn *c)
+{
+    repl_take_replica(srv, c->fd, &c->sess, c->cl.addr, c->cl.laddr,
+                      c->out.data + c->out_sent, c->out.len - c->out_sent);
+    srv->client_out_bytes -= c->out.len - c->out_sent;
+    c->out_sent = c->out.len;
+    conn_release(c, false);
+}
+
 static bool conn_run(struct conn *c, const char *fresh, size_t n)
 {
     size_t used;
@@ -774,6 +822,12 @@ static bool conn_run(struct conn *c, const char *fresh, size_t n)
         ur_buf_consume(&c->in, used);
     } else {
         used = process(c, fresh, n);
+    }
+    if (c->sess.handover) {
+        conn_hand_over(c);
+        return false;
+    }
+    if (fresh != NULL) {
         if (used < n && !c->close_after && !c->overflow) {
             if (!in_fits(c, n - used)) {
                 input_over(c, n - used);
@@ -828,11 +882,13 @@ static void conn_arm_read(struct conn *c)
  * it anew. */
 static void conn_continue(struct conn *c)
 {
-    if (c->paused || c->delayed || c->pause_wait || c->close_after)
+    if (c->paused || c->delayed || c->pause_wait || c->close_after ||
+        c->blocked)
         return;
     if (c->in.len > 0 && !conn_run(c, NULL, 0))
         return;
-    if (!c->paused && !c->delayed && !c->pause_wait && !c->close_after)
+    if (!c->paused && !c->delayed && !c->pause_wait && !c->close_after &&
+        !c->blocked)
         conn_arm_read(c);
 }
 
@@ -974,6 +1030,26 @@ static void net_pause_changed(struct server *s)
     }
     event_del(pause_ev);
     on_pause_end(-1, 0, NULL);
+}
+
+static struct conn *conn_of(const struct client *cl);
+
+/* srv->on_unblock: sess's WAIT ended with value: its reply, then (at the
+ * flush) what its connection held back meanwhile. */
+static void net_unblock(struct server *s, struct session *sess, uint64_t value)
+{
+    struct conn *c = conn_of(sess->client);
+    size_t before = c->out.len;
+    struct reply r;
+
+    (void)s;
+    c->blocked = false;
+    reply_begin(&r, &c->out, (enum reply_proto)c->block_proto, c->block_id);
+    reply_int(&r, value);
+    reply_end(&r);
+    srv->client_out_bytes += c->out.len - before;
+    c->resume = true;
+    queue_flush(c);
 }
 
 /* srv->on_badges: badge messages wait for the end of this turn, which a
@@ -1171,7 +1247,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     /* Still reading: an unfinished request keeps its deadline, a finished
      * one gives the idle timeout back. */
     if ((c->req_start_ms != 0 ? idle_tv != NULL : c->deadline) && !c->paused &&
-        !c->delayed && !c->close_after)
+        !c->delayed && !c->close_after && !c->blocked)
         conn_arm_read(c);
 }
 
@@ -1335,6 +1411,7 @@ int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
     pause_ev = evtimer_new(base, on_pause_end, NULL);
     srv->on_pause = net_pause_changed;
     srv->on_config = net_config_changed;
+    srv->on_unblock = net_unblock;
     srv->on_badges = net_badges;
     idle_tv = common_timeout(srv->cfg.timeout);
     out_tv = common_timeout(srv->cfg.client_output_timeout);
@@ -1420,6 +1497,7 @@ void net_teardown(void)
     pause_ev = NULL;
     srv->on_pause = NULL;
     srv->on_config = NULL;
+    srv->on_unblock = NULL;
     srv->on_badges = NULL;
     free(args);
     args = NULL;

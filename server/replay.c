@@ -105,6 +105,8 @@ int replay_buf(struct server *srv, const char *buf, size_t len,
         res->bad_rec = res->records + 1;
         if (!journal_rec_next(sc, buf, &off, &rec))
             break;
+        if (journal_rec_is_history(&rec))
+            continue; /* no data: persistence reads it */
         journal_place(sc, res->bad_off, res->bad_rec, rec.seq, at, sizeof(at));
         if (journal_rec_request(&rec, &args, &cap, &req, &why) != 0) {
             snprintf(err, errlen, "%s: %s", at, why);
@@ -124,6 +126,22 @@ out:
     free(args);
     ur_buf_deinit(&out);
     return rc;
+}
+
+int replay_record(struct server *srv, const struct journal_rec *rec,
+                  struct ur_arg **args, uint32_t *cap, struct ur_buf *out,
+                  char *err, size_t errlen)
+{
+    struct ur_frame_req req;
+    const char *why = "";
+
+    if (journal_rec_is_history(rec) ||
+        journal_rec_request(rec, args, cap, &req, &why) != 0) {
+        snprintf(err, errlen, "%s",
+                 why[0] ? why : "a history record in the stream");
+        return -1;
+    }
+    return replay_one(srv, rec, &req, out, err, errlen);
 }
 
 int replay_open(struct server *srv, char *err, size_t errlen)

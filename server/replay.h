@@ -56,6 +56,19 @@ int replay_buf(struct server *srv, const char *buf, size_t len,
  */
 int replay_open(struct server *srv, char *err, size_t errlen);
 
+/*
+ * A replica applying its primary's stream (server/repl.h): runs one record
+ * as replay runs a journal record (srv->loading set, the clock the
+ * record's, nothing journaled by the executor: the caller commits the
+ * record's bytes with persist_append_payload). *args, *cap: scratch
+ * arguments, grown as needed, freed by the caller; out: scratch reply
+ * buffer. 0, or -1 with the reason in err (not a request, or the command
+ * failed: a setting differs from the primary's).
+ */
+int replay_record(struct server *srv, const struct journal_rec *rec,
+                  struct ur_arg **args, uint32_t *cap, struct ur_buf *out,
+                  char *err, size_t errlen);
+
 /* Closes persistence (persist_close); srv->persist becomes NULL. */
 void replay_close(struct server *srv);
 

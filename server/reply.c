@@ -34,6 +34,7 @@ void reply_begin(struct reply *r, struct ur_buf *out, enum reply_proto proto,
     r->hdr_off = out->len;
     r->oom = false;
     r->close_after = false;
+    r->defer = false;
     if (proto == REPLY_BIN)
         check(r, ur_frame_reply_begin(out, id, &r->hdr_off));
 }
@@ -50,6 +51,10 @@ void reply_begin_push(struct reply *r, struct ur_buf *out,
 
 void reply_end(struct reply *r)
 {
+    if (r->defer) {
+        r->out->len = r->start;
+        return;
+    }
     if (r->oom) {
         /* Out of memory while building: drop the partial reply and try a
          * short error instead; if even that fails the connection will be

@@ -31,6 +31,10 @@ struct reply {
     size_t start;     /* out->len when the reply began */
     bool oom;         /* an allocation failed: reply_end sends an error */
     bool close_after; /* connection closes after this reply (QUIT, ...) */
+    bool defer;       /* no reply now (WAIT blocks; PSYNC hands the
+                         connection over to replication): the handler wrote
+                         nothing, reply_end takes back the frame header,
+                         and the connection answers later or never */
 };
 
 /* Starts a reply to request `id` (binary; ignored for RESP) in out. */

@@ -129,6 +129,15 @@ struct server {
      * changed pause_end_ms; CONFIG SET changed a key net.c reads once. */
     void (*on_pause)(struct server *srv);
     void (*on_config)(struct server *srv, const char *key);
+    /* Set by net.c: a WAIT that blocked sess ends with value (repl.c). */
+    void (*on_unblock)(struct server *srv, struct session *sess,
+                       uint64_t value);
+    /* Replication (server/repl.h): NULL without a network (replay at
+     * start, unit tests, fuzzers). readonly_data: the data follows a
+     * primary (this is a replica): clients change nothing, reads mark no
+     * user active; only the primary's records (srv->loading) write. */
+    struct repl *repl;
+    bool readonly_data;
     uint64_t stat_reset_ms; /* CONFIG RESETSTAT (or start), wall clock */
     /* Pub/sub (pubsub.h) and the badge channels (badges.h). on_badges
      * (net.c): the first entry of a dirty set appeared, so the end of the

@@ -161,6 +161,16 @@ int bc_unread(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t *unread,
     return chan_put_new(s, ch, c, created, uid, (uint32_t)c->head);
 }
 
+uint64_t bc_peek_unread(const struct bc_store *s, uint64_t uid, uint64_t ch)
+{
+    uint64_t w = u64map_get(s->chans, ch);
+    uint32_t off;
+
+    if (w == 0 || !u32map_get(chan_of(w)->offs, uid, &off))
+        return 0;
+    return (uint32_t)((uint32_t)chan_of(w)->head - off);
+}
+
 int bc_read(struct bc_store *s, uint64_t uid, uint64_t ch)
 {
     bool created;

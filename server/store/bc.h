@@ -45,6 +45,11 @@ int bc_publish(struct bc_store *s, uint64_t ch, uint64_t *head);
 int bc_unread(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t *unread,
               bool *registered);
 
+/* uid's unread in ch without registering it (a replica's read, which may
+ * change nothing): head - offset, or 0 for a user with no offset, which
+ * bc_unread would register at the head. */
+uint64_t bc_peek_unread(const struct bc_store *s, uint64_t uid, uint64_t ch);
+
 /* Marks everything in ch read by uid (offset = head), registering the user
  * when new. 0, or -1 on allocation failure (nothing changed, as
  * bc_unread). */
