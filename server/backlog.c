@@ -50,8 +50,8 @@ static size_t take(struct parts *s, char *dst, size_t cap)
     return done;
 }
 
-int backlog_append(struct backlog *b, const void *p1, size_t n1,
-                   const void *p2, size_t n2)
+int backlog_append(struct backlog *b, const void *p1, size_t n1, const void *p2,
+                   size_t n2)
 {
     struct parts src = {{p1, p2}, {n1, n2}};
     struct backlog_block *first = NULL, *last = NULL;
@@ -85,8 +85,8 @@ int backlog_append(struct backlog *b, const void *p1, size_t n1,
         more -= want;
     }
     if (room > 0)
-        b->tail->used += (uint32_t)take(&src, b->tail->data + b->tail->used,
-                                        room);
+        b->tail->used +=
+            (uint32_t)take(&src, b->tail->data + b->tail->used, room);
     for (struct backlog_block *k = first; k != NULL; k = k->next) {
         k->used = (uint32_t)take(&src, k->data, BACKLOG_BLOCK);
         b->blocks++;

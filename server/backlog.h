@@ -48,8 +48,8 @@ void backlog_deinit(struct backlog *b);
 
 /* Appends n1 bytes at p1 then n2 at p2 (a record's header and payload).
  * 0, or -1 on allocation failure (nothing appended). */
-int backlog_append(struct backlog *b, const void *p1, size_t n1,
-                   const void *p2, size_t n2);
+int backlog_append(struct backlog *b, const void *p1, size_t n1, const void *p2,
+                   size_t n2);
 
 /* A cursor at off: true when start <= off <= end, else false. */
 bool backlog_seek(const struct backlog *b, uint64_t off,

@@ -88,7 +88,8 @@ void cmd_WAIT(struct exec_ctx *x)
 {
     uint64_t n, timeout, count;
 
-    if (!arg_u64(x, 0, "numreplicas", &n) || !arg_u64(x, 1, "timeout", &timeout))
+    if (!arg_u64(x, 0, "numreplicas", &n) ||
+        !arg_u64(x, 1, "timeout", &timeout))
         return;
     if (x->srv->readonly_data) {
         reply_err(x->r, UR_E_ERR,

@@ -365,16 +365,15 @@ bool repl_refuse(struct server *srv, const struct ur_op *op, struct reply *r)
 
 bool repl_refuse_batch(struct server *srv, bool writes, struct reply *r)
 {
-    return srv->repl != NULL && !srv->loading && writes &&
-           refuse_write(srv, r);
+    return srv->repl != NULL && !srv->loading && writes && refuse_write(srv, r);
 }
 
 /* ---- the primary side: links to replicas ------------------------------ */
 
 static void link_io_bufs(const struct client *cl, struct client_bufs *out)
 {
-    const struct link *L = (const void *)((const char *)cl -
-                                          offsetof(struct link, cl));
+    const struct link *L =
+        (const void *)((const char *)cl - offsetof(struct link, cl));
 
     out->qbuf = L->in.len;
     out->qbuf_cap = L->in.cap;
@@ -569,9 +568,8 @@ static void on_link_read(evutil_socket_t fd, short what, void *arg)
     for (;;) {
         uint32_t argc = 0;
         size_t used = 0, hint = 0;
-        enum ur_parse st =
-            ur_resp_parse_request(L->in.data + off, L->in.len - off, &lim,
-                                  argv, &argc, &used, &hint);
+        enum ur_parse st = ur_resp_parse_request(
+            L->in.data + off, L->in.len - off, &lim, argv, &argc, &used, &hint);
 
         if (st == UR_PARSE_NEED_MORE)
             break;
@@ -804,8 +802,8 @@ void repl_take_replica(struct server *srv, int fd, const struct session *sess,
         R->partial_err++;
     R->sync_full++;
     L->state = LINK_WAIT_BGSAVE;
-    log_info("replica %s:%u: full sync (asked for %s at %llu)", L->ip,
-             L->port, hs->psync_id, (unsigned long long)hs->psync_from);
+    log_info("replica %s:%u: full sync (asked for %s at %llu)", L->ip, L->port,
+             hs->psync_id, (unsigned long long)hs->psync_from);
     sync_attach(R, L);
     link_write(L);
 }
@@ -876,8 +874,8 @@ static void links_cron(struct repl *R)
                    ? R->bl.end - cfg->repl_backlog_size
                    : 0;
         for (L = R->links; L != NULL; L = L->next) {
-            uint64_t need = L->state == LINK_WAIT_BGSAVE ? L->need_from
-                                                         : L->cur.off;
+            uint64_t need =
+                L->state == LINK_WAIT_BGSAVE ? L->need_from : L->cur.off;
             if (need < low)
                 low = need;
         }
@@ -887,8 +885,8 @@ static void links_cron(struct repl *R)
             R->bl.end - keep <= cfg->repl_backlog_size)
             break;
         for (L = R->links; L != NULL; L = next) {
-            uint64_t need = L->state == LINK_WAIT_BGSAVE ? L->need_from
-                                                         : L->cur.off;
+            uint64_t need =
+                L->state == LINK_WAIT_BGSAVE ? L->need_from : L->cur.off;
             next = L->next;
             if (need == low)
                 link_close(L, "over repl-buffer-limit behind");
@@ -901,8 +899,8 @@ static void links_cron(struct repl *R)
 
 static void master_io_bufs(const struct client *cl, struct client_bufs *out)
 {
-    const struct repl *R = (const void *)((const char *)cl -
-                                          offsetof(struct repl, mcl));
+    const struct repl *R =
+        (const void *)((const char *)cl - offsetof(struct repl, mcl));
 
     out->qbuf = R->min.len;
     out->qbuf_cap = R->min.cap;
@@ -1035,11 +1033,10 @@ static bool hs_next(struct repl *R)
         if (cfg->masterauth[0] != '\0') {
             const char *a[3] = {"AUTH", cfg->masteruser, cfg->masterauth};
             R->hs = HS_AUTH;
-            return cfg->masteruser[0] != '\0' ? master_send(R, 3, a)
-                                              : master_send(R, 2,
-                                                            (const char *[]){
-                                                                "AUTH",
-                                                                cfg->masterauth});
+            return cfg->masteruser[0] != '\0'
+                       ? master_send(R, 3, a)
+                       : master_send(R, 2,
+                                     (const char *[]){"AUTH", cfg->masterauth});
         }
         /* fall through */
     case HS_AUTH:
@@ -1047,8 +1044,8 @@ static bool hs_next(struct repl *R)
                                   ? cfg->replica_announce_port
                                   : cfg->port)] = '\0';
         R->hs = HS_PORT;
-        return master_send(R, 3,
-                           (const char *[]){"REPLCONF", "listening-port", port});
+        return master_send(
+            R, 3, (const char *[]){"REPLCONF", "listening-port", port});
     case HS_PORT:
         if (cfg->replica_announce_ip[0] != '\0') {
             R->hs = HS_IP;
@@ -1059,7 +1056,8 @@ static bool hs_next(struct repl *R)
         /* fall through */
     case HS_IP:
         R->hs = HS_CAPA;
-        return master_send(R, 3, (const char *[]){"REPLCONF", "capa", "psync2"});
+        return master_send(R, 3,
+                           (const char *[]){"REPLCONF", "capa", "psync2"});
     case HS_CAPA:
         R->hs = HS_PSYNC;
         persist_origin(P(R), &o);
@@ -1071,10 +1069,9 @@ static bool hs_next(struct repl *R)
         from[ur_fmt_u64(from, o.offset + 1)] = '\0';
         return master_send(
             R, 3,
-            (const char *[]){"PSYNC",
-                             o.has2 && o.offset == o.offset2 ? o.replid2
-                                                             : o.replid,
-                             from});
+            (const char *[]){
+                "PSYNC", o.has2 && o.offset == o.offset2 ? o.replid2 : o.replid,
+                from});
     case HS_PSYNC:
         break;
     }
@@ -1258,8 +1255,8 @@ static bool bulk_open(struct repl *R)
 {
     snprintf(R->tmp_path, sizeof(R->tmp_path), "%s/snapshot.tmp.sync.%d",
              R->srv->cfg.dir, (int)getpid());
-    R->tmp_fd = open(R->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                     0644);
+    R->tmp_fd =
+        open(R->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (R->tmp_fd < 0) {
         log_error("replication: cannot create %s: %s", R->tmp_path,
                   strerror(errno));
@@ -1330,7 +1327,8 @@ static bool master_input(struct repl *R)
         if (line[0] == '\0')
             continue; /* a keepalive */
         if (R->state == RS_SYNC) {
-            if (line[0] != '$' || !ur_parse_u64(line + 1, strlen(line + 1), &len)) {
+            if (line[0] != '$' ||
+                !ur_parse_u64(line + 1, strlen(line + 1), &len)) {
                 master_drop(R, "bad snapshot header");
                 return false;
             }
@@ -1354,7 +1352,7 @@ static bool master_input(struct repl *R)
             log_error("replication: the primary %s:%u answered %s", R->host,
                       R->port, line);
             master_drop(R, R->hs == HS_AUTH ? "AUTH refused (masterauth)"
-                                             : "handshake refused");
+                                            : "handshake refused");
             return false;
         }
         if (!hs_next(R))
@@ -1481,8 +1479,8 @@ static void master_connect(struct repl *R)
     }
     freeaddrinfo(res);
     if (fd < 0) {
-        log_debug("replication: cannot connect to %s:%u: %s", R->host,
-                  R->port, strerror(errno));
+        log_debug("replication: cannot connect to %s:%u: %s", R->host, R->port,
+                  strerror(errno));
         return;
     }
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -1597,7 +1595,8 @@ int repl_setup(struct server *srv, struct event_base *base, char *err,
     char host[CONFIG_STR_MAX];
     uint32_t port;
 
-    if (R == NULL || (R->wait_ev = evtimer_new(base, on_wait_timer, R)) == NULL) {
+    if (R == NULL ||
+        (R->wait_ev = evtimer_new(base, on_wait_timer, R)) == NULL) {
         free(R);
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -1611,8 +1610,7 @@ int repl_setup(struct server *srv, struct event_base *base, char *err,
     if (config_replicaof(&srv->cfg, host, sizeof(host), &port) == 0 &&
         srv->persist != NULL) {
         become_replica(R, host, port);
-    } else if (srv->persist != NULL &&
-               persist_offset(srv->persist) != 0) {
+    } else if (srv->persist != NULL && persist_offset(srv->persist) != 0) {
         /* A primary from the start: a new history (repl.h). Data that
          * has no stream yet has nothing a replica could hold more of. */
         persist_history_fork(srv->persist, NULL);
@@ -1655,7 +1653,8 @@ void repl_cron(struct server *srv)
     master_cron(R);
 }
 
-/* ---- INFO and ROLE -------------------------------------------------------- */
+/* ---- INFO and ROLE --------------------------------------------------------
+ */
 
 const char *repl_state_name(enum repl_state st)
 {

@@ -129,9 +129,9 @@ struct repl_info {
     const char *host;
     uint32_t port;
     enum repl_state state;
-    int64_t last_io_s;       /* seconds since the primary said anything */
-    int64_t down_since_s;    /* seconds the link has been down; -1 never up */
-    uint64_t sync_total;     /* full sync: snapshot bytes, received so far */
+    int64_t last_io_s;    /* seconds since the primary said anything */
+    int64_t down_since_s; /* seconds the link has been down; -1 never up */
+    uint64_t sync_total;  /* full sync: snapshot bytes, received so far */
     uint64_t sync_read;
     int64_t sync_last_io_s;
     uint64_t primary_offset; /* the primary's, from its heartbeats */

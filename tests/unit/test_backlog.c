@@ -112,8 +112,8 @@ static void test_item(void)
     payload[0] = 7;
     journal_item_seal(buf, payload, sizeof(payload), 500);
     memcpy(buf + JOURNAL_REC_HDR, payload, sizeof(payload));
-    CHECK(journal_item_next(buf, JOURNAL_REC_HDR + sizeof(payload), 500,
-                            &used, &rec, &why) == 1);
+    CHECK(journal_item_next(buf, JOURNAL_REC_HDR + sizeof(payload), 500, &used,
+                            &rec, &why) == 1);
     CHECK_EQ_U64(used, JOURNAL_REC_HDR + sizeof(payload));
     CHECK(rec.seq == 500 && rec.clock_ms == 7 &&
           rec.frame == buf + JOURNAL_REC_HDR + 8 &&
@@ -127,8 +127,8 @@ static void test_item(void)
     for (size_t i = 0; i < JOURNAL_REC_HDR + sizeof(payload); i++) {
         for (int bit = 0; bit < 8; bit += 3) {
             buf[i] ^= (char)(1 << bit);
-            CHECK(journal_item_next(buf, JOURNAL_REC_HDR + sizeof(payload),
-                                    500, &used, &rec, &why) != 1);
+            CHECK(journal_item_next(buf, JOURNAL_REC_HDR + sizeof(payload), 500,
+                                    &used, &rec, &why) != 1);
             buf[i] ^= (char)(1 << bit);
         }
     }
