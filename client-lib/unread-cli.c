@@ -2,17 +2,21 @@
  * unread-cli.c - the console of unreadd, over the binary protocol through
  * libunread.
  *
- *   unread-cli [-h host] [-p port | --cluster host:port,...] [-t ms]
- *              [-a password] [--default N] [--raw|--no-raw] [CMD [ARG ...]]
+ *   unread-cli [-h host] [-p port | --cluster host:port,... |
+ *              --sentinel host:port,... [--master name,...] [--replica]]
+ *              [-t ms] [-a password] [--default N] [--raw|--no-raw]
+ *              [CMD [ARG ...]]
  *
  * With a command: runs it once; exit status 0, 1 on an error reply or a
  * connection failure, or 2 when --default answered a read with the default
  * because its server could not be reached (degraded). Without: a prompt
  * reading one command per line from stdin. --cluster routes each command
- * to its shard as libunread does (docs/CLIENT.md); --default turns on
- * degraded mode. Arguments that are canonical decimals go as integers, the rest
- * as byte strings, which the server resolves (counter type names such as
- * "mention"). Replies print as redis-cli prints them: the human form on a
+ * to its shard as libunread does (docs/CLIENT.md); --sentinel asks those
+ * sentinels where each master named by --master (default mymaster) is,
+ * again after a failover, or for one of its replicas with --replica; --default
+ * turns on degraded mode. Arguments that are canonical decimals go as integers,
+ * the rest as byte strings, which the server resolves (counter type names such
+ * as "mention"). Replies print as redis-cli prints them: the human form on a
  * terminal (or --no-raw), the raw form otherwise (or --raw), so scripts
  * that parse redis-cli output can parse this one.
  */
@@ -35,13 +39,16 @@
 struct cli {
     const char *host;
     uint16_t port;
-    const char *cluster; /* --cluster list, or NULL */
-    const char *auth;    /* -a password, or NULL */
-    bool degraded;       /* --default given */
-    uint64_t dflt;       /* its value */
-    int timeout_ms;      /* per command; 0: none */
-    bool tty;            /* human form, else raw */
-    struct unread *conn; /* NULL until connected */
+    const char *cluster;  /* --cluster list, or NULL */
+    const char *sentinel; /* --sentinel list, or NULL */
+    const char *master;   /* --master names */
+    bool replica;         /* --replica */
+    const char *auth;     /* -a password, or NULL */
+    bool degraded;        /* --default given */
+    uint64_t dflt;        /* its value */
+    int timeout_ms;       /* per command; 0: none */
+    bool tty;             /* human form, else raw */
+    struct unread *conn;  /* NULL until connected */
 };
 
 /* ---- Reply printing (redis-cli's two forms) --------------------------- */
@@ -207,6 +214,17 @@ static struct unread *cli_open(const struct cli *cli, char *err, size_t errlen)
     unread_opts_set_timeouts(o, CLI_CONNECT_TIMEOUT_MS, cli->timeout_ms,
                              cli->timeout_ms);
     unread_opts_set_degraded(o, cli->degraded, cli->dflt);
+    if (cli->sentinel != NULL &&
+        unread_opts_set_sentinels(o, cli->sentinel, cli->replica) != 0) {
+        unread_opts_free(o);
+        snprintf(err, errlen, "bad --sentinel list");
+        return NULL;
+    }
+    if (cli->sentinel != NULL) {
+        c = unread_connect_cluster(cli->master, o, err, errlen);
+        unread_opts_free(o);
+        return c;
+    }
     snprintf(one, sizeof(one),
              strchr(cli->host, ':') != NULL ? "[%.255s]:%u" : "%.255s:%u",
              cli->host, (unsigned)cli->port);
@@ -222,7 +240,8 @@ static bool cli_connect(struct cli *cli)
 
     if (cli->conn != NULL)
         return true;
-    if (cli->cluster != NULL || cli->degraded || cli->auth != NULL)
+    if (cli->cluster != NULL || cli->sentinel != NULL || cli->degraded ||
+        cli->auth != NULL)
         cli->conn = cli_open(cli, err, sizeof(err));
     else
         cli->conn = unread_connect(cli->host, cli->port, CLI_CONNECT_TIMEOUT_MS,
@@ -618,6 +637,9 @@ static void prompt_text(const struct cli *cli, char *buf, size_t cap)
 {
     if (cli->cluster != NULL)
         snprintf(buf, cap, "%s> ", cli->cluster);
+    else if (cli->sentinel != NULL)
+        snprintf(buf, cap, "%s%s> ", cli->master,
+                 cli->replica ? "(replica)" : "");
     else if (cli->conn != NULL && unread_fd(cli->conn) >= 0)
         snprintf(buf, cap, "%s:%u> ", cli->host, (unsigned)cli->port);
     else
@@ -709,7 +731,9 @@ static int cli_repl(struct cli *cli)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: unread-cli [-h host] [-p port | --cluster list] [-t ms] "
+            "usage: unread-cli [-h host] [-p port | --cluster list |\n"
+            "                  --sentinel list [--master names] [--replica]] "
+            "[-t ms] "
             "[-a password]\n"
             "                  [--default N] [--raw|--no-raw] "
             "[command [arg ...]]\n"
@@ -718,6 +742,11 @@ static void usage(FILE *f)
             "  --cluster host:port,host:port,...\n"
             "             shards: each command goes where libunread routes "
             "it\n"
+            "  --sentinel host:port,...  ask these redis-sentinels where "
+            "the master is\n"
+            "  --master name,...  the masters they monitor (default "
+            "mymaster), one a shard\n"
+            "  --replica  connect to a replica of each master (reads)\n"
             "  -t ms      timeout per command, 0 for none (default 0)\n"
             "  -a password  the servers' requirepass, sent with AUTH on "
             "connect\n"
@@ -749,6 +778,7 @@ int main(int argc, char **argv)
     memset(&cli, 0, sizeof(cli));
     cli.host = "127.0.0.1";
     cli.port = UNREAD_DEFAULT_PORT;
+    cli.master = "mymaster";
     for (i = 1; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--") == 0) {
             i++;
@@ -776,6 +806,12 @@ int main(int argc, char **argv)
             cli.auth = argv[++i];
         } else if (strcmp(argv[i], "--cluster") == 0 && i + 1 < argc) {
             cli.cluster = argv[++i];
+        } else if (strcmp(argv[i], "--sentinel") == 0 && i + 1 < argc) {
+            cli.sentinel = argv[++i];
+        } else if (strcmp(argv[i], "--master") == 0 && i + 1 < argc) {
+            cli.master = argv[++i];
+        } else if (strcmp(argv[i], "--replica") == 0) {
+            cli.replica = true;
         } else if (strcmp(argv[i], "--default") == 0 && i + 1 < argc) {
             if (!parse_num(argv[++i], UINT64_MAX, &cli.dflt)) {
                 fprintf(stderr, "unread-cli: bad default '%s'\n", argv[i]);
@@ -794,6 +830,10 @@ int main(int argc, char **argv)
         }
     }
     cli.tty = raw >= 0 ? raw == 0 : isatty(STDOUT_FILENO);
+    if (cli.sentinel != NULL && cli.cluster != NULL) {
+        fprintf(stderr, "unread-cli: --sentinel or --cluster, not both\n");
+        return 1;
+    }
 
     if (i < argc) {
         lens = malloc((size_t)(argc - i) * sizeof(*lens));

@@ -18,6 +18,7 @@
 #include "unread_int.h"
 #include "unread_pubsub.h"
 #include "unread_round.h"
+#include "unread_sentinel.h"
 
 /* The public codes are the wire codes: keep them in step with proto.h. */
 #define UNREAD_SAME(a, b) _Static_assert((int)(a) == (int)(b), #a " != " #b)
@@ -135,7 +136,8 @@ int uc_core_init(struct uc_core *k, struct uc_addr *a, size_t n,
     if (!opts_valid(o, n, err, errlen))
         return -1;
     k->opt = *o;
-    k->opt.password = NULL; /* the core's own copy, below */
+    k->opt.password = NULL;  /* the core's own copy, below */
+    k->opt.sentinels = NULL; /* parsed into each server's uc_sentinel */
     k->brk_cfg.failures = o->breaker_failures;
     k->brk_cfg.open_ms = o->breaker_open_ms;
     k->srv = calloc(n, sizeof(*k->srv));
@@ -157,12 +159,16 @@ int uc_core_init(struct uc_core *k, struct uc_addr *a, size_t n,
 }
 
 int uc_core_addrs(const char *list, const char *host, uint16_t port,
-                  struct uc_addr **a, size_t *n, char *err, size_t errlen)
+                  const struct unread_opts *o, struct uc_addr **a, size_t *n,
+                  char *err, size_t errlen)
 {
     char *one;
     size_t len;
     int rc;
 
+    if (list != NULL && o != NULL && o->sentinels != NULL)
+        return uc_sentinel_addrs(list, o->sentinels, o->sentinel_replica, a, n,
+                                 err, errlen);
     if (list != NULL)
         return uc_addrs_parse(list, UNREAD_DEFAULT_PORT, a, n, err, errlen);
     if (host == NULL)
@@ -324,6 +330,7 @@ void unread_opts_free(struct unread_opts *o)
     if (o == NULL)
         return;
     free(o->password);
+    free(o->sentinels);
     free(o);
 }
 
@@ -379,6 +386,21 @@ int unread_opts_set_reconnect(struct unread_opts *o, int min_ms, int max_ms)
         return UNREAD_EUSAGE;
     o->reconnect_min_ms = min_ms;
     o->reconnect_max_ms = max_ms;
+    return 0;
+}
+
+int unread_opts_set_sentinels(struct unread_opts *o, const char *sentinels,
+                              bool replica)
+{
+    char *copy = NULL;
+
+    if (sentinels != NULL && sentinels[0] == '\0')
+        return UNREAD_EUSAGE;
+    if (sentinels != NULL && (copy = strdup(sentinels)) == NULL)
+        return UNREAD_ENOMEM;
+    free(o->sentinels);
+    o->sentinels = copy;
+    o->sentinel_replica = replica;
     return 0;
 }
 
@@ -448,7 +470,7 @@ struct unread *unread_connect(const char *host, uint16_t port, int timeout_ms,
         err = local;
         errlen = sizeof(local);
     }
-    if (uc_core_addrs(NULL, host, port, &a, &n, err, errlen) != 0)
+    if (uc_core_addrs(NULL, host, port, NULL, &a, &n, err, errlen) != 0)
         return NULL;
     uc_opts_defaults(&o);
     o.connect_timeout_ms = timeout_ms;
@@ -478,7 +500,7 @@ struct unread *unread_connect_cluster(const char *servers,
         uc_opts_defaults(&o);
     else
         o = *opts;
-    if (uc_core_addrs(servers, NULL, 0, &a, &n, err, errlen) != 0)
+    if (uc_core_addrs(servers, NULL, 0, &o, &a, &n, err, errlen) != 0)
         return NULL;
     return handle_create(a, n, &o, err, errlen);
 }

@@ -198,6 +198,23 @@ int unread_opts_set_password(struct unread_opts *o, const char *password);
 int unread_opts_set_reconnect(struct unread_opts *o, int min_ms, int max_ms);
 
 /*
+ * Servers found through redis-sentinel (docs/CLIENT.md, "Sentinel"):
+ * sentinels is "host:port,..." (port 26379 when omitted; NULL: off). With
+ * it, the servers of unread_connect_cluster and unread_async_connect are
+ * master names the sentinels monitor ("shard1,shard2"), each one shard:
+ * before every connect the library asks the sentinels where that master
+ * is (SENTINEL get-master-addr-by-name), so after a failover the next
+ * connect (after a disconnect, or after a -READONLY reply, which also
+ * fails its own request) reaches the promoted replica. replica: connect to
+ * one of the master's healthy replicas instead (round robin; the master
+ * when none is), for a handle that only reads; writes on it answer
+ * UNREAD_ERR_READONLY. Asking is blocking, bounded by the connect timeout
+ * per sentinel, on the async handle too.
+ */
+int unread_opts_set_sentinels(struct unread_opts *o, const char *sentinels,
+                              bool replica);
+
+/*
  * A client of every server in `servers`: "host:port,host:port,..." (":port"
  * may be omitted for 7460; IPv6 as "[::1]:7460"; at most 1024 servers, each
  * once). One server is a cluster of one: this is also how a single server

@@ -12,6 +12,7 @@
 
 #include "ops.h"
 #include "proto.h"
+#include "unread_sentinel.h"
 #include "unread_core.h"
 
 int uc_reply_status(struct uc_conn *c, const struct ur_frame_hdr *h,
@@ -23,8 +24,12 @@ int uc_reply_status(struct uc_conn *c, const struct ur_frame_hdr *h,
     ur_val_reader_init(&rd, body, h->len);
     if (ur_val_next(&rd, &v) &&
         ((h->op == 0 && v.kind != UR_VAL_ERR) ||
-         (h->op != 0 && v.kind == UR_VAL_ERR && v.code == h->op)))
+         (h->op != 0 && v.kind == UR_VAL_ERR && v.code == h->op))) {
+        if (h->op == UNREAD_ERR_READONLY && c->a->sentinel != NULL &&
+            !c->a->sentinel->replica)
+            c->a->sentinel->stale = true; /* a failover: ask again */
         return h->op;
+    }
     snprintf(c->err, sizeof(c->err),
              "%s: protocol error: reply status %u does not match its value",
              c->a->name, (unsigned)h->op);

@@ -29,6 +29,7 @@
 
 #include "ops.h"
 #include "proto.h"
+#include "unread_sentinel.h"
 #include "unread_core.h"
 #include "unread_int.h"
 #include "unread_pubsub.h"
@@ -460,7 +461,7 @@ static int server_ready(struct unread_async *a, uint32_t s)
         return UNREAD_ECONNECT;
     }
     uc_conn_drop(c);
-    rc = uc_conn_dial(c);
+    rc = uc_conn_dial(c, a->k.opt.connect_timeout_ms);
     if (rc != 0) {
         uc_server_down(&a->k, s, rc);
         sv->retry_at = now + sv->backoff_ms;
@@ -930,6 +931,15 @@ static void read_server(struct unread_async *a, uint32_t s)
             }
             if (c->fd != fd || sv->state != UA_UP)
                 return; /* a callback's decode failed the connection */
+            if (c->a->sentinel != NULL && c->a->sentinel->stale &&
+                sv->len == 0) {
+                /* -READONLY: no longer the master; reconnect at once,
+                 * asking the sentinels (unread_sentinel.h) */
+                snprintf(c->err, sizeof(c->err), "%s: no longer the master",
+                         a->k.addr[s].name);
+                fail_server(a, s, UNREAD_ECLOSED);
+                return;
+            }
         }
     }
 }
@@ -1211,7 +1221,7 @@ struct unread_async *unread_async_connect(const char *servers,
     }
     a = calloc(1, sizeof(*a));
     if (a == NULL ||
-        uc_core_addrs(servers, NULL, 0, &addr, &n, err, errlen) != 0) {
+        uc_core_addrs(servers, NULL, 0, opts, &addr, &n, err, errlen) != 0) {
         if (a == NULL)
             snprintf(err, errlen, "out of memory");
         free(a);

@@ -2,6 +2,7 @@
  * unread_conn.c - one connection to one server (unread_conn.h).
  */
 #include "unread_conn.h"
+#include "unread_sentinel.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -140,6 +141,26 @@ error:
     return -1;
 }
 
+/* Where k connects: its address, or where the sentinels say its master
+ * name is now (asked within connect_ms per sentinel). 0 or -1 (err set). */
+static int conn_target(struct uc_conn *k, int connect_ms, const char **host,
+                       uint16_t *port)
+{
+    struct uc_sentinel *s = k->a->sentinel;
+    char why[UC_ERRLEN - 64];
+
+    if (s == NULL) {
+        *host = k->a->host;
+        *port = k->a->port;
+        return 0;
+    }
+    if (uc_sentinel_resolve(s, connect_ms, why, sizeof(why)) != 0)
+        return conn_err(k, UNREAD_ECONNECT, "connect: %s", why);
+    *host = s->host;
+    *port = s->port;
+    return 0;
+}
+
 /* Resolves the host and tries each address in turn, the whole within
  * connect_ms (name resolution itself is not bounded). */
 static int conn_open(struct uc_conn *k, int connect_ms)
@@ -149,15 +170,20 @@ static int conn_open(struct uc_conn *k, int connect_ms)
     int gai, err_no = ECONNREFUSED;
     int64_t at;
 
+    const char *host;
+    uint16_t port;
+
+    if (conn_target(k, connect_ms, &host, &port) != 0)
+        return UNREAD_ECONNECT;
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV;
-    snprintf(portstr, sizeof(portstr), "%u", (unsigned)k->a->port);
-    gai = getaddrinfo(k->a->host, portstr, &hints, &res);
+    snprintf(portstr, sizeof(portstr), "%u", (unsigned)port);
+    gai = getaddrinfo(host, portstr, &hints, &res);
     if (gai != 0)
         return conn_err(k, UNREAD_ECONNECT, "connect: cannot resolve %s: %s",
-                        k->a->host, gai_strerror(gai));
+                        host, gai_strerror(gai));
     at = uc_deadline(connect_ms, "connect").at;
     for (ai = res; ai != NULL && k->fd < 0; ai = ai->ai_next)
         k->fd = dial_one(ai, at, &err_no);
@@ -236,6 +262,11 @@ int uc_conn_ensure(struct uc_conn *k, int connect_ms)
                 uc_conn_drop(k);
         }
     }
+    /* A -READONLY from a sentinel-found server: it is no longer the
+     * master; ask the sentinels again once nothing is in flight. */
+    if (k->fd >= 0 && k->a->sentinel != NULL && k->a->sentinel->stale &&
+        k->queued == 0 && k->inflight == 0)
+        uc_conn_drop(k);
     if (k->fd >= 0)
         return 0;
     if (conn_open(k, connect_ms) != 0)
@@ -500,21 +531,26 @@ int uc_conn_reply(struct uc_conn *k, const struct uc_deadline *d,
 
 /* ---- Without waiting (the asynchronous face) ---------------------------- */
 
-int uc_conn_dial(struct uc_conn *k)
+int uc_conn_dial(struct uc_conn *k, int connect_ms)
 {
     struct addrinfo hints, *res = NULL, *ai;
     char portstr[8], ebuf[128];
     int gai, fd = -1, flags, err_no = ECONNREFUSED, one = 1;
 
+    const char *host;
+    uint16_t port;
+
+    if (conn_target(k, connect_ms, &host, &port) != 0)
+        return UNREAD_ECONNECT;
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV;
-    snprintf(portstr, sizeof(portstr), "%u", (unsigned)k->a->port);
-    gai = getaddrinfo(k->a->host, portstr, &hints, &res);
+    snprintf(portstr, sizeof(portstr), "%u", (unsigned)port);
+    gai = getaddrinfo(host, portstr, &hints, &res);
     if (gai != 0)
         return conn_err(k, UNREAD_ECONNECT, "connect: cannot resolve %s: %s",
-                        k->a->host, gai_strerror(gai));
+                        host, gai_strerror(gai));
     for (ai = res; ai != NULL; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
         if (fd < 0) {

@@ -125,10 +125,11 @@ int uc_conn_take_reply(struct uc_conn *k, struct ur_frame_hdr *h,
 /* ---- Without waiting: the asynchronous face ----------------------------- */
 
 /* Resolves the host (getaddrinfo: blocking for a name that is not in
- * /etc/hosts or an address) and starts a non-blocking connect to the
+ * /etc/hosts or an address; a master name asks its sentinels, blocking
+ * up to connect_ms each) and starts a non-blocking connect to the
  * first address that takes one: 0 (k->fd set; the connect completes when
  * the socket turns writable: uc_conn_dialed), or UNREAD_ECONNECT. */
-int uc_conn_dial(struct uc_conn *k);
+int uc_conn_dial(struct uc_conn *k, int connect_ms);
 
 /* Whether the connect uc_conn_dial started succeeded: 0 or
  * UNREAD_ECONNECT. */

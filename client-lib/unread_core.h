@@ -53,6 +53,8 @@ struct unread_opts {
     char *password; /* owned */
     int reconnect_min_ms;
     int reconnect_max_ms;
+    char *sentinels; /* owned; servers are master names (unread_sentinel.h) */
+    bool sentinel_replica;
 };
 
 struct uc_server {
@@ -123,9 +125,11 @@ int uc_err(struct uc_core *k, int rc, const char *fmt, ...)
 
 /* Parses a server list into an address array, as unread_connect_cluster
  * documents ("host:port,...", or host and port for one server when list
- * is NULL): 0, or -1 with a message in err. */
+ * is NULL; master names when o has sentinels): 0, or -1 with a message in
+ * err. */
 int uc_core_addrs(const char *list, const char *host, uint16_t port,
-                  struct uc_addr **a, size_t *n, char *err, size_t errlen);
+                  const struct unread_opts *o, struct uc_addr **a, size_t *n,
+                  char *err, size_t errlen);
 
 /* Learns the counter-types from a CONFIG GET counter-types reply body:
  * true when it was one (the names kept), else false. */

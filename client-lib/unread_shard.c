@@ -2,6 +2,7 @@
  * unread_shard.c - server lists, the consistent-hash ring and the circuit
  * breaker (unread_shard.h). Pure: no sockets, no clock.
  */
+#include "unread_sentinel.h"
 #include "unread_shard.h"
 
 #include <stdarg.h>
@@ -123,6 +124,7 @@ void uc_addrs_free(struct uc_addr *a, size_t n)
     for (i = 0; i < n; i++) {
         free(a[i].host);
         free(a[i].name);
+        uc_sentinel_free(a[i].sentinel);
     }
     free(a);
 }

@@ -20,6 +20,7 @@ struct uc_addr {
     char *host;
     uint16_t port;
     char *name;
+    struct uc_sentinel *sentinel; /* a master name (unread_sentinel.h) */
 };
 
 /*
