@@ -48,8 +48,7 @@ void uc_sentinel_free(struct uc_sentinel *s)
 }
 
 int uc_sentinel_addrs(const char *names, const char *sentinels, bool replica,
-                      struct uc_addr **out, size_t *n, char *err,
-                      size_t errlen)
+                      struct uc_addr **out, size_t *n, char *err, size_t errlen)
 {
     struct uc_addr *a = NULL;
     size_t k = 0, i, count = 1;
@@ -148,8 +147,9 @@ static int sent_dial(const struct uc_addr *a, int64_t at)
     if (getaddrinfo(a->host, portstr, &hints, &res) != 0)
         return -1;
     for (ai = res; ai != NULL; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
-                                       SOCK_NONBLOCK, ai->ai_protocol);
+        fd = socket(ai->ai_family,
+                    ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                    ai->ai_protocol);
         if (fd < 0)
             continue;
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
@@ -169,8 +169,8 @@ static int sent_dial(const struct uc_addr *a, int64_t at)
 }
 
 /* Sends the request and reads one whole reply into in: 0 or -1. */
-static int sent_ask(int fd, uint32_t argc, const char *const *argv,
-                    int64_t at, struct ur_buf *in)
+static int sent_ask(int fd, uint32_t argc, const char *const *argv, int64_t at,
+                    struct ur_buf *in)
 {
     struct ur_buf req;
     size_t lens[4], off = 0, total, consumed;
@@ -216,7 +216,8 @@ static int sent_ask(int fd, uint32_t argc, const char *const *argv,
     }
 }
 
-/* ---- Walking a reply ------------------------------------------------------- */
+/* ---- Walking a reply -------------------------------------------------------
+ */
 
 /* One element at *pos: its type and number (ur_resp_parse_reply), a bulk's
  * bytes in *s; *pos moves past the whole element, or only past an
@@ -393,8 +394,7 @@ int uc_sentinel_resolve(struct uc_sentinel *s, int timeout_ms, char *err,
             const char *argv[] = {"SENTINEL", "get-master-addr-by-name",
                                   s->master};
             in.len = 0;
-            rc = sent_ask(fd, 3, argv, at, &in) == 0 ? read_master(s, &in)
-                                                      : -1;
+            rc = sent_ask(fd, 3, argv, at, &in) == 0 ? read_master(s, &in) : -1;
         }
         close(fd);
         if (rc == 1)

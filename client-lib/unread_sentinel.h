@@ -25,11 +25,11 @@
 struct uc_sentinel {
     struct uc_addr *sent; /* the sentinels, asked in turn */
     size_t nsent;
-    size_t first;   /* the one that answered last: asked first */
-    char *master;   /* the master name */
-    bool replica;   /* a replica of it instead (reads) */
-    uint32_t turn;  /* which healthy replica, round robin */
-    bool stale;     /* a -READONLY: ask again before the next request */
+    size_t first;  /* the one that answered last: asked first */
+    char *master;  /* the master name */
+    bool replica;  /* a replica of it instead (reads) */
+    uint32_t turn; /* which healthy replica, round robin */
+    bool stale;    /* a -READONLY: ask again before the next request */
     char host[UC_SENTINEL_HOST]; /* the answer; "" before any */
     uint16_t port;
 };

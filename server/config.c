@@ -873,10 +873,14 @@ const char *config_canonical(const char *key)
 }
 
 /* A value as the config file holds it: quoted when empty or when it has
- * blanks (the loader strips one pair of quotes). */
+ * blanks (the loader strips one pair of quotes); "host port" as Redis
+ * writes it, two words. */
 static void put_line(FILE *f, const char *name, const char *value)
 {
-    if (value[0] == '\0' || strpbrk(value, " \t#") != NULL)
+    bool hostport =
+        strcmp(name, "replicaof") == 0 || strcmp(name, "slaveof") == 0;
+
+    if (value[0] == '\0' || (!hostport && strpbrk(value, " \t#") != NULL))
         fprintf(f, "%s \"%s\"\n", name, value);
     else
         fprintf(f, "%s %s\n", name, value);
