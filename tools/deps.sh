@@ -34,6 +34,8 @@ for what in "$@"; do
         want python3-redis /usr/bin/python3 -c "import redis"
         want libhiredis-dev pkg-config --exists hiredis
         want prometheus-redis-exporter command -v prometheus-redis-exporter
+        # Failover under real sentinels (test_sentinel.py, faults/failover.py)
+        want redis-sentinel command -v redis-sentinel
         ;;
     bench)
         want redis-server command -v redis-server
