@@ -134,6 +134,13 @@ $(BUILD)/faultfs.so: tests/faults/faultfs.c
 	$(CC) -std=c11 -D_GNU_SOURCE -fPIC -shared -pthread $(WARN) $(OPT) -g \
 	    -o $@ $< -ldl
 
+# The libunread writer of the failover suite (tests/faults/failover.py):
+# follows the primary through redis-sentinel.
+all: $(BUILD)/failover-writer
+$(BUILD)/failover-writer: $(call obj,tests/faults/failover_writer.c) \
+                          $(BUILD)/libunread.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+
 # Unit tests link the module under test with everything below the network.
 $(BUILD)/tests/test_client: $(BUILD)/obj/tests/unit/test_client.o $(BUILD)/libunread.a
 	@mkdir -p $(dir $@)
@@ -216,6 +223,14 @@ unit: all
 .PHONY: test-faults
 test-faults: deps all
 	@python3 tests/run.py --build $(BUILD) --faults-only
+
+# The failover suite in full (issue 20): FAILOVER_TRIALS (20) kill -9s of
+# the primary under three redis-sentinels, writers through libunread and
+# redis-py; `make test` runs 2 trials, `make test-faults` 5.
+.PHONY: test-failover
+test-failover: deps all
+	@UNREADD_BUILD=$(BUILD) FAILOVER_TRIALS=$${FAILOVER_TRIALS:-20} \
+	    python3 tests/faults/failover.py
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 \

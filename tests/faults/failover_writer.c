@@ -1,0 +1,115 @@
+/*
+ * failover_writer.c - the libunread writer of the failover suite
+ * (tests/faults/failover.py): writes through a handle given sentinel
+ * addresses and a master name, each write followed by WAIT 1 100 on the
+ * same connection, until SIGTERM, and prints what happened to every
+ * write, one line each:
+ *
+ *   A <kind> <uid> <seq> <ms>   written and acknowledged by >= 1 replica
+ *   W <kind> <uid> <seq> <ms>   written, WAIT answered 0 (not acknowledged)
+ *   F <kind> <uid> <seq> <ms>   failed: the outcome is unknown
+ *
+ * kind C: CNT.INCR uid 0 1; kind V: CONV.SEQ uid 1 seq. ms is
+ * CLOCK_MONOTONIC in milliseconds (Python's time.monotonic() * 1000), so
+ * the suite can time the kill against the first write after it.
+ *
+ *   failover-writer SENTINELS MASTER UID_BASE NUIDS
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unread.h"
+
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int main(int argc, char **argv)
+{
+    struct unread_opts *o;
+    struct unread *c = NULL;
+    char err[512];
+    unsigned long long base, nuids, seq = 0;
+
+    if (argc != 5) {
+        fprintf(stderr, "usage: failover-writer SENTINELS MASTER UID_BASE "
+                        "NUIDS\n");
+        return 2;
+    }
+    base = strtoull(argv[3], NULL, 10);
+    nuids = strtoull(argv[4], NULL, 10);
+    if (nuids == 0)
+        return 2;
+    signal(SIGTERM, on_term);
+    signal(SIGPIPE, SIG_IGN);
+    o = unread_opts_new();
+    if (o == NULL || unread_opts_set_sentinels(o, argv[1], false) != 0 ||
+        unread_opts_set_timeouts(o, 500, 1000, 1000) != 0)
+        return 2;
+    while (!stop) {
+        struct unread_arg a[3];
+        struct unread_reply *r = NULL;
+        unsigned long long uid;
+        char kind;
+        int rc;
+
+        if (c == NULL) {
+            c = unread_connect_cluster(argv[2], o, err, sizeof(err));
+            if (c == NULL) {
+                usleep(20000);
+                continue;
+            }
+        }
+        seq++;
+        uid = base + seq % nuids;
+        kind = (seq & 1) ? 'V' : 'C';
+        if (kind == 'C') {
+            uint32_t value;
+            uint64_t total;
+
+            rc = unread_cnt_incr(c, uid, 0, 1, &value, &total);
+        } else {
+            a[0] = unread_arg_int(uid);
+            a[1] = unread_arg_int(1);
+            a[2] = unread_arg_int(seq);
+            rc = unread_command(c, "CONV.SEQ", 0, 3, a, &r);
+            unread_reply_free(r);
+            r = NULL;
+        }
+        if (rc == 0) {
+            a[0] = unread_arg_int(1);
+            a[1] = unread_arg_int(100);
+            rc = unread_command(c, "WAIT", 0, 2, a, &r);
+            printf("%c %c %llu %llu %lld\n",
+                   rc == 0 && r->kind == UNREAD_REPLY_INT && r->integer >= 1
+                       ? 'A'
+                       : 'W',
+                   kind, uid, seq, now_ms());
+            unread_reply_free(r);
+        } else {
+            printf("F %c %llu %llu %lld\n", kind, uid, seq, now_ms());
+            if (rc < 0)
+                usleep(20000); /* not reached: the handle reconnects */
+        }
+    }
+    unread_close(c);
+    unread_opts_free(o);
+    fflush(stdout);
+    return 0;
+}
