@@ -208,6 +208,13 @@ bench-pubsub: deps-quiet $(BUILD)/unread-bench $(BUILD)/pubsub-bench \
 	@sh tools/deps.sh bench
 	@python3 bench/pubsub.py --build $(BUILD) $(PUBSUB_ARGS)
 
+# Issue 20's replication goals: throughput with 2 replicas, a replica's
+# lag under cnt-incr P16, full sync of 10M users, partial resync after a
+# 5 s cut (bench/repl.py). REPL_ARGS: e.g. "--users 1000000 --only lag".
+.PHONY: bench-repl
+bench-repl: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
+	@python3 bench/repl.py --build $(BUILD) $(REPL_ARGS)
+
 # Everything the README's tour uses (unread-cli too), then the server.
 run: deps-quiet $(BUILD)/unreadd $(BUILD)/unread-cli
 	$(BUILD)/unreadd --dir ./data
