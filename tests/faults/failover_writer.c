@@ -5,13 +5,14 @@
  * same connection, until SIGTERM, and prints what happened to every
  * write, one line each:
  *
- *   A <kind> <uid> <seq> <ms>   written and acknowledged by >= 1 replica
- *   W <kind> <uid> <seq> <ms>   written, WAIT answered 0 (not acknowledged)
- *   F <kind> <uid> <seq> <ms>   failed: the outcome is unknown
+ *   A <kind> <uid> <seq> <start> <end>  written, acknowledged by a replica
+ *   W <kind> <uid> <seq> <start> <end>  written, WAIT answered 0
+ *   F <kind> <uid> <seq> <start> <end>  failed: the outcome is unknown
  *
- * kind C: CNT.INCR uid 0 1; kind V: CONV.SEQ uid 1 seq. ms is
- * CLOCK_MONOTONIC in milliseconds (Python's time.monotonic() * 1000), so
- * the suite can time the kill against the first write after it.
+ * kind C: CNT.INCR uid 0 1; kind V: CONV.SEQ uid 1 seq. start and end
+ * (the write sent, WAIT answered) are CLOCK_MONOTONIC in milliseconds
+ * (Python's time.monotonic() * 1000), so the suite can time the kill
+ * against the first write sent after it.
  *
  *   failover-writer SENTINELS MASTER UID_BASE NUIDS
  */
@@ -67,6 +68,7 @@ int main(int argc, char **argv)
         struct unread_reply *r = NULL;
         unsigned long long uid;
         char kind;
+        long long start;
         int rc;
 
         if (c == NULL) {
@@ -77,6 +79,7 @@ int main(int argc, char **argv)
             }
         }
         seq++;
+        start = now_ms();
         uid = base + seq % nuids;
         kind = (seq & 1) ? 'V' : 'C';
         if (kind == 'C') {
@@ -96,14 +99,15 @@ int main(int argc, char **argv)
             a[0] = unread_arg_int(1);
             a[1] = unread_arg_int(100);
             rc = unread_command(c, "WAIT", 0, 2, a, &r);
-            printf("%c %c %llu %llu %lld\n",
+            printf("%c %c %llu %llu %lld %lld\n",
                    rc == 0 && r->kind == UNREAD_REPLY_INT && r->integer >= 1
                        ? 'A'
                        : 'W',
-                   kind, uid, seq, now_ms());
+                   kind, uid, seq, start, now_ms());
             unread_reply_free(r);
         } else {
-            printf("F %c %llu %llu %lld\n", kind, uid, seq, now_ms());
+            printf("F %c %llu %llu %lld %lld\n", kind, uid, seq, start,
+                   now_ms());
             if (rc < 0)
                 usleep(20000); /* not reached: the handle reconnects */
         }
