@@ -28,6 +28,7 @@
 #include "ops.h"
 #include "proto.h"
 #include "t.h"
+#include "unread_sentinel.h"
 #include "unread.h"
 #include "unread_shard.h"
 
@@ -1081,6 +1082,134 @@ static void test_addrs_parse(void)
     CHECK_EQ_U64(n, 1024);
     uc_addrs_free(a, n);
     free(many);
+}
+
+/* ---- Sentinel (unread_sentinel.h) against a fake sentinel --------------- */
+
+/* A child answering each connection's one request with the next canned
+ * reply: replies[i] for the i-th connection. Returns its port. */
+static uint16_t fake_sentinel(const char *const *replies, size_t n, pid_t *pid)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(ls, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        listen(ls, 8) != 0 || getsockname(ls, (struct sockaddr *)&sa, &sl))
+        abort();
+    *pid = fork();
+    if (*pid == 0) {
+        for (size_t i = 0; i < n; i++) {
+            char buf[4096];
+            int fd = accept(ls, NULL, NULL);
+
+            if (fd < 0)
+                _exit(1);
+            if (recv(fd, buf, sizeof(buf), 0) > 0 && replies[i] != NULL)
+                (void)!write(fd, replies[i], strlen(replies[i]));
+            close(fd);
+        }
+        _exit(0);
+    }
+    close(ls);
+    return ntohs(sa.sin_port);
+}
+
+static struct uc_sentinel *sentinel_of(uint16_t port, bool replica,
+                                       struct uc_addr **a, size_t *n)
+{
+    char list[64], err[256];
+
+    snprintf(list, sizeof(list), "127.0.0.1:%u", (unsigned)port);
+    if (uc_sentinel_addrs("m1", list, replica, a, n, err, sizeof(err)) != 0)
+        abort();
+    return (*a)[0].sentinel;
+}
+
+static void test_sentinel(void)
+{
+    static const char *const bad[] = {"", "a,", ",a", "a,,b", "a,a"};
+    static const char *const replies[] = {
+        /* get-master-addr-by-name */
+        "*2\r\n$9\r\n127.0.0.1\r\n$4\r\n7461\r\n",
+        /* unknown name */
+        "*-1\r\n",
+        /* not an address */
+        "*2\r\n$9\r\n127.0.0.1\r\n$4\r\n0x10\r\n",
+        /* replicas: one down, one with its link down, two healthy */
+        "*4\r\n"
+        "*6\r\n$2\r\nip\r\n$1\r\na\r\n$4\r\nport\r\n$1\r\n1\r\n"
+        "$5\r\nflags\r\n$12\r\nslave,s_down\r\n"
+        "*6\r\n$2\r\nip\r\n$1\r\nb\r\n$4\r\nport\r\n$1\r\n2\r\n"
+        "$18\r\nmaster-link-status\r\n$3\r\nerr\r\n"
+        "*4\r\n$2\r\nip\r\n$1\r\nc\r\n$4\r\nport\r\n$1\r\n3\r\n"
+        "*6\r\n$2\r\nip\r\n$1\r\nd\r\n$4\r\nport\r\n$1\r\n4\r\n"
+        "$18\r\nmaster-link-status\r\n$2\r\nok\r\n",
+    };
+    struct uc_addr *a = NULL;
+    struct uc_sentinel *s;
+    char err[256];
+    size_t n = 0, i;
+    pid_t pid;
+    uint16_t port;
+    int st;
+
+    /* master names, each once; the sentinels' list as a server list */
+    CHECK(uc_sentinel_addrs(" m1 , m2", "h1,h2:5", false, &a, &n, err,
+                            sizeof(err)) == 0);
+    CHECK_EQ_U64(n, 2);
+    CHECK(strcmp(a[0].name, "m1") == 0 && strcmp(a[1].name, "m2") == 0);
+    CHECK(a[1].sentinel->nsent == 2 &&
+          a[1].sentinel->sent[0].port == UC_SENTINEL_PORT &&
+          a[1].sentinel->sent[1].port == 5);
+    uc_addrs_free(a, n);
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        CHECK(uc_sentinel_addrs(bad[i], "h", false, &a, &n, err, sizeof(err)) !=
+              0);
+        CHECK(err[0] != '\0');
+    }
+    CHECK(uc_sentinel_addrs("m", "h:0", false, &a, &n, err, sizeof(err)) != 0);
+
+    /* answers: an address, an unknown name, garbage */
+    port = fake_sentinel(replies, 3, &pid);
+    s = sentinel_of(port, false, &a, &n);
+    CHECK(uc_sentinel_resolve(s, 2000, err, sizeof(err)) == 0);
+    CHECK(strcmp(s->host, "127.0.0.1") == 0 && s->port == 7461);
+    CHECK(uc_sentinel_resolve(s, 2000, err, sizeof(err)) != 0);
+    CHECK(strstr(err, "no master named 'm1'") != NULL);
+    CHECK(uc_sentinel_resolve(s, 2000, err, sizeof(err)) != 0);
+    CHECK(strstr(err, "none of 1 sentinels") != NULL);
+    uc_addrs_free(a, n);
+    waitpid(pid, &st, 0);
+
+    /* replicas: only the healthy ones, in turn */
+    {
+        const char *const rr[] = {replies[3], replies[3], replies[3]};
+        const char *got[3];
+
+        port = fake_sentinel(rr, 3, &pid);
+        s = sentinel_of(port, true, &a, &n);
+        for (i = 0; i < 3; i++) {
+            CHECK(uc_sentinel_resolve(s, 2000, err, sizeof(err)) == 0);
+            got[i] = s->host[0] == 'c' ? "c" : s->host[0] == 'd' ? "d" : "?";
+        }
+        CHECK(strcmp(got[0], "?") != 0 && strcmp(got[0], got[1]) != 0 &&
+              strcmp(got[0], got[2]) == 0);
+        uc_addrs_free(a, n);
+        waitpid(pid, &st, 0);
+    }
+
+    /* nobody listening */
+    port = fake_sentinel(replies, 0, &pid);
+    waitpid(pid, &st, 0);
+    s = sentinel_of(port, false, &a, &n);
+    CHECK(uc_sentinel_resolve(s, 500, err, sizeof(err)) != 0);
+    uc_addrs_free(a, n);
 }
 
 /* A ring over a list of names, or exits: the ring tests need one. */
@@ -2567,5 +2696,6 @@ int main(void)
     T_RUN(test_async_breaker);
     T_RUN(test_async_close);
     T_RUN(test_async_hooks);
+    T_RUN(test_sentinel);
     T_END();
 }
