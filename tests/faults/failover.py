@@ -2,9 +2,10 @@
 "Replicas and failover"): three sentinels (down-after-milliseconds 1000,
 quorum 2), one primary and two replicas on loopback. Each trial:
 
-  1. two writers start: build/failover-writer (libunread given the
-     sentinels and the master name) and a redis-py Sentinel writer (in
-     Debian's python3). Each write (CNT.INCR uid 0 1, or CONV.SEQ uid 1
+  1. three writers start: build/failover-writer (libunread given the
+     sentinels and the master name: the synchronous handle, and the
+     asynchronous one) and a redis-py Sentinel writer (in Debian's
+     python3). Each write (CNT.INCR uid 0 1, or CONV.SEQ uid 1
      seq with seq rising) is followed by WAIT 1 100 on the same
      connection, and is "acknowledged" when WAIT answers >= 1;
   2. at a random moment the primary is killed with SIGKILL;
@@ -178,6 +179,10 @@ def trial(g, t, rnd):
     writers = [
         Writer("libunread", [WRITER, sl, MASTER, str(base_c), str(NUIDS)],
                os.path.join(g.tmp, "w-c-%d.log" % t)),
+        Writer("libunread-async", [WRITER, sl, MASTER,
+                                   str(base_c + 5 * 10 ** 5), str(NUIDS),
+                                   "async"],
+               os.path.join(g.tmp, "w-a-%d.log" % t)),
         Writer("redis-py", [DEBIAN_PY, "-c", PY_WRITER, sl, MASTER,
                             str(base_p), str(NUIDS)],
                os.path.join(g.tmp, "w-p-%d.log" % t)),
@@ -207,6 +212,7 @@ def trial(g, t, rnd):
     sample = rnd.sample(range(1, PRELOAD + 1), 25)
     sample += [base_c + i for i in range(NUIDS)][:10]
     sample += [base_p + i for i in range(NUIDS)][:10]
+    sample += [base_c + 5 * 10 ** 5 + i for i in range(NUIDS)][:5]
     infos = {n.port: [n.cmd("USER.INFO", u) for u in sample]
              for n in g.nodes}
     ref = infos[primary.port]

@@ -14,9 +14,13 @@
  * (Python's time.monotonic() * 1000), so the suite can time the kill
  * against the first write sent after it.
  *
- *   failover-writer SENTINELS MASTER UID_BASE NUIDS
+ *   failover-writer SENTINELS MASTER UID_BASE NUIDS [async]
+ *
+ * async: the same through the asynchronous handle (unread_async_*), each
+ * call driven to completion with unread_async_poll.
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +37,69 @@ static void on_term(int sig)
     stop = 1;
 }
 
+/* ---- the asynchronous handle, one call at a time ----------------------- */
+
+struct done {
+    bool fired;
+    int rc;
+};
+
+static void on_done(struct unread_async *a, int rc, void *priv)
+{
+    struct done *d = priv;
+
+    (void)a;
+    d->fired = true;
+    d->rc = rc;
+}
+
+/* Waits for d (the call was queued when rc is 0): its rc. */
+static int finish(struct unread_async *a, int rc, struct done *d)
+{
+    if (rc != 0)
+        return rc;
+    while (!d->fired && !stop)
+        unread_async_poll(a, 100);
+    return d->fired ? d->rc : UNREAD_ECLOSED;
+}
+
+static int async_write(struct unread_async *a, char kind, uint64_t uid,
+                       uint64_t seq, uint64_t *acked)
+{
+    struct unread_arg args[3];
+    struct unread_reply *r = NULL;
+    struct done d = {false, 0};
+    uint32_t value;
+    uint64_t total;
+    int rc;
+
+    if (kind == 'C') {
+        rc = finish(
+            a, unread_async_cnt_incr(a, uid, 0, 1, &value, &total, on_done, &d),
+            &d);
+    } else {
+        args[0] = unread_arg_int(uid);
+        args[1] = unread_arg_int(1);
+        args[2] = unread_arg_int(seq);
+        rc = finish(
+            a, unread_async_command(a, "CONV.SEQ", 0, 3, args, &r, on_done, &d),
+            &d);
+        unread_reply_free(r);
+        r = NULL;
+    }
+    if (rc != 0)
+        return rc;
+    d.fired = false;
+    args[0] = unread_arg_int(1);
+    args[1] = unread_arg_int(100);
+    rc = finish(a, unread_async_command(a, "WAIT", 0, 2, args, &r, on_done, &d),
+                &d);
+    *acked =
+        rc == 0 && r != NULL && r->kind == UNREAD_REPLY_INT ? r->integer : 0;
+    unread_reply_free(r);
+    return 0;
+}
+
 static long long now_ms(void)
 {
     struct timespec ts;
@@ -45,14 +112,17 @@ int main(int argc, char **argv)
 {
     struct unread_opts *o;
     struct unread *c = NULL;
+    struct unread_async *as = NULL;
+    bool async;
     char err[512];
     unsigned long long base, nuids, seq = 0;
 
-    if (argc != 5) {
+    if (argc != 5 && argc != 6) {
         fprintf(stderr, "usage: failover-writer SENTINELS MASTER UID_BASE "
                         "NUIDS\n");
         return 2;
     }
+    async = argc == 6 && strcmp(argv[5], "async") == 0;
     base = strtoull(argv[3], NULL, 10);
     nuids = strtoull(argv[4], NULL, 10);
     if (nuids == 0)
@@ -61,7 +131,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     o = unread_opts_new();
     if (o == NULL || unread_opts_set_sentinels(o, argv[1], false) != 0 ||
-        unread_opts_set_timeouts(o, 500, 1000, 1000) != 0)
+        unread_opts_set_timeouts(o, 500, 1000, 1000) != 0 ||
+        unread_opts_set_reconnect(o, 50, 500) != 0)
         return 2;
     while (!stop) {
         struct unread_arg a[3];
@@ -71,7 +142,13 @@ int main(int argc, char **argv)
         long long start;
         int rc;
 
-        if (c == NULL) {
+        if (async && as == NULL) {
+            as = unread_async_connect(argv[2], o, err, sizeof(err));
+            if (as == NULL)
+                return 2; /* a bad list: connects are found out later */
+            unread_async_set_timeout(as, 1000);
+        }
+        if (!async && c == NULL) {
             c = unread_connect_cluster(argv[2], o, err, sizeof(err));
             if (c == NULL) {
                 usleep(20000);
@@ -82,6 +159,19 @@ int main(int argc, char **argv)
         start = now_ms();
         uid = base + seq % nuids;
         kind = (seq & 1) ? 'V' : 'C';
+        if (async) {
+            uint64_t acked = 0;
+
+            rc = async_write(as, kind, uid, seq, &acked);
+            printf("%c %c %llu %llu %lld %lld\n",
+                   rc != 0      ? 'F'
+                   : acked >= 1 ? 'A'
+                                : 'W',
+                   kind, uid, seq, start, now_ms());
+            if (rc < 0)
+                usleep(20000);
+            continue;
+        }
         if (kind == 'C') {
             uint32_t value;
             uint64_t total;
@@ -113,6 +203,7 @@ int main(int argc, char **argv)
         }
     }
     unread_close(c);
+    unread_async_close(as);
     unread_opts_free(o);
     fflush(stdout);
     return 0;
