@@ -1440,7 +1440,7 @@ static void master_register(struct repl *R)
             port = ntohs(in6->sin6_port);
         }
     }
-    snprintf(R->mcl.laddr, sizeof(R->mcl.laddr), "%s:%d", host, port);
+    snprintf(R->mcl.laddr, sizeof(R->mcl.laddr), "%.46s:%d", host, port);
     clients_add(R->srv, &R->mcl, server_now_ms());
     R->mcl.flags |= CLIENT_MASTER;
     R->mcl_on = true;
