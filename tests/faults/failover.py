@@ -123,6 +123,10 @@ class Writer:
                 self.proc.kill()
                 self.proc.wait()
                 raise AssertionError("writer %s ignored SIGTERM" % self.name)
+        if self.proc.returncode != 0:
+            tail = open(self.path, errors="replace").read()[-3000:]
+            raise AssertionError("writer %s exited with %s:\n%s" % (
+                self.name, self.proc.returncode, tail))
 
 
 def expectations(lines):
@@ -268,9 +272,11 @@ def main():
                 r = trial(g, t, rnd)
             except Exception:
                 failed += 1
-                print("trial %d: FAILED" % t)
-                traceback.print_exc()
+                # the logs first: the runner shows the output's tail
                 g.dump()
+                traceback.print_exc(file=sys.stdout)
+                print("trial %d: FAILED after %.1fs" % (t, time.monotonic() -
+                                                         t0))
                 break  # the group's state is unknown now
             passed += 1
             times += list(r["firsts"].values())

@@ -63,40 +63,51 @@ static int finish(struct unread_async *a, int rc, struct done *d)
     return d->fired ? d->rc : UNREAD_ECLOSED;
 }
 
+/* What a call writes when it completes: static, since a call given up at
+ * SIGTERM completes later, at unread_async_close. */
+static struct done a_done;
+static struct unread_reply *a_reply;
+static uint32_t a_value;
+static uint64_t a_total;
+
 static int async_write(struct unread_async *a, char kind, uint64_t uid,
                        uint64_t seq, uint64_t *acked)
 {
     struct unread_arg args[3];
-    struct unread_reply *r = NULL;
-    struct done d = {false, 0};
-    uint32_t value;
-    uint64_t total;
     int rc;
 
+    a_done.fired = false;
+    a_reply = NULL;
+
     if (kind == 'C') {
-        rc = finish(
-            a, unread_async_cnt_incr(a, uid, 0, 1, &value, &total, on_done, &d),
-            &d);
+        rc = finish(a,
+                    unread_async_cnt_incr(a, uid, 0, 1, &a_value, &a_total,
+                                          on_done, &a_done),
+                    &a_done);
     } else {
         args[0] = unread_arg_int(uid);
         args[1] = unread_arg_int(1);
         args[2] = unread_arg_int(seq);
-        rc = finish(
-            a, unread_async_command(a, "CONV.SEQ", 0, 3, args, &r, on_done, &d),
-            &d);
-        unread_reply_free(r);
-        r = NULL;
+        rc = finish(a,
+                    unread_async_command(a, "CONV.SEQ", 0, 3, args, &a_reply,
+                                         on_done, &a_done),
+                    &a_done);
+        unread_reply_free(a_reply);
+        a_reply = NULL;
     }
     if (rc != 0)
         return rc;
-    d.fired = false;
+    a_done.fired = false;
     args[0] = unread_arg_int(1);
     args[1] = unread_arg_int(100);
-    rc = finish(a, unread_async_command(a, "WAIT", 0, 2, args, &r, on_done, &d),
-                &d);
-    *acked =
-        rc == 0 && r != NULL && r->kind == UNREAD_REPLY_INT ? r->integer : 0;
-    unread_reply_free(r);
+    rc = finish(
+        a,
+        unread_async_command(a, "WAIT", 0, 2, args, &a_reply, on_done, &a_done),
+        &a_done);
+    *acked = rc == 0 && a_reply != NULL && a_reply->kind == UNREAD_REPLY_INT
+                 ? a_reply->integer
+                 : 0;
+    unread_reply_free(a_reply);
     return 0;
 }
 

@@ -33,7 +33,10 @@ def wait_until(pred, timeout=10.0, what="condition", step=0.05):
     while time.monotonic() < deadline:
         try:
             last = pred()
-        except (OSError, harness.ConnectionClosed) as e:
+        except (OSError, harness.ConnectionClosed, KeyError, ValueError,
+                TypeError) as e:
+            # a node restarting, or INFO between two states (a replica in
+            # its handshake has no offset yet): look again
             last = e
         if last and not isinstance(last, Exception):
             return last
