@@ -523,7 +523,7 @@ static void sec_expiry(struct info *in, const struct server *srv)
         "# Expiry\r\ninactive_days:%u\r\nexpire_families:%s\r\n"
         "active_users:%zu\r\nexpired_users:%llu\r\n",
         srv->cfg.inactive_days, srv->cfg.expire_families_text,
-        u32map_count(srv->db.active), (ull)e->users);
+        db_active_users(&srv->db), (ull)e->users);
     for (unsigned f = 0; f < FAM_COUNT; f++)
         if (f != FAM_RCPT)
             add(in, "expired_%s_entries:%llu\r\n", db_families[f].name,

@@ -60,7 +60,7 @@ static void info_active(struct user_lines *L, const struct server *srv,
     struct tm tm;
     time_t t;
 
-    if (!u32map_get(srv->db.active, uid, &day)) {
+    if (!db_active_day(&srv->db, uid, &day)) {
         user_line(L,
                   "active: not tracked (no command of a family in "
                   "expire-families (%s) has named this user as its reader "
@@ -196,7 +196,7 @@ void cmd_USER_STATUS(struct exec_ctx *x)
 
     if (!arg_u64(x, 0, "uid", &uid))
         return;
-    active = u32map_get(db->active, uid, &day);
+    active = db_active_day(db, uid, &day);
     expired = db_expiry_get(db, uid, &e);
     for (unsigned f = 0; f < FAM_COUNT; f++)
         n += e.pending >> f & 1;

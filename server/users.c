@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bc.h"
 #include "exec.h"
 #include "u32map.h"
 
@@ -25,6 +26,7 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
                        uint32_t argc, const struct ur_arg *argv, bool changed)
 {
     uint32_t day, *ref;
+    uint16_t tag;
     uint64_t uid;
     unsigned fam;
 
@@ -44,6 +46,16 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
         if (*ref >= day)
             return false;
         *ref = day;
+        return true;
+    }
+    /* A user registered in a BC channel keeps its day there (bc.h): after
+     * a BC command, without a lookup. */
+    if (bc_user_day(srv->db.bc, uid, &tag)) {
+        if (tag == 0 && !op_expires(srv, op))
+            return false;
+        if (tag != 0 && tag >= db_day_tag(day))
+            return false;
+        bc_set_user_day(srv->db.bc, uid, db_day_tag(day));
         return true;
     }
     if (!op_expires(srv, op))
@@ -77,6 +89,11 @@ static void pick_visit(uint64_t uid, uint32_t day, void *ctx)
         p->uid[p->n++] = uid;
 }
 
+static void pick_bc_visit(uint64_t uid, uint16_t day, void *ctx)
+{
+    pick_visit(uid, day, ctx);
+}
+
 /* Runs USER.EXPIRE uid <expire-families> through the executor, so that it
  * is journaled like a client's write. true when it ran. */
 static bool expire_one(struct server *srv, uint64_t uid, struct ur_buf *out)
@@ -105,6 +122,8 @@ static void sweep_start(struct expiry *e, uint32_t today, uint64_t now_ms)
 {
     e->running = true;
     e->cursor = 0;
+    e->in_bc = false;
+    e->bc_cursor = (struct bc_day_cursor){0, 0, false};
     e->sweep_day = today;
     e->sweep_start_ms = now_ms;
     e->sweep_expired = 0;
@@ -125,9 +144,16 @@ static bool sweep_step(struct server *srv, uint32_t today, struct ur_buf *out)
     struct expiry *e = &srv->expiry;
     struct pick p = {today, srv->cfg.inactive_days, 0, {0}};
 
-    /* The walk's callback may not change the table: pick, then expire. */
-    e->scanned +=
-        u32map_scan(srv->db.active, &e->cursor, EXPIRE_BATCH, pick_visit, &p);
+    /* The walk's callback may not change the table: pick, then expire.
+     * The activity table first, then the days BC keeps. */
+    if (!e->in_bc) {
+        e->scanned += u32map_scan(srv->db.active, &e->cursor, EXPIRE_BATCH,
+                                  pick_visit, &p);
+        e->in_bc = e->cursor == 0;
+    } else {
+        e->scanned += bc_scan_days(srv->db.bc, &e->bc_cursor, EXPIRE_BATCH,
+                                   pick_bc_visit, &p);
+    }
     for (unsigned i = 0; i < p.n; i++) {
         if (!expire_one(srv, p.uid[i], out))
             return false;
@@ -158,7 +184,7 @@ bool users_expire_cycle(struct server *srv, uint64_t budget_us)
             e->sweep_day = 0; /* start again at the next slice */
             break;
         }
-        if (e->cursor == 0) {
+        if (e->bc_cursor.done) {
             sweep_end(e, now_ms);
             break;
         }

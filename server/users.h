@@ -4,16 +4,19 @@
  * from every family (expiry, USER.DEL), and the incremental expiry of users
  * inactive for longer than inactive-days.
  *
- * Activity: db->active maps uid -> the UTC day (ms / 86400000) of the
- * user's last command naming it as the reader, a u32map entry of ~13
- * bytes. Only users with something to expire are in it: a user enters
- * through a command of a family in expire-families, and from then on any
- * user command keeps it active; a user of kept families only (CNT, CONV
- * by default) costs nothing. Days, not milliseconds: the table changes at most
- * once a day per user, so the executor journals a read that marks a user active
- * only then (x->dirty), and replay rebuilds the table exactly.
+ * Activity: the UTC day (ms / 86400000) of the user's last command naming
+ * it as the reader, kept in BC's entries for a user registered in a BC
+ * channel (bc.h, "Activity days": 2 bytes a subscription), else in
+ * db->active, a u32map entry of ~13 bytes (db_active_day). Only users with
+ * something to expire are in it: a user enters through a command of a family in
+ * expire-families, and from then on any user command keeps it active; a user of
+ * kept families only (CNT, CONV by default) costs nothing. Days, not
+ * milliseconds: the table changes at most once a day per user, so the executor
+ * journals a read that marks a user active only then (x->dirty), and replay
+ * rebuilds the table exactly.
  *
- * Expiry: a sweep walks the activity table with a cursor, a bounded slice
+ * Expiry: a sweep walks the activity table, then BC's days, with a
+ * cursor, a bounded slice
  * per timer run (users_expire_cycle), and expires each user inactive for
  * more than inactive-days whole days by running USER.EXPIRE through the
  * executor, which journals it like any write: replay repeats exactly what

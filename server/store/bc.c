@@ -1,7 +1,7 @@
 /*
  * bc.c - BC: a u64map from channel id to its struct bc_chan, each channel
- * holding its head and a u32map from uid to the low 32 bits of the user's
- * offset.
+ * holding its head and a tagged u32map from uid to the low 32 bits of the
+ * user's offset, tagged with the user's activity day (bc.h).
  *
  * Why a table per channel rather than one per user: broadcast channels are
  * few and their audiences huge, and the common user is in one or a few of
@@ -31,7 +31,15 @@ struct bc_store {
     struct mem_acct mem;  /* the channel map, channels, offset tables */
     size_t nchans;
     size_t entries; /* sum of u32map_count over channels */
+    size_t tracked; /* users whose day is kept here (tag != 0) */
+    /* The user and day of the entry the last unread/read touched, so that
+     * the executor's activity mark right after needs no lookup. */
+    uint64_t hint_uid;
+    uint16_t hint_day;
+    bool hint;
 };
+
+static bool first_chan(const struct bc_store *s, uint64_t uid, uint64_t ch);
 
 static inline struct bc_chan *chan_of(uint64_t w)
 {
@@ -57,7 +65,7 @@ static struct bc_chan *chan_get(struct bc_store *s, uint64_t ch, bool *created)
     if (c == NULL)
         return NULL;
     c->head = 0;
-    c->offs = u32map_create(&s->mem);
+    c->offs = u32map_create_tagged(&s->mem);
     if (c->offs == NULL ||
         u64map_put(s->chans, ch, (uint64_t)(uintptr_t)c) != 0) {
         chan_free(s, c);
@@ -68,16 +76,74 @@ static struct bc_chan *chan_get(struct bc_store *s, uint64_t ch, bool *created)
     return c;
 }
 
-/* Sets uid's offset in c, adding the user when absent, and keeps the
- * store's totals. 0 or -1 (nothing changed). */
+/* A walk over the channels for one user: its day in the first channel
+ * other than skip that holds it (every entry of a user has the same day),
+ * or a new day for every entry. */
+struct day_ctx {
+    uint64_t uid;
+    const struct bc_chan *skip;
+    uint16_t day; /* found, or to set */
+    bool found;
+};
+
+static void day_get_visit(uint64_t ch, uint64_t w, void *ctx)
+{
+    struct day_ctx *dc = ctx;
+    uint16_t *tag;
+
+    (void)ch;
+    if (dc->found || chan_of(w) == dc->skip ||
+        u32map_ref_tagged(chan_of(w)->offs, dc->uid, &tag) == NULL)
+        return;
+    dc->found = true;
+    dc->day = *tag;
+}
+
+static void day_set_visit(uint64_t ch, uint64_t w, void *ctx)
+{
+    struct day_ctx *dc = ctx;
+    uint16_t *tag;
+
+    (void)ch;
+    if (u32map_ref_tagged(chan_of(w)->offs, dc->uid, &tag) != NULL) {
+        dc->found = true;
+        *tag = dc->day;
+    }
+}
+
+/* uid's day in the channels other than skip; false when it is in none. */
+static bool user_day(const struct bc_store *s, uint64_t uid,
+                     const struct bc_chan *skip, uint16_t *day)
+{
+    struct day_ctx dc = {uid, skip, 0, false};
+    uint64_t cursor = 0;
+
+    do
+        u64map_scan(s->chans, &cursor, SIZE_MAX, day_get_visit, &dc);
+    while (cursor != 0 && !dc.found);
+    *day = dc.day;
+    return dc.found;
+}
+
+/* Sets uid's offset in c, adding the user when absent (with the day its
+ * other entries have), and keeps the store's totals. 0 or -1 (nothing
+ * changed). */
 static int chan_put(struct bc_store *s, struct bc_chan *c, uint64_t uid,
                     uint32_t off)
 {
     size_t n = u32map_count(c->offs);
+    uint16_t *tag, day = 0;
 
-    if (u32map_put(c->offs, uid, off) != 0)
+    if (u32map_ref_tagged(c->offs, uid, &tag) != NULL)
+        day = *tag;
+    else
+        user_day(s, uid, c, &day);
+    if (u32map_put_tagged(c->offs, uid, off, day) != 0)
         return -1;
     s->entries = s->entries - n + u32map_count(c->offs);
+    s->hint = true;
+    s->hint_uid = uid;
+    s->hint_day = day;
     return 0;
 }
 
@@ -148,13 +214,17 @@ int bc_unread(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t *unread,
     bool created;
     struct bc_chan *c = chan_get(s, ch, &created);
     const uint32_t *off;
+    uint16_t *tag;
 
     if (c == NULL)
         return -1;
-    off = u32map_ref(c->offs, uid);
+    off = u32map_ref_tagged(c->offs, uid, &tag);
     *registered = off == NULL;
     if (off != NULL) {
         *unread = (uint32_t)((uint32_t)c->head - *off);
+        s->hint = true;
+        s->hint_uid = uid;
+        s->hint_day = *tag;
         return 0;
     }
     *unread = 0;
@@ -187,11 +257,12 @@ int bc_read_upto(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t upto,
     bool created;
     struct bc_chan *c = chan_get(s, ch, &created);
     uint32_t *off;
+    uint16_t *tag;
     uint64_t at;
 
     if (c == NULL)
         return -1;
-    off = u32map_ref(c->offs, uid);
+    off = u32map_ref_tagged(c->offs, uid, &tag);
     if (off == NULL) {
         *unread = 0;
         return chan_put_new(s, ch, c, created, uid, (uint32_t)c->head);
@@ -205,6 +276,9 @@ int bc_read_upto(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t upto,
         at = upto;
     }
     *unread = c->head - at;
+    s->hint = true;
+    s->hint_uid = uid;
+    s->hint_day = *tag;
     return 0;
 }
 
@@ -311,18 +385,25 @@ size_t bc_bytes(const struct bc_store *s)
 }
 
 struct audit_ctx {
+    const struct bc_store *s;
     const struct bc_chan *c;
-    size_t bad, entries, offs_bytes, nchans;
+    uint64_t ch;
+    size_t bad, entries, offs_bytes, nchans, tracked;
 };
 
-/* An offset ahead of the head shows as unread above the head (mod 2^32). */
-static void audit_offset(uint64_t uid, uint32_t off, void *ctx)
+/* An offset ahead of the head shows as unread above the head (mod 2^32).
+ * Every entry of a user has the same day; a user with a day counts once
+ * (in its channel of the lowest id). */
+static void audit_offset(uint64_t uid, uint32_t off, uint16_t tag, void *ctx)
 {
     struct audit_ctx *ac = ctx;
     uint32_t unread = (uint32_t)ac->c->head - off;
+    uint16_t other;
 
-    (void)uid;
     ac->bad += unread > ac->c->head;
+    if (user_day(ac->s, uid, ac->c, &other))
+        ac->bad += other != tag;
+    ac->tracked += tag != 0 && first_chan(ac->s, uid, ac->ch);
 }
 
 static void audit_chan(uint64_t ch, uint64_t w, void *ctx)
@@ -330,11 +411,11 @@ static void audit_chan(uint64_t ch, uint64_t w, void *ctx)
     struct audit_ctx *ac = ctx;
     uint64_t cursor = 0;
 
-    (void)ch;
     ac->c = chan_of(w);
+    ac->ch = ch;
     ac->bad += u32map_audit(ac->c->offs);
     do
-        u32map_scan(ac->c->offs, &cursor, SIZE_MAX, audit_offset, ac);
+        u32map_scan_tagged(ac->c->offs, &cursor, SIZE_MAX, audit_offset, ac);
     while (cursor != 0);
     ac->entries += u32map_count(ac->c->offs);
     ac->offs_bytes += u32map_bytes(ac->c->offs);
@@ -343,14 +424,14 @@ static void audit_chan(uint64_t ch, uint64_t w, void *ctx)
 
 size_t bc_audit(const struct bc_store *s)
 {
-    struct audit_ctx ac = {NULL, 0, 0, 0, 0};
+    struct audit_ctx ac = {s, NULL, 0, 0, 0, 0, 0, 0};
     uint64_t cursor = 0;
 
     do
         u64map_scan(s->chans, &cursor, SIZE_MAX, audit_chan, &ac);
     while (cursor != 0);
     return ac.bad + u64map_audit(s->chans) + (ac.entries != s->entries) +
-           (ac.nchans != s->nchans) +
+           (ac.nchans != s->nchans) + (ac.tracked != s->tracked) +
            (u64map_bytes(s->chans) + s->nchans * sizeof(struct bc_chan) +
                 ac.offs_bytes !=
             s->mem.bytes);
@@ -360,6 +441,7 @@ struct del_ctx {
     struct bc_store *s;
     uint64_t uid;
     size_t n;
+    bool tracked;
 };
 
 /* Changes the channel's offset table, never the channel map being
@@ -368,23 +450,151 @@ static void del_visit(uint64_t ch, uint64_t w, void *ctx)
 {
     struct del_ctx *dc = ctx;
     struct bc_chan *c = chan_of(w);
+    uint16_t *tag;
 
     (void)ch;
-    if (!u32map_del(c->offs, dc->uid))
+    if (u32map_ref_tagged(c->offs, dc->uid, &tag) == NULL)
         return;
+    dc->tracked |= *tag != 0;
+    u32map_del(c->offs, dc->uid);
     dc->s->entries--;
     dc->n++;
 }
 
 size_t bc_forget_user(struct bc_store *s, uint64_t uid)
 {
-    struct del_ctx dc = {s, uid, 0};
+    struct del_ctx dc = {s, uid, 0, false};
     uint64_t cursor = 0;
 
     do
         u64map_scan(s->chans, &cursor, SIZE_MAX, del_visit, &dc);
     while (cursor != 0);
+    s->tracked -= dc.tracked;
+    if (s->hint_uid == uid)
+        s->hint = false;
     return dc.n;
+}
+
+/* ---- Activity days ------------------------------------------------------ */
+
+bool bc_user_day(const struct bc_store *s, uint64_t uid, uint16_t *day)
+{
+    if (s->hint && s->hint_uid == uid) {
+        *day = s->hint_day;
+        return true;
+    }
+    return user_day(s, uid, NULL, day);
+}
+
+bool bc_set_user_day(struct bc_store *s, uint64_t uid, uint16_t day)
+{
+    struct day_ctx dc = {uid, NULL, day, false};
+    uint16_t old;
+    uint64_t cursor = 0;
+
+    if (!bc_user_day(s, uid, &old))
+        return false;
+    do
+        u64map_scan(s->chans, &cursor, SIZE_MAX, day_set_visit, &dc);
+    while (cursor != 0);
+    s->tracked = s->tracked - (old != 0) + (day != 0);
+    s->hint = true;
+    s->hint_uid = uid;
+    s->hint_day = day;
+    return true;
+}
+
+size_t bc_tracked_users(const struct bc_store *s)
+{
+    return s->tracked;
+}
+
+/* Whether ch is the channel of the lowest id holding uid: the one entry
+ * of uid that walks over days report. */
+struct first_ctx {
+    uint64_t uid, ch;
+    bool first;
+};
+
+static void first_visit(uint64_t ch, uint64_t w, void *ctx)
+{
+    struct first_ctx *fc = ctx;
+
+    if (fc->first && ch < fc->ch && u32map_ref(chan_of(w)->offs, fc->uid))
+        fc->first = false;
+}
+
+static bool first_chan(const struct bc_store *s, uint64_t uid, uint64_t ch)
+{
+    struct first_ctx fc = {uid, ch, true};
+    uint64_t cursor = 0;
+
+    if (s->nchans == 1)
+        return true;
+    do
+        u64map_scan(s->chans, &cursor, SIZE_MAX, first_visit, &fc);
+    while (cursor != 0 && fc.first);
+    return fc.first;
+}
+
+struct pick_chan {
+    uint64_t ch;
+    const struct bc_chan *c;
+};
+
+static void pick_chan_visit(uint64_t ch, uint64_t w, void *ctx)
+{
+    struct pick_chan *pc = ctx;
+
+    pc->ch = ch;
+    pc->c = chan_of(w);
+}
+
+struct days_walk {
+    const struct bc_store *s;
+    uint64_t ch;
+    bc_day_fn fn;
+    void *ctx;
+};
+
+static void days_visit(uint64_t uid, uint32_t off, uint16_t tag, void *ctx)
+{
+    const struct days_walk *dw = ctx;
+
+    (void)off;
+    if (tag != 0 && first_chan(dw->s, uid, dw->ch))
+        dw->fn(uid, tag, dw->ctx);
+}
+
+size_t bc_scan_days(const struct bc_store *s, struct bc_day_cursor *cur,
+                    size_t max, bc_day_fn fn, void *ctx)
+{
+    size_t n = 0;
+
+    cur->done = false;
+    while (n < max) {
+        struct pick_chan pc = {0, NULL};
+        uint64_t next = cur->chan;
+        struct days_walk dw;
+
+        u64map_scan(s->chans, &next, 1, pick_chan_visit, &pc);
+        if (pc.c == NULL)
+            break;
+        dw = (struct days_walk){s, pc.ch, fn, ctx};
+        n += u32map_scan_tagged(pc.c->offs, &cur->user, max - n, days_visit,
+                                &dw);
+        if (cur->user != 0)
+            return n;
+        cur->chan = next;
+        if (next == 0)
+            break;
+    }
+    if (n < max || cur->chan == 0) {
+        cur->chan = 0;
+        cur->user = 0;
+        cur->done = true;
+    }
+    return n;
 }
 
 struct info_ctx {

@@ -14,7 +14,8 @@
  * Width: offsets are kept as their low 32 bits and unread is computed
  * modulo 2^32, so it is exact while a user is fewer than 2^32 (4.29
  * billion) messages behind in a channel; further behind it would wrap.
- * That is what buys 12-byte entries (u32map): broadcast channels publish
+ * That is what buys 14-byte entries (a tagged u32map: the offset and the
+ * user's activity day, "Activity days" below): broadcast channels publish
  * system notices, not billions of messages, and expiry forgets users long
  * inactive.
  *
@@ -119,6 +120,37 @@ size_t bc_audit(const struct bc_store *s);
  * fails. user_info calls fn for each channel uid has an offset in, with
  * the head and uid's unread, and returns how many. */
 size_t bc_forget_user(struct bc_store *s, uint64_t uid);
+/*
+ * Activity days (server/users.h): a user registered in some channel keeps
+ * the UTC day of its last activity in its entries, a u16 tag beside each
+ * offset (all of a user's entries hold the same day; 0: none kept here),
+ * so that tracking it costs 2 bytes a subscription instead of an entry of
+ * its own in the activity table.
+ *
+ * bc_user_day: false when uid is in no channel, else true with *day (0:
+ * no day kept). Right after a bc_unread/bc_read/bc_read_upto of uid it
+ * needs no lookup (the store remembers the entry it touched), else
+ * O(channels). bc_set_user_day gives every entry of uid the day (0: none);
+ * false when uid is in no channel (nothing changed). Never fails. A new
+ * entry of a user takes the day its other entries have.
+ */
+bool bc_user_day(const struct bc_store *s, uint64_t uid, uint16_t *day);
+bool bc_set_user_day(struct bc_store *s, uint64_t uid, uint16_t day);
+/* Users with a day kept here. O(1). */
+size_t bc_tracked_users(const struct bc_store *s);
+
+/* Walk over the users with a day kept here, each once, in steps of about
+ * max entries looked at (start with a zeroed cursor; done is true when the
+ * walk ended). Changes between steps never make it miss a user present
+ * for the whole walk. The callback must not change the store. */
+struct bc_day_cursor {
+    uint64_t chan, user; /* the channel map's and that channel's cursor */
+    bool done;
+};
+typedef void (*bc_day_fn)(uint64_t uid, uint16_t day, void *ctx);
+size_t bc_scan_days(const struct bc_store *s, struct bc_day_cursor *cur,
+                    size_t max, bc_day_fn fn, void *ctx);
+
 typedef void (*bc_user_info_fn)(uint64_t ch, uint64_t head, uint64_t unread,
                                 void *ctx);
 size_t bc_user_info(const struct bc_store *s, uint64_t uid, bc_user_info_fn fn,

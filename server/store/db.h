@@ -46,7 +46,8 @@ struct db {
     struct f##_store *f;
 #include "families.def"
 #undef FAMILY
-    /* uid -> the UTC day it was last active (server/users.h) */
+    /* uid -> the UTC day it was last active (server/users.h), for the
+     * users whose day BC does not keep in its entries (bc.h) */
     struct u32map *active;
     /* uid -> its last expiry: when, and the families it forgot (the
      * db_expiry_* calls below) */
@@ -91,6 +92,20 @@ int db_family_by_name(const char *name, size_t len);
 int db_init(struct db *db);
 /* Safe on a partly initialised db. */
 void db_deinit(struct db *db);
+
+/*
+ * Activity (server/users.h): a tracked user's day is kept in one place,
+ * BC's entries when BC keeps it (bc_user_day, 2 bytes a subscription),
+ * else the activity table. db_active_day: whether uid is tracked, with
+ * *day. db_active_users: the users tracked. A day in BC's entries is a
+ * u16: db_day_tag is the day BC keeps for day (1..65535, the year 2149).
+ */
+bool db_active_day(const struct db *db, uint64_t uid, uint32_t *day);
+size_t db_active_users(const struct db *db);
+static inline uint16_t db_day_tag(uint32_t day)
+{
+    return day == 0 ? 1 : day > UINT16_MAX ? UINT16_MAX : (uint16_t)day;
+}
 
 /* Memory use of one family (or of the activity table), for INFO and the
  * memory benchmarks. */

@@ -34,8 +34,9 @@
 struct bkt {
     struct xdir_node node; /* its local depth */
     uint32_t n;            /* entries in use */
-    uint32_t cap;          /* room for cap hashes, then cap values */
-    uint64_t h[];          /* ascending; the values start at h + cap */
+    uint32_t cap;          /* room for cap hashes, cap values, cap tags */
+    uint64_t h[];          /* ascending; the values start at h + cap, the
+                              tags (a tagged map's) after the values */
 };
 
 struct u32map {
@@ -44,20 +45,28 @@ struct u32map {
     uint64_t seed;
     size_t count;
     uint32_t nbkts;
+    bool tagged; /* a u16 tag beside every value */
 };
 
 #define BKT_MIN_CAP 4u
 #define MAP_MAX_DEPTH XDIR_MAX_DEPTH
 
-static inline size_t bkt_size(uint32_t cap)
+static inline size_t bkt_size(const struct u32map *m, uint32_t cap)
 {
     return sizeof(struct bkt) +
-           (size_t)cap * (sizeof(uint64_t) + sizeof(uint32_t));
+           (size_t)cap * (sizeof(uint64_t) + sizeof(uint32_t) +
+                          (m->tagged ? sizeof(uint16_t) : 0));
 }
 
 static inline uint32_t *bkt_vals(const struct bkt *b)
 {
     return (uint32_t *)(b->h + b->cap);
+}
+
+/* A tagged map's tags (meaningless for an untagged one). */
+static inline uint16_t *bkt_tags(const struct bkt *b)
+{
+    return (uint16_t *)(bkt_vals(b) + b->cap);
 }
 
 /* Room for n entries plus growth slack; rebuilds and growth aim here. */
@@ -97,7 +106,7 @@ static uint32_t bkt_lower(const struct bkt *b, uint64_t h)
 
 static struct bkt *bkt_alloc(struct u32map *m, uint32_t cap, uint8_t depth)
 {
-    struct bkt *b = mem_alloc(&m->mem, bkt_size(cap));
+    struct bkt *b = mem_alloc(&m->mem, bkt_size(m, cap));
 
     if (b == NULL)
         return NULL;
@@ -111,17 +120,19 @@ static struct bkt *bkt_alloc(struct u32map *m, uint32_t cap, uint8_t depth)
 static void bkt_free(struct u32map *m, struct bkt *b)
 {
     m->nbkts--;
-    mem_free(&m->mem, b, bkt_size(b->cap));
+    mem_free(&m->mem, b, bkt_size(m, b->cap));
 }
 
 /* Appends src's entries [from, to) to d, which has room for them. */
-static void bkt_append(struct bkt *d, const struct bkt *src, uint32_t from,
-                       uint32_t to)
+static void bkt_append(const struct u32map *m, struct bkt *d,
+                       const struct bkt *src, uint32_t from, uint32_t to)
 {
     uint32_t k = to - from;
 
     memcpy(d->h + d->n, src->h + from, k * sizeof(uint64_t));
     memcpy(bkt_vals(d) + d->n, bkt_vals(src) + from, k * sizeof(uint32_t));
+    if (m->tagged)
+        memcpy(bkt_tags(d) + d->n, bkt_tags(src) + from, k * sizeof(uint16_t));
     d->n += k;
 }
 
@@ -136,9 +147,9 @@ static struct bkt *bkt_build(struct u32map *m, uint8_t depth,
 
     if (d == NULL)
         return NULL;
-    bkt_append(d, a, from, to);
+    bkt_append(m, d, a, from, to);
     if (b != NULL)
-        bkt_append(d, b, 0, b->n);
+        bkt_append(m, d, b, 0, b->n);
     return d;
 }
 
@@ -159,7 +170,7 @@ static int bkt_make_room(struct u32map *m, struct bkt *b, uint64_t h)
 
         if (g == NULL)
             return -1;
-        bkt_append(g, b, 0, b->n);
+        bkt_append(m, g, b, 0, b->n);
         xdir_replace(&m->dir, h, &g->node);
         bkt_free(m, b);
         return 0;
@@ -230,7 +241,7 @@ static void bkt_trim(struct u32map *m, struct bkt *b, uint64_t h)
     bkt_free(m, b);
 }
 
-struct u32map *u32map_create(struct mem_acct *owner)
+static struct u32map *map_create(struct mem_acct *owner, bool tagged)
 {
     struct u32map *m = mem_zalloc(owner, sizeof(*m));
 
@@ -239,7 +250,18 @@ struct u32map *u32map_create(struct mem_acct *owner)
     xdir_init(&m->dir);
     mem_acct_init(&m->mem, owner);
     m->seed = hash_seed(HASH_U32MAP);
+    m->tagged = tagged;
     return m;
+}
+
+struct u32map *u32map_create(struct mem_acct *owner)
+{
+    return map_create(owner, false);
+}
+
+struct u32map *u32map_create_tagged(struct mem_acct *owner)
+{
+    return map_create(owner, true);
 }
 
 void u32map_destroy(struct u32map *m)
@@ -249,13 +271,13 @@ void u32map_destroy(struct u32map *m)
     if (m == NULL)
         return;
     for (size_t i = 0; (n = xdir_walk(&m->dir, &i)) != NULL;)
-        mem_free(&m->mem, n, bkt_size(((struct bkt *)n)->cap));
+        mem_free(&m->mem, n, bkt_size(m, ((struct bkt *)n)->cap));
     xdir_deinit(&m->dir, &m->mem);
     mem_free(m->mem.up, m, sizeof(*m));
 }
 
-/* key's value in m, or NULL. */
-static uint32_t *map_find(const struct u32map *m, uint64_t key)
+/* key's value in m, or NULL; *tag = its tag when m is tagged. */
+static uint32_t *map_find(const struct u32map *m, uint64_t key, uint16_t **tag)
 {
     uint64_t h = hash_u64(key, m->seed);
     const struct bkt *b = bkt_of(m, h);
@@ -264,12 +286,21 @@ static uint32_t *map_find(const struct u32map *m, uint64_t key)
     if (b == NULL)
         return NULL;
     i = bkt_lower(b, h);
-    return i < b->n && b->h[i] == h ? &bkt_vals(b)[i] : NULL;
+    if (i == b->n || b->h[i] != h)
+        return NULL;
+    if (tag != NULL)
+        *tag = &bkt_tags(b)[i];
+    return &bkt_vals(b)[i];
 }
 
 uint32_t *u32map_ref(struct u32map *m, uint64_t key)
 {
-    return map_find(m, key);
+    return map_find(m, key, NULL);
+}
+
+uint32_t *u32map_ref_tagged(struct u32map *m, uint64_t key, uint16_t **tag)
+{
+    return map_find(m, key, tag);
 }
 
 void u32map_prefetch(const struct u32map *m, uint64_t key, int stage)
@@ -293,7 +324,7 @@ void u32map_prefetch(const struct u32map *m, uint64_t key, int stage)
 
 bool u32map_get(const struct u32map *m, uint64_t key, uint32_t *val)
 {
-    const uint32_t *v = map_find(m, key);
+    const uint32_t *v = map_find(m, key, NULL);
 
     if (v == NULL)
         return false;
@@ -302,6 +333,12 @@ bool u32map_get(const struct u32map *m, uint64_t key, uint32_t *val)
 }
 
 int u32map_put(struct u32map *m, uint64_t key, uint32_t val)
+{
+    return u32map_put_tagged(m, key, val, 0);
+}
+
+int u32map_put_tagged(struct u32map *m, uint64_t key, uint32_t val,
+                      uint16_t tag)
 {
     uint64_t h = hash_u64(key, m->seed);
 
@@ -320,11 +357,19 @@ int u32map_put(struct u32map *m, uint64_t key, uint32_t val)
         v = bkt_vals(b);
         if (i < b->n && b->h[i] == h) {
             v[i] = val;
+            if (m->tagged)
+                bkt_tags(b)[i] = tag;
             return 0;
         }
         if (b->n < b->cap) {
             memmove(&b->h[i + 1], &b->h[i], (b->n - i) * sizeof(uint64_t));
             memmove(&v[i + 1], &v[i], (b->n - i) * sizeof(uint32_t));
+            if (m->tagged) {
+                uint16_t *t = bkt_tags(b);
+
+                memmove(&t[i + 1], &t[i], (b->n - i) * sizeof(uint16_t));
+                t[i] = tag;
+            }
             b->h[i] = h;
             v[i] = val;
             b->n++;
@@ -350,6 +395,9 @@ bool u32map_del(struct u32map *m, uint64_t key)
     v = bkt_vals(b);
     memmove(&b->h[i], &b->h[i + 1], (b->n - i - 1) * sizeof(uint64_t));
     memmove(&v[i], &v[i + 1], (b->n - i - 1) * sizeof(uint32_t));
+    if (m->tagged)
+        memmove(&bkt_tags(b)[i], &bkt_tags(b)[i + 1],
+                (b->n - i - 1) * sizeof(uint16_t));
     b->n--;
     m->count--;
     bkt_trim(m, b, h);
@@ -370,8 +418,8 @@ size_t u32map_bytes(const struct u32map *m)
  * The cursor is the hash of the next entry to visit: resume at its bucket
  * and position, then continue with the bucket after that prefix range.
  */
-size_t u32map_scan(const struct u32map *m, uint64_t *cursor, size_t max,
-                   u32map_visit_fn fn, void *ctx)
+static size_t map_scan(const struct u32map *m, uint64_t *cursor, size_t max,
+                       u32map_visit_fn fn, u32map_tag_visit_fn tfn, void *ctx)
 {
     uint64_t h = *cursor;
     size_t n = 0;
@@ -386,7 +434,11 @@ size_t u32map_scan(const struct u32map *m, uint64_t *cursor, size_t max,
                 *cursor = b->h[i];
                 return n;
             }
-            fn(hash_u64_inv(b->h[i], m->seed), bkt_vals(b)[i], ctx);
+            if (tfn != NULL)
+                tfn(hash_u64_inv(b->h[i], m->seed), bkt_vals(b)[i],
+                    bkt_tags(b)[i], ctx);
+            else
+                fn(hash_u64_inv(b->h[i], m->seed), bkt_vals(b)[i], ctx);
             n++;
         }
         if (!xdir_next_range(&h, b ? b->node.depth : 0)) {
@@ -396,7 +448,20 @@ size_t u32map_scan(const struct u32map *m, uint64_t *cursor, size_t max,
     }
 }
 
+size_t u32map_scan(const struct u32map *m, uint64_t *cursor, size_t max,
+                   u32map_visit_fn fn, void *ctx)
+{
+    return map_scan(m, cursor, max, fn, NULL, ctx);
+}
+
+size_t u32map_scan_tagged(const struct u32map *m, uint64_t *cursor, size_t max,
+                          u32map_tag_visit_fn fn, void *ctx)
+{
+    return map_scan(m, cursor, max, NULL, fn, ctx);
+}
+
 struct audit_ctx {
+    const struct u32map *m;
     size_t count, bytes;
 };
 
@@ -418,13 +483,13 @@ static size_t bkt_audit(const struct xdir *x, const struct xdir_node *n,
         bad += di < first || di >= first + span;
     }
     ac->count += b->n;
-    ac->bytes += bkt_size(b->cap);
+    ac->bytes += bkt_size(ac->m, b->cap);
     return bad;
 }
 
 size_t u32map_audit(const struct u32map *m)
 {
-    struct audit_ctx ac = {0, xdir_bytes(&m->dir)};
+    struct audit_ctx ac = {m, 0, xdir_bytes(&m->dir)};
     size_t nbkts, bad = xdir_audit(&m->dir, bkt_audit, &ac, &nbkts);
 
     bad += ac.count != m->count;

@@ -41,9 +41,19 @@ struct u32map;
 struct u32map *u32map_create(struct mem_acct *owner);
 void u32map_destroy(struct u32map *m);
 
+/* As u32map_create, for a map that keeps a u16 tag beside every value
+ * (14 bytes an entry instead of 12): state its owner reads with the value,
+ * such as BC's day of last activity. Only a tagged map may be given to
+ * the *_tagged calls; the others work on both (u32map_put sets tag 0). */
+struct u32map *u32map_create_tagged(struct mem_acct *owner);
+
 /* Pointer to key's value, or NULL when absent. The caller may change the
  * value through it. */
 uint32_t *u32map_ref(struct u32map *m, uint64_t key);
+
+/* As u32map_ref, and *tag = a pointer to its tag, which the caller may
+ * change (tagged maps only; *tag untouched when key is absent). */
+uint32_t *u32map_ref_tagged(struct u32map *m, uint64_t key, uint16_t **tag);
 
 /* true with *val set when key is present. */
 bool u32map_get(const struct u32map *m, uint64_t key, uint32_t *val);
@@ -56,6 +66,10 @@ void u32map_prefetch(const struct u32map *m, uint64_t key, int stage);
 /* Sets key to val, inserting when absent. 0, or -1 on allocation failure
  * (map unchanged). */
 int u32map_put(struct u32map *m, uint64_t key, uint32_t val);
+
+/* u32map_put with the entry's tag (tagged maps only). */
+int u32map_put_tagged(struct u32map *m, uint64_t key, uint32_t val,
+                      uint16_t tag);
 
 /* Removes key. true if it was present. Never fails: when a shrink cannot
  * allocate, the bucket just stays larger. */
@@ -75,6 +89,12 @@ size_t u32map_bytes(const struct u32map *m);
 typedef void (*u32map_visit_fn)(uint64_t key, uint32_t val, void *ctx);
 size_t u32map_scan(const struct u32map *m, uint64_t *cursor, size_t max,
                    u32map_visit_fn fn, void *ctx);
+
+/* u32map_scan with each entry's tag (tagged maps only). */
+typedef void (*u32map_tag_visit_fn)(uint64_t key, uint32_t val, uint16_t tag,
+                                    void *ctx);
+size_t u32map_scan_tagged(const struct u32map *m, uint64_t *cursor, size_t max,
+                          u32map_tag_visit_fn fn, void *ctx);
 
 /* Checks every structural invariant (order, placement, counts, byte
  * accounting); returns the number of violations, 0 when healthy. O(n). */

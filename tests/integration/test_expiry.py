@@ -322,3 +322,88 @@ def test_sweep_of_100k_users_does_not_stall_clients():
 
 test_sweep_of_100k_users_does_not_stall_clients.timeout = 120
 test_activity_and_expiries_survive_restarts.timeout = 60
+
+
+def test_bc_keeps_the_days_of_its_users():
+    """A user registered in BC keeps its day in BC's entries, not in the
+    activity table (bc.h, "Activity days"): it is tracked, refreshed by any
+    command, expired, saved and replayed the same, whichever holds it."""
+    from test_persistence import Dir
+
+    def mem(c):
+        return info_dict(c.cmd("INFO", "memory"))["memory"]
+
+    with Dir() as d:
+        srv = d.start(enable_debug_command="yes", journal_fsync="always")
+        with srv.resp() as c:
+            empty = int(mem(c)["activity_bytes"])
+            for uid in (1, 2, 3):                 # BC users, two channels
+                assert c.cmd("BC.UNREAD", uid, 1) == 0
+                assert c.cmd("BC.READ", uid, 2) == 0
+            assert c.cmd("GRP.JOIN", 4, 5) == 0   # in the table, then BC
+            assert c.cmd("BC.READ", 4, 1) == 0
+            assert expiry(c)["active_users"] == "4"
+            m = mem(c)
+            assert m["activity_users"] == "4"
+            assert int(m["activity_bytes"]) < empty + 200  # one user's entry
+            assert c.cmd("USER.STATUS", 1)[0] == b"active"
+            c.cmd("SAVE")
+            c.cmd("DEBUG", "ADVANCE-CLOCK", 20 * DAY)
+            c.cmd("CNT.GET", 2, 0)                # another family keeps 2
+            assert c.cmd("BC.UNREAD", 3, 2) == 0  # a BC read keeps 3
+            assert c.cmd("GRP.UNREAD", 4, 5) == 0
+            c.cmd("DEBUG", "ADVANCE-CLOCK", 11 * DAY)
+            e = wait_expired(srv, c, 1)           # user 1, from both channels
+            assert e["expired_bc_entries"] == "2"
+            assert e["active_users"] == "3"
+            assert c.cmd("USER.STATUS", 1)[0] == b"expired"
+            assert c.cmd("USER.STATUS", 2)[0] == b"active"
+            status = {uid: c.cmd("USER.STATUS", uid) for uid in (2, 3, 4)}
+            assert c.cmd("DEBUG", "AUDIT") == 0
+        srv.kill9()                                # snapshot + journal
+        srv = d.start(enable_debug_command="yes")
+        with srv.resp() as c:
+            assert expiry(c)["active_users"] == "3"
+            assert {uid: c.cmd("USER.STATUS", uid)
+                    for uid in (2, 3, 4)} == status
+            assert c.cmd("DEBUG", "AUDIT") == 0
+            c.cmd("SAVE")
+        srv.stop()
+        srv = d.start(enable_debug_command="yes")  # the snapshot alone
+        with srv.resp() as c:
+            assert expiry(c)["active_users"] == "3"
+            assert {uid: c.cmd("USER.STATUS", uid)
+                    for uid in (2, 3, 4)} == status
+            assert c.cmd("DEBUG", "AUDIT") == 0
+            # This server's clock starts from the system's again: the days
+            # kept are 31 ahead of it.
+            c.cmd("DEBUG", "ADVANCE-CLOCK", 80 * DAY)
+            e = wait_expired(srv, c, 3)
+            assert e["active_users"] == "0"
+            assert mem(c)["bc_subscriptions"] == "0"
+            assert c.cmd("DEBUG", "AUDIT") == 0
+        srv.stop()
+
+
+def test_bc_user_untracked_when_bc_is_kept():
+    """With BC outside expire-families, a user's expiry erases its day
+    from BC's entries too: it is no longer tracked and expires once."""
+    with Server(enable_debug_command="yes", expire_families="grp") as srv, \
+            srv.resp() as c:
+        assert c.cmd("BC.READ", 1, 1) == 0         # BC alone: not tracked
+        assert expiry(c)["active_users"] == "0"
+        assert c.cmd("GRP.JOIN", 1, 5) == 0        # tracked, day in BC's
+        assert expiry(c)["active_users"] == "1"
+        assert c.cmd("BC.UNREAD", 1, 2) == 0       # a new channel: same day
+        c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
+        e = wait_expired(srv, c, 1)
+        assert e["expired_grp_entries"] == "1"
+        assert e["expired_bc_entries"] == "0"
+        assert e["active_users"] == "0"
+        c.cmd("BC.PUBLISH", 1)
+        assert c.cmd("BC.UNREAD", 1, 1) == 1       # BC kept
+        assert expiry(c)["active_users"] == "0"
+        c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
+        time.sleep(0.3)
+        assert expiry(c)["expired_users"] == "1"   # not again
+        assert c.cmd("DEBUG", "AUDIT") == 0

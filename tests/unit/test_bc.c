@@ -290,8 +290,62 @@ static void test_read_upto_and_user_sum(void)
     bc_destroy(s);
 }
 
+static void day_visit(uint64_t uid, uint16_t day, void *ctx)
+{
+    uint64_t *seen = ctx;
+
+    seen[uid] += day;
+}
+
+/* Days of activity kept in the entries: one day per user across its
+ * channels, a new entry taking it, the count of users with one, a walk
+ * that reports each user once, forgetting. */
+static void test_user_days(void)
+{
+    struct bc_store *s = bc_create();
+    struct bc_day_cursor cur = {0, 0, false};
+    uint64_t u, seen[8] = {0};
+    uint16_t day = 9;
+    bool reg;
+
+    CHECK(!bc_user_day(s, 1, &day));
+    CHECK(!bc_set_user_day(s, 1, 5)); /* in no channel */
+    CHECK_EQ_U64(bc_tracked_users(s), 0);
+    CHECK_EQ_U64(bc_unread(s, 1, 10, &u, &reg), 0);
+    CHECK(bc_user_day(s, 1, &day));
+    CHECK_EQ_U64(day, 0);
+    CHECK(bc_set_user_day(s, 1, 300));
+    CHECK_EQ_U64(bc_tracked_users(s), 1);
+    CHECK_EQ_U64(bc_read(s, 1, 20), 0); /* a second channel: same day */
+    CHECK_EQ_U64(bc_unread(s, 2, 30, &u, &reg), 0);
+    CHECK_EQ_U64(bc_unread(s, 3, 20, &u, &reg), 0);
+    CHECK(bc_set_user_day(s, 3, 7));
+    CHECK(bc_set_user_day(s, 3, 8));
+    CHECK_EQ_U64(bc_tracked_users(s), 2);
+    CHECK_EQ_U64(bc_audit(s), 0);
+    /* Past the remembered entry: a lookup in each channel. */
+    CHECK(bc_user_day(s, 1, &day));
+    CHECK_EQ_U64(day, 300);
+    CHECK(bc_user_day(s, 2, &day));
+    CHECK_EQ_U64(day, 0);
+    do
+        bc_scan_days(s, &cur, 1, day_visit, seen);
+    while (!cur.done);
+    CHECK_EQ_U64(seen[1], 300); /* once, not once per channel */
+    CHECK_EQ_U64(seen[2], 0);
+    CHECK_EQ_U64(seen[3], 8);
+    CHECK(bc_set_user_day(s, 1, 0));
+    CHECK_EQ_U64(bc_tracked_users(s), 1);
+    CHECK_EQ_U64(bc_forget_user(s, 3), 1);
+    CHECK_EQ_U64(bc_tracked_users(s), 0);
+    CHECK(!bc_user_day(s, 3, &day));
+    CHECK_EQ_U64(bc_audit(s), 0);
+    bc_destroy(s);
+}
+
 int main(void)
 {
+    T_RUN(test_user_days);
     T_RUN(test_new_user_counts_later_publishes);
     T_RUN(test_read_resets);
     T_RUN(test_channels_are_independent);

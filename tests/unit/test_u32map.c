@@ -262,8 +262,83 @@ static void test_random_failures(void)
     free(vals);
 }
 
+struct tag_check {
+    const int32_t *tags;
+    size_t bad, seen;
+};
+
+static void tag_visit(uint64_t key, uint32_t val, uint16_t tag, void *ctx)
+{
+    struct tag_check *ck = ctx;
+
+    ck->bad += key != (uint64_t)val * 0x9e3779b97f4a7c15ULL ||
+               ck->tags[val] != (int32_t)tag;
+    ck->seen++;
+}
+
+/* A tagged map: every tag stays with its key through inserts, deletes,
+ * splits and merges (checked against a model), scans report it, and an
+ * entry costs 14 bytes plus the slack. */
+static void test_tags_vs_model(void)
+{
+    enum { POOL = 60000, OPS = 400000 };
+    struct u32map *m = u32map_create_tagged(NULL);
+    int32_t *tags = malloc(POOL * sizeof(*tags)); /* -1: absent */
+    uint64_t seed = 99, cursor = 0;
+    size_t bad = 0, seen = 0, n = 0;
+
+    CHECK(m != NULL && tags != NULL);
+    for (uint64_t k = 0; k < POOL; k++)
+        tags[k] = -1;
+    for (int op = 0; op < OPS; op++) {
+        uint64_t r, key;
+        uint16_t *t;
+        uint32_t *v;
+
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        r = seed >> 33;
+        key = r % POOL;
+        if ((r >> 20) % 4 != 0) {
+            uint16_t tag = (uint16_t)(r >> 8);
+
+            bad += u32map_put_tagged(m, key * 0x9e3779b97f4a7c15ULL,
+                                     (uint32_t)key, tag) != 0;
+            tags[key] = tag;
+        } else {
+            bad +=
+                u32map_del(m, key * 0x9e3779b97f4a7c15ULL) != (tags[key] >= 0);
+            tags[key] = -1;
+        }
+        v = u32map_ref_tagged(m, key * 0x9e3779b97f4a7c15ULL, &t);
+        bad += (v != NULL) != (tags[key] >= 0);
+        if (v != NULL) {
+            bad += *v != (uint32_t)key || *t != (uint16_t)tags[key];
+            *t = (uint16_t)(*t + 1); /* changed through the pointer */
+            tags[key] = *t;
+        }
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    for (uint64_t k = 0; k < POOL; k++)
+        n += tags[k] >= 0;
+    CHECK_EQ_U64(u32map_count(m), n);
+    CHECK(u32map_bytes(m) < 16 * n);
+    CHECK(u32map_bytes(m) > 14 * n);
+    struct tag_check ck = {tags, 0, 0};
+    do
+        u32map_scan_tagged(m, &cursor, 100, tag_visit, &ck);
+    while (cursor != 0);
+    bad = ck.bad;
+    seen = ck.seen;
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(seen, n);
+    u32map_destroy(m);
+    free(tags);
+}
+
 int main(void)
 {
+    T_RUN(test_tags_vs_model);
     T_RUN(test_empty);
     T_RUN(test_basic);
     T_RUN(test_grow_and_shrink);
