@@ -49,8 +49,14 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
         return true;
     }
     /* A user registered in a BC channel keeps its day there (bc.h): after
-     * a BC command, without a lookup. */
-    if (bc_user_day(srv->db.bc, uid, &tag)) {
+     * a BC command, without a lookup; a user in no channel costs a bit of
+     * BC's filter, mostly. */
+    if (!bc_user_day(srv->db.bc, uid, &tag)) {
+        if (!op_expires(srv, op))
+            return false;
+        return u32map_put(srv->db.active, uid, day) == 0;
+    }
+    if (fam == FAM_BC) {
         if (tag == 0 && !op_expires(srv, op))
             return false;
         if (tag != 0 && tag >= db_day_tag(day))
@@ -58,9 +64,16 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
         bc_set_user_day(srv->db.bc, uid, db_day_tag(day));
         return true;
     }
-    if (!op_expires(srv, op))
+    if (tag == 0 && !op_expires(srv, op))
         return false;
-    return u32map_put(srv->db.active, uid, day) == 0;
+    /* Active in another family: its day moves to the table, so that its
+     * next commands cost one lookup, as any user's there. Best effort: if
+     * the table cannot grow, the day stays in BC's entries. */
+    if (u32map_put(srv->db.active, uid, tag > day ? tag : day) == 0)
+        bc_set_user_day(srv->db.bc, uid, 0);
+    else if (tag < db_day_tag(day))
+        bc_set_user_day(srv->db.bc, uid, db_day_tag(day));
+    return tag < day;
 }
 
 /* ---- The expiry sweep --------------------------------------------------- */

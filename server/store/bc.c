@@ -17,7 +17,10 @@
 #include "bc.h"
 
 #include "db.h"
+#include "hash.h"
 #include "mem.h"
+
+#include <string.h>
 #include "u32map.h"
 #include "u64map.h"
 
@@ -37,6 +40,24 @@ struct bc_store {
     uint64_t hint_uid;
     uint16_t hint_day;
     bool hint;
+    /* The users filter: bit (hash >> (64 - fbits)) set for every user ever
+     * registered since the store was empty, so that asking for the day of
+     * a user in no channel (most commands of users BC does not track)
+     * costs one bit, not a lookup per channel. Never a false "absent";
+     * a bit stays set after its user leaves. NULL: not yet, or could not
+     * grow (then every user may be present). */
+    uint8_t *filt;
+    uint32_t fbits; /* the filter's bits */
+    bool filt_off;  /* an allocation failed: the filter is not trusted */
+    size_t fusers;  /* users it holds at most (new users since built) */
+    uint64_t fseed; /* the map's hash seed */
+    /* A larger filter being built (NULL: none) from a walk of every entry,
+     * a few entries per new user, then put in the place of filt: each
+     * rebuild leaves out the users gone since, so that the share of bits
+     * set stays bounded. */
+    uint8_t *nfilt;
+    uint32_t nbits;
+    uint64_t rb_chan, rb_user; /* the walk's cursors */
 };
 
 static bool first_chan(const struct bc_store *s, uint64_t uid, uint64_t ch);
@@ -44,6 +65,153 @@ static bool first_chan(const struct bc_store *s, uint64_t uid, uint64_t ch);
 static inline struct bc_chan *chan_of(uint64_t w)
 {
     return (struct bc_chan *)(uintptr_t)w;
+}
+
+/* Bits of a filter per entry when it is built: ~15% of them set, ~28%
+ * when it is built again (its users doubled), so a user in no channel
+ * costs lookups in at most ~1 of 4 cases, for 0.4-0.75 bytes a user. */
+#define FILT_BITS_PER_ENTRY 6u
+#define FILT_MIN_BITS 4096u
+#define FILT_MAX_BITS (UINT32_C(1) << 31)
+/* Entries walked per new user while a filter is rebuilt: it ends well
+ * before the users double again. */
+#define FILT_STEP 64u
+
+static inline size_t filt_bytes(uint32_t fbits)
+{
+    return ((size_t)fbits + 7) / 8;
+}
+
+/* uid's bit: the top 32 bits of its hash scaled to the size. */
+static inline uint64_t filt_bit(uint64_t seed, uint32_t fbits, uint64_t uid)
+{
+    return ((hash_u64(uid, seed) >> 32) * fbits) >> 32;
+}
+
+static inline void filt_set(uint8_t *f, uint32_t fbits, uint64_t seed,
+                            uint64_t uid)
+{
+    uint64_t b = filt_bit(seed, fbits, uid);
+
+    f[b >> 3] |= (uint8_t)(1u << (b & 7));
+}
+
+/* Whether uid may be in some channel. */
+static inline bool filt_maybe(const struct bc_store *s, uint64_t uid)
+{
+    uint64_t b;
+
+    if (s->filt_off)
+        return true;
+    if (s->filt == NULL)
+        return s->entries != 0;
+    b = filt_bit(s->fseed, s->fbits, uid);
+    return s->filt[b >> 3] >> (b & 7) & 1;
+}
+
+/* The filter size for n entries. */
+static uint32_t filt_size_for(size_t n)
+{
+    if (n > FILT_MAX_BITS / FILT_BITS_PER_ENTRY)
+        return FILT_MAX_BITS;
+    n *= FILT_BITS_PER_ENTRY;
+    return n < FILT_MIN_BITS ? FILT_MIN_BITS : (uint32_t)n;
+}
+
+static void filt_entry_visit(uint64_t uid, uint32_t off, void *ctx)
+{
+    struct bc_store *s = ctx;
+
+    (void)off;
+    filt_set(s->nfilt, s->nbits, s->fseed, uid);
+}
+
+static void filt_chan_visit(uint64_t ch, uint64_t w, void *ctx)
+{
+    const struct bc_chan **c = ctx;
+
+    (void)ch;
+    *c = chan_of(w);
+}
+
+/* Walks up to budget entries into the filter being built; at the end of
+ * the walk it replaces the filter. */
+static void filt_rebuild_step(struct bc_store *s, size_t budget)
+{
+    while (budget > 0) {
+        const struct bc_chan *c = NULL;
+        uint64_t next = s->rb_chan;
+
+        u64map_scan(s->chans, &next, 1, filt_chan_visit, &c);
+        if (c != NULL) {
+            budget -=
+                u32map_scan(c->offs, &s->rb_user, budget, filt_entry_visit, s);
+            if (s->rb_user != 0)
+                return;
+            s->rb_chan = next;
+            if (next != 0)
+                continue;
+        }
+        mem_free(&s->mem, s->filt, filt_bytes(s->fbits));
+        s->filt = s->nfilt;
+        s->fbits = s->nbits;
+        s->fusers = s->entries;
+        s->nfilt = NULL;
+        return;
+    }
+}
+
+/* uid, new to BC, was added: its bit is set, in the filter being built
+ * too, and the filter is rebuilt larger once its users doubled. */
+static void filt_add(struct bc_store *s, uint64_t uid)
+{
+    s->fusers++;
+    if (s->filt_off)
+        return;
+    if (s->filt == NULL) {
+        s->fbits = FILT_MIN_BITS;
+        s->filt = mem_zalloc(&s->mem, filt_bytes(s->fbits));
+        if (s->filt == NULL) {
+            s->filt_off = true;
+            return;
+        }
+    }
+    filt_set(s->filt, s->fbits, s->fseed, uid);
+    if (s->nfilt != NULL) {
+        filt_set(s->nfilt, s->nbits, s->fseed, uid);
+        filt_rebuild_step(s, FILT_STEP);
+    } else if (s->fusers * FILT_BITS_PER_ENTRY / 2 > s->fbits &&
+               s->fbits < FILT_MAX_BITS) {
+        uint32_t nb = filt_size_for(s->entries);
+
+        s->nfilt = mem_zalloc(&s->mem, filt_bytes(nb));
+        if (s->nfilt == NULL)
+            return; /* the filter stays as it is, asked again later */
+        s->nbits = nb;
+        s->rb_chan = 0;
+        s->rb_user = 0;
+        filt_rebuild_step(s, FILT_STEP);
+    }
+}
+
+static void filt_free(struct bc_store *s)
+{
+    if (s->filt != NULL)
+        mem_free(&s->mem, s->filt, filt_bytes(s->fbits));
+    if (s->nfilt != NULL)
+        mem_free(&s->mem, s->nfilt, filt_bytes(s->nbits));
+    s->filt = NULL;
+    s->nfilt = NULL;
+    s->fbits = 0;
+    s->filt_off = false;
+    s->fusers = 0;
+}
+
+/* An empty store starts its filter again. */
+static void filt_reset(struct bc_store *s)
+{
+    if (s->entries == 0)
+        filt_free(s);
 }
 
 static void chan_free(struct bc_store *s, struct bc_chan *c)
@@ -133,14 +301,17 @@ static int chan_put(struct bc_store *s, struct bc_chan *c, uint64_t uid,
 {
     size_t n = u32map_count(c->offs);
     uint16_t *tag, day = 0;
+    bool known = true;
 
     if (u32map_ref_tagged(c->offs, uid, &tag) != NULL)
         day = *tag;
     else
-        user_day(s, uid, c, &day);
+        known = filt_maybe(s, uid) && user_day(s, uid, c, &day);
     if (u32map_put_tagged(c->offs, uid, off, day) != 0)
         return -1;
     s->entries = s->entries - n + u32map_count(c->offs);
+    if (!known)
+        filt_add(s, uid);
     s->hint = true;
     s->hint_uid = uid;
     s->hint_day = day;
@@ -170,6 +341,7 @@ struct bc_store *bc_create(void)
     if (s == NULL)
         return NULL;
     mem_acct_init(&s->mem, NULL);
+    s->fseed = hash_seed(HASH_U32MAP);
     s->chans = u64map_create(&s->mem);
     if (s->chans == NULL) {
         mem_free(NULL, s, sizeof(*s));
@@ -194,6 +366,7 @@ void bc_destroy(struct bc_store *s)
         u64map_scan(s->chans, &cursor, SIZE_MAX, chan_free_visit, s);
     while (cursor != 0);
     u64map_destroy(s->chans);
+    filt_free(s);
     mem_free(NULL, s, sizeof(*s));
 }
 
@@ -388,7 +561,7 @@ struct audit_ctx {
     const struct bc_store *s;
     const struct bc_chan *c;
     uint64_t ch;
-    size_t bad, entries, offs_bytes, nchans, tracked;
+    size_t bad, entries, offs_bytes, nchans, tracked, users;
 };
 
 /* An offset ahead of the head shows as unread above the head (mod 2^32).
@@ -403,7 +576,11 @@ static void audit_offset(uint64_t uid, uint32_t off, uint16_t tag, void *ctx)
     ac->bad += unread > ac->c->head;
     if (user_day(ac->s, uid, ac->c, &other))
         ac->bad += other != tag;
-    ac->tracked += tag != 0 && first_chan(ac->s, uid, ac->ch);
+    if (first_chan(ac->s, uid, ac->ch)) {
+        ac->tracked += tag != 0;
+        ac->users++;
+    }
+    ac->bad += !filt_maybe(ac->s, uid); /* never a false "absent" */
 }
 
 static void audit_chan(uint64_t ch, uint64_t w, void *ctx)
@@ -424,7 +601,7 @@ static void audit_chan(uint64_t ch, uint64_t w, void *ctx)
 
 size_t bc_audit(const struct bc_store *s)
 {
-    struct audit_ctx ac = {s, NULL, 0, 0, 0, 0, 0, 0};
+    struct audit_ctx ac = {s, NULL, 0, 0, 0, 0, 0, 0, 0};
     uint64_t cursor = 0;
 
     do
@@ -432,8 +609,10 @@ size_t bc_audit(const struct bc_store *s)
     while (cursor != 0);
     return ac.bad + u64map_audit(s->chans) + (ac.entries != s->entries) +
            (ac.nchans != s->nchans) + (ac.tracked != s->tracked) +
+           (ac.users > s->fusers) +
            (u64map_bytes(s->chans) + s->nchans * sizeof(struct bc_chan) +
-                ac.offs_bytes !=
+                ac.offs_bytes + (s->filt != NULL ? filt_bytes(s->fbits) : 0) +
+                (s->nfilt != NULL ? filt_bytes(s->nbits) : 0) !=
             s->mem.bytes);
 }
 
@@ -472,6 +651,7 @@ size_t bc_forget_user(struct bc_store *s, uint64_t uid)
     s->tracked -= dc.tracked;
     if (s->hint_uid == uid)
         s->hint = false;
+    filt_reset(s);
     return dc.n;
 }
 
@@ -483,7 +663,8 @@ bool bc_user_day(const struct bc_store *s, uint64_t uid, uint16_t *day)
         *day = s->hint_day;
         return true;
     }
-    return user_day(s, uid, NULL, day);
+    *day = 0;
+    return filt_maybe(s, uid) && user_day(s, uid, NULL, day);
 }
 
 bool bc_set_user_day(struct bc_store *s, uint64_t uid, uint16_t day)

@@ -343,8 +343,46 @@ static void test_user_days(void)
     bc_destroy(s);
 }
 
+/* The filter of users behind bc_user_day: rebuilt larger as users come
+ * (several times here), it never answers "absent" for a user in a
+ * channel, forgets the users gone at its rebuilds and starts again when
+ * the store empties. */
+static void test_user_filter(void)
+{
+    struct bc_store *s = bc_create();
+    size_t bad = 0, found = 0;
+    uint16_t day;
+    uint64_t u;
+    bool reg;
+
+    for (uint64_t i = 1; i <= 60000; i++) {
+        bad += bc_unread(s, i * 7919, 1 + i % 3, &u, &reg) != 0;
+        if (i % 5 == 0)
+            bad += bc_read(s, i * 7919, 9) != 0;
+        if (i % 7 == 0)
+            bad += bc_forget_user(s, (i - 3) * 7919) == 0 && (i - 3) % 7 != 0;
+    }
+    CHECK_EQ_U64(bad, 0);
+    for (uint64_t i = 1; i <= 60000; i++) {
+        bool in = bc_user_day(s, i * 7919, &day);
+
+        bad += in != ((i + 3) % 7 != 0 || i > 59997);
+        found += bc_user_day(s, i * 7919 + 1, &day);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(found, 0);
+    CHECK_EQ_U64(bc_audit(s), 0);
+    for (uint64_t i = 1; i <= 60000; i++)
+        bc_forget_user(s, i * 7919);
+    CHECK_EQ_U64(bc_entries(s), 0);
+    CHECK(!bc_user_day(s, 7919, &day));
+    CHECK_EQ_U64(bc_audit(s), 0);
+    bc_destroy(s);
+}
+
 int main(void)
 {
+    T_RUN(test_user_filter);
     T_RUN(test_user_days);
     T_RUN(test_new_user_counts_later_publishes);
     T_RUN(test_read_resets);
