@@ -48,7 +48,7 @@ struct bc_store {
      * grow (then every user may be present). */
     uint8_t *filt;
     uint32_t fbits; /* the filter's bits */
-    bool filt_off;  /* an allocation failed: the filter is not trusted */
+    bool filt_off;  /* an allocation failed: no filter until rebuilt */
     size_t fusers;  /* users it holds at most (new users since built) */
     uint64_t fseed; /* the map's hash seed */
     /* A larger filter being built (NULL: none) from a walk of every entry,
@@ -152,11 +152,13 @@ static void filt_rebuild_step(struct bc_store *s, size_t budget)
             if (next != 0)
                 continue;
         }
-        mem_free(&s->mem, s->filt, filt_bytes(s->fbits));
+        if (s->filt != NULL)
+            mem_free(&s->mem, s->filt, filt_bytes(s->fbits));
         s->filt = s->nfilt;
         s->fbits = s->nbits;
         s->fusers = s->entries;
         s->nfilt = NULL;
+        s->filt_off = false;
         return;
     }
 }
@@ -166,22 +168,20 @@ static void filt_rebuild_step(struct bc_store *s, size_t budget)
 static void filt_add(struct bc_store *s, uint64_t uid)
 {
     s->fusers++;
-    if (s->filt_off)
-        return;
-    if (s->filt == NULL) {
+    if (s->filt == NULL && !s->filt_off) {
         s->fbits = FILT_MIN_BITS;
         s->filt = mem_zalloc(&s->mem, filt_bytes(s->fbits));
-        if (s->filt == NULL) {
-            s->filt_off = true;
-            return;
-        }
+        /* Not trusted until a rebuild (below, at the next new users)
+         * has walked every entry. */
+        s->filt_off = s->filt == NULL;
     }
-    filt_set(s->filt, s->fbits, s->fseed, uid);
+    if (s->filt != NULL)
+        filt_set(s->filt, s->fbits, s->fseed, uid);
     if (s->nfilt != NULL) {
         filt_set(s->nfilt, s->nbits, s->fseed, uid);
         filt_rebuild_step(s, FILT_STEP);
-    } else if (s->fusers * FILT_BITS_PER_ENTRY / 2 > s->fbits &&
-               s->fbits < FILT_MAX_BITS) {
+    } else if (s->filt_off || (s->fusers * FILT_BITS_PER_ENTRY / 2 > s->fbits &&
+                               s->fbits < FILT_MAX_BITS)) {
         uint32_t nb = filt_size_for(s->entries);
 
         s->nfilt = mem_zalloc(&s->mem, filt_bytes(nb));

@@ -4,6 +4,7 @@
  * and a randomized run against a model of plain arrays.
  */
 #include "bc.h"
+#include "mem.h"
 #include "t.h"
 
 #include <stdbool.h>
@@ -380,8 +381,44 @@ static void test_user_filter(void)
     bc_destroy(s);
 }
 
+/* Each allocation of a first registration failing in turn: the command
+ * fails and changes nothing, or succeeds; a filter that could not be made
+ * is rebuilt at later registrations, and no user is ever reported absent. */
+static void test_user_filter_alloc_failures(void)
+{
+    struct bc_store *first = bc_create();
+    uint64_t points = mem_allocs(), u0;
+    bool reg0;
+
+    CHECK_EQ_U64(bc_unread(first, 1, 1, &u0, &reg0), 0);
+    points = mem_allocs() - points; /* the filter's first among them */
+    bc_destroy(first);
+    CHECK(points >= 4);
+    for (uint64_t n = 1; n <= points; n++) {
+        struct bc_store *s = bc_create();
+        size_t bad = 0;
+        uint16_t day;
+        uint64_t u;
+        bool reg;
+        int rc;
+
+        mem_fail_after(n, false);
+        rc = bc_unread(s, 1, 1, &u, &reg);
+        mem_fail_after(0, false);
+        bad += rc == 0 ? !bc_user_day(s, 1, &day) : bc_entries(s) != 0;
+        for (uint64_t i = 2; i < 3000; i++)
+            bad += bc_unread(s, i, 1 + i % 2, &u, &reg) != 0;
+        for (uint64_t i = 2; i < 3000; i++)
+            bad += !bc_user_day(s, i, &day);
+        CHECK_EQ_U64(bad, 0);
+        CHECK_EQ_U64(bc_audit(s), 0);
+        bc_destroy(s);
+    }
+}
+
 int main(void)
 {
+    T_RUN(test_user_filter_alloc_failures);
     T_RUN(test_user_filter);
     T_RUN(test_user_days);
     T_RUN(test_new_user_counts_later_publishes);
