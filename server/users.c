@@ -56,7 +56,9 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
             return false;
         return u32map_put(srv->db.active, uid, day) == 0;
     }
-    if (fam == FAM_BC) {
+    /* BC's own commands, and those of no family (USER.BADGE, which walks
+     * the channels anyway), refresh the day where it is. */
+    if (fam == FAM_BC || fam == FAM_COUNT) {
         if (tag == 0 && !op_expires(srv, op))
             return false;
         if (tag != 0 && tag >= db_day_tag(day))

@@ -407,3 +407,32 @@ def test_bc_user_untracked_when_bc_is_kept():
         time.sleep(0.3)
         assert expiry(c)["expired_users"] == "1"   # not again
         assert c.cmd("DEBUG", "AUDIT") == 0
+
+
+def test_bc_user_day_moves_to_the_table_on_other_families():
+    """A user of BC alone keeps its day in BC's entries, refreshed there by
+    BC commands and USER.BADGE; its first command of another family moves
+    the day to the activity table (one lookup a command from then on)."""
+    with Server(enable_debug_command="yes") as srv, srv.resp() as c:
+        def table_bytes():
+            return int(info_dict(c.cmd("INFO", "memory"))["memory"]
+                       ["activity_bytes"])
+
+        assert c.cmd("BC.READ", 7, 1) == 0
+        empty = table_bytes()
+        c.cmd("DEBUG", "ADVANCE-CLOCK", 20 * DAY)
+        c.cmd("USER.BADGE", 7)
+        assert c.cmd("BC.READ", 8, 2) == 0            # a user new today
+        assert table_bytes() == empty                  # both in BC's entries
+        today = c.cmd("USER.STATUS", 8)[1]
+        assert c.cmd("USER.STATUS", 7)[:2] == [b"active", today]
+        assert expiry(c)["active_users"] == "2"
+        assert c.cmd("CNT.GET", 7, 0) == 0             # another family
+        assert table_bytes() > empty                   # moved to the table
+        assert c.cmd("USER.STATUS", 7)[:2] == [b"active", today]
+        assert expiry(c)["active_users"] == "2"
+        assert c.cmd("DEBUG", "AUDIT") == 0
+        c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
+        e = wait_expired(srv, c, 2)
+        assert e["active_users"] == "0"
+        assert e["expired_bc_entries"] == "2"
