@@ -1,13 +1,16 @@
 /*
  * u32map.h - a compact map from u64 keys to u32 values: 12 bytes an entry
- * plus ~6% slack, for the per-(user, x) tables where a 16-byte u64map slot
- * at 80-90% load (18-21 bytes) is over budget (BC offsets: docs/COMMANDS.md,
- * "BC", goal
+ * (11 in a map of more than ~100,000 keys, whose buckets keep the top byte
+ * of their hashes once) plus ~6% slack, for the per-(user, x) tables where a
+ * 16-byte u64map slot at 80-90% load (18-21 bytes) is over budget (BC offsets:
+ * docs/COMMANDS.md, "BC", goal
  * <= 16 bytes per entry).
  *
  * Any u32 value may be stored, 0 included: presence is the key's, not the
  * value's (unlike u64map). A key is stored as its 64-bit keyed hash, which
- * is a bijection, so keys come back out for scans.
+ * is a bijection, so keys come back out for scans. A bucket whose prefix
+ * has 8 bits or more (a map of 256 buckets or more) stores each hash in 7
+ * bytes, their common top byte once in its header.
  *
  * Extendible hashing over sorted buckets: a directory indexed by the top
  * hash bits picks a bucket, a bucket is a sorted array of hashes with the

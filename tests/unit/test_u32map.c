@@ -262,6 +262,13 @@ static void test_random_failures(void)
     free(vals);
 }
 
+static void nop_visit(uint64_t key, uint32_t val, void *ctx)
+{
+    (void)key;
+    (void)val;
+    (void)ctx;
+}
+
 struct tag_check {
     const int32_t *tags;
     size_t bad, seen;
@@ -336,8 +343,57 @@ static void test_tags_vs_model(void)
     free(tags);
 }
 
+/* Growing past depth 8 (narrow buckets: 7-byte hashes under a shared top
+ * byte) and shrinking back below it: every key, value and tag survives
+ * the splits and merges that change a bucket's form, in tagged and plain
+ * maps. */
+static void test_narrow_buckets(void)
+{
+    enum { N = 250000 };
+
+    for (int tagged = 0; tagged < 2; tagged++) {
+        struct u32map *m =
+            tagged ? u32map_create_tagged(NULL) : u32map_create(NULL);
+        size_t bad = 0, per;
+        uint64_t cursor = 0;
+        uint16_t *t;
+        uint32_t *v;
+
+        for (uint64_t k = 0; k < N; k++)
+            bad +=
+                (tagged ? u32map_put_tagged(m, k, (uint32_t)k * 3, (uint16_t)k)
+                        : u32map_put(m, k, (uint32_t)k * 3)) != 0;
+        CHECK_EQ_U64(u32map_audit(m), 0);
+        per = u32map_bytes(m) / N;
+        CHECK(per <= (tagged ? 13u : 11u)); /* 7-byte hashes at this size */
+        for (uint64_t k = 0; k < N + 1000; k++) {
+            v = tagged ? u32map_ref_tagged(m, k, &t) : u32map_ref(m, k);
+            bad +=
+                (v != NULL) != (k < N) ||
+                (v && (*v != (uint32_t)k * 3 || (tagged && *t != (uint16_t)k)));
+        }
+        CHECK_EQ_U64(bad, 0);
+        for (uint64_t k = 0; k < N; k++)
+            if (k % 200 != 0)
+                bad += !u32map_del(m, k);
+        CHECK_EQ_U64(u32map_audit(m), 0);
+        CHECK_EQ_U64(u32map_count(m), N / 200);
+        for (uint64_t k = 0; k < N; k++) {
+            v = tagged ? u32map_ref_tagged(m, k, &t) : u32map_ref(m, k);
+            bad +=
+                (v != NULL) != (k % 200 == 0) ||
+                (v && (*v != (uint32_t)k * 3 || (tagged && *t != (uint16_t)k)));
+        }
+        CHECK_EQ_U64(bad, 0);
+        CHECK_EQ_U64(u32map_scan(m, &cursor, SIZE_MAX, nop_visit, NULL),
+                     N / 200);
+        u32map_destroy(m);
+    }
+}
+
 int main(void)
 {
+    T_RUN(test_narrow_buckets);
     T_RUN(test_tags_vs_model);
     T_RUN(test_empty);
     T_RUN(test_basic);
