@@ -5,7 +5,7 @@
  *
  * Why a table per channel rather than one per user: broadcast channels are
  * few and their audiences huge, and the common user is in one or a few of
- * them. A per-user u64map slot costs 18-21 bytes even with the offset
+ * them. A per-user u64map slot costs 18-19 bytes even with the offset
  * inline; a per-channel u32map costs ~13 bytes per (user, channel), with
  * one or with many channels per user. Forgetting a user (expiry, USER.DEL)
  * visits each channel, which is cheap because channels are few.

@@ -2,7 +2,7 @@
  * u32map.h - a compact map from u64 keys to u32 values: 12 bytes an entry
  * (11 in a map of more than ~100,000 keys, whose buckets keep the top byte
  * of their hashes once) plus ~6% slack, for the per-(user, x) tables where a
- * 16-byte u64map slot at 80-90% load (18-21 bytes) is over budget (BC offsets:
+ * 16-byte u64map slot at 85-90% load (18-19 bytes) is over budget (BC offsets:
  * docs/COMMANDS.md, "BC", goal
  * <= 16 bytes per entry).
  *

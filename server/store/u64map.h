@@ -8,7 +8,8 @@
  * size; a directory (extendible hashing) picks the segment from the top hash
  * bits. A full segment grows or splits on its own, so no insert ever moves
  * more than one segment's worth of slots: the worst pause does not grow with
- * the number of keys. Load stays between ~0.7 and ~0.9.
+ * the number of keys. Load stays between ~0.85 and ~0.9 (down to 0.4
+ * after deletes).
  *
  * Not thread-safe. Pointers returned by u64map_ref are invalidated by the
  * next insert or delete on the same map.
@@ -86,7 +87,7 @@ size_t u64map_scan(const struct u64map *m, uint64_t *cursor, size_t max,
  * sizes for small ones; whole pages for large ones, which are mapped
  * directly so that the process RSS follows the count) and at most one spare
  * mapping kept for the next rebuild (<= 64 KiB, dropped when the map
- * empties). Per entry: 18-21 bytes at any size.
+ * empties). Per entry: 18-19 bytes at any size.
  */
 
 /* A map hashes with the seed of hash.h (hash_setup) when it is created.
