@@ -105,8 +105,11 @@ int replay_buf(struct server *srv, const char *buf, size_t len,
         res->bad_rec = res->records + 1;
         if (!journal_rec_next(sc, buf, &off, &rec))
             break;
-        if (journal_rec_is_history(&rec))
-            continue; /* no data: persistence reads it */
+        if (journal_rec_is_history(&rec)) {
+            res->records++; /* no data (persistence reads it), but counted:
+                               record numbers are the scan's */
+            continue;
+        }
         journal_place(sc, res->bad_off, res->bad_rec, rec.seq, at, sizeof(at));
         if (journal_rec_request(&rec, &args, &cap, &req, &why) != 0) {
             snprintf(err, errlen, "%s: %s", at, why);
