@@ -718,7 +718,7 @@ def main():
                     help="with --memory, keys of every row instead of its "
                     "own (1000000): smaller runs for tests, figures less "
                     "exact")
-    ap.add_argument("--workloads", default=",".join(WORKLOADS),
+    ap.add_argument("--workloads", default=None,
                     help="the workloads to run; with --memory, the MEMORY "
                     "rows whose load step is one of them (all)")
     ap.add_argument("--retry-budget", type=float, default=20,
@@ -728,6 +728,9 @@ def main():
     ap.add_argument("--json", help="write every run's figures here")
     opts = ap.parse_args()
     opts.build = os.path.join(REPO, opts.build)
+    if opts.workloads is None:  # every row (the memory-only load steps too)
+        opts.workloads = ",".join(
+            [row[1] for row in MEMORY] if opts.memory else WORKLOADS)
     opts.workloads = [w for w in opts.workloads.split(",") if w]
     if shutil.which("redis-server") is None:
         say("compare: redis-server not found (sh tools/deps.sh bench)")
