@@ -161,17 +161,16 @@ static int conn_target(struct uc_conn *k, int connect_ms, const char **host,
     return 0;
 }
 
-/* Resolves the host and tries each address in turn, the whole within
- * connect_ms (name resolution itself is not bounded). */
-static int conn_open(struct uc_conn *k, int connect_ms)
+/* The addresses to dial for k (through its sentinels when it has them):
+ * 0 with *res for freeaddrinfo, or UNREAD_ECONNECT with k's error set. */
+static int conn_resolve(struct uc_conn *k, int connect_ms,
+                        struct addrinfo **res)
 {
-    struct addrinfo hints, *res = NULL, *ai;
-    char portstr[8], ebuf[128];
-    int gai, err_no = ECONNREFUSED;
-    int64_t at;
-
-    const char *host;
-    uint16_t port;
+    struct addrinfo hints;
+    char portstr[8];
+    const char *host = NULL;
+    uint16_t port = 0;
+    int gai;
 
     if (conn_target(k, connect_ms, &host, &port) != 0)
         return UNREAD_ECONNECT;
@@ -180,10 +179,24 @@ static int conn_open(struct uc_conn *k, int connect_ms)
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV;
     snprintf(portstr, sizeof(portstr), "%u", (unsigned)port);
-    gai = getaddrinfo(host, portstr, &hints, &res);
+    gai = getaddrinfo(host, portstr, &hints, res);
     if (gai != 0)
         return conn_err(k, UNREAD_ECONNECT, "connect: cannot resolve %s: %s",
                         host, gai_strerror(gai));
+    return 0;
+}
+
+/* Resolves the host and tries each address in turn, the whole within
+ * connect_ms (name resolution itself is not bounded). */
+static int conn_open(struct uc_conn *k, int connect_ms)
+{
+    struct addrinfo *res = NULL, *ai;
+    char ebuf[128];
+    int err_no = ECONNREFUSED;
+    int64_t at;
+
+    if (conn_resolve(k, connect_ms, &res) != 0)
+        return UNREAD_ECONNECT;
     at = uc_deadline(connect_ms, "connect").at;
     for (ai = res; ai != NULL && k->fd < 0; ai = ai->ai_next)
         k->fd = dial_one(ai, at, &err_no);
@@ -533,24 +546,12 @@ int uc_conn_reply(struct uc_conn *k, const struct uc_deadline *d,
 
 int uc_conn_dial(struct uc_conn *k, int connect_ms)
 {
-    struct addrinfo hints, *res = NULL, *ai;
-    char portstr[8], ebuf[128];
-    int gai, fd = -1, flags, err_no = ECONNREFUSED, one = 1;
+    struct addrinfo *res = NULL, *ai;
+    char ebuf[128];
+    int fd = -1, flags, err_no = ECONNREFUSED, one = 1;
 
-    const char *host;
-    uint16_t port;
-
-    if (conn_target(k, connect_ms, &host, &port) != 0)
+    if (conn_resolve(k, connect_ms, &res) != 0)
         return UNREAD_ECONNECT;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    snprintf(portstr, sizeof(portstr), "%u", (unsigned)port);
-    gai = getaddrinfo(host, portstr, &hints, &res);
-    if (gai != 0)
-        return conn_err(k, UNREAD_ECONNECT, "connect: cannot resolve %s: %s",
-                        host, gai_strerror(gai));
     for (ai = res; ai != NULL; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
         if (fd < 0) {
