@@ -3,7 +3,8 @@
 (REPL_ARGS: e.g. "--users 1000000 --seconds 5", "--only lag").
 
   throughput  a primary's cnt-incr P16 rate with 2 replicas attached vs
-              none (goal >= 85%)
+              none (goal >= 85%), and Redis 7's ratio measured the same
+              way in the same run (--no-redis skips it)
   lag         a replica under cnt-incr P16: how far behind the primary its
               applied offset is, in time (the primary's offset is sampled
               every 20 ms; a replica at offset X at time t is behind by t
@@ -49,14 +50,23 @@ def say(*a):
 
 
 class Node:
-    def __init__(self, build, *extra):
+    """An unreadd (kind "unreadd") or, as the reference, a redis-server
+    (kind "redis": persistence off, the same backlog) on a free port."""
+
+    def __init__(self, build, *extra, kind="unreadd"):
+        self.kind = kind
         self.tmp = tempfile.TemporaryDirectory(prefix="unread-repl-bench-")
         self.port = free_port()
         self.log = open(os.path.join(self.tmp.name, "log"), "ab")
+        if kind == "unreadd":
+            argv = [os.path.join(build, "unreadd"), "--save-seconds", "0",
+                    "--loglevel", "warning"]
+        else:
+            argv = ["redis-server", "--save", "", "--appendonly", "no",
+                    "--daemonize", "no", "--loglevel", "warning"]
         self.proc = subprocess.Popen(
-            [os.path.join(build, "unreadd"), "--port", str(self.port),
-             "--bind", "127.0.0.1", "--dir", self.tmp.name, "--save-seconds",
-             "0", "--loglevel", "warning", "--repl-backlog-size", "268435456"]
+            argv + ["--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+                    self.tmp.name, "--repl-backlog-size", "268435456"]
             + [str(x) for x in extra],
             stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
@@ -66,7 +76,7 @@ class Node:
                 break
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("unreadd did not start")
+                    raise RuntimeError("%s did not start" % kind)
                 time.sleep(0.02)
 
     def info(self):
@@ -87,8 +97,10 @@ class Node:
         self.tmp.cleanup()
 
 
-def bench(opts, port, workload="cnt-incr", seconds=None, extra=()):
-    argv = [os.path.join(opts.build, "unread-bench"), "-j", "-p", str(port),
+def bench(opts, port, workload="cnt-incr", seconds=None, extra=(),
+          target="binary"):
+    argv = [os.path.join(opts.build, "unread-bench"), "-j", "-t", target,
+            "-p", str(port),
             "-w", workload, "-c", "50", "-P", "16", "-r", str(opts.keys),
             "-d", str(seconds or opts.seconds)] + list(extra)
     p = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
@@ -113,25 +125,67 @@ def synced(primary, replicas, timeout=600):
     raise RuntimeError("replicas did not catch up")
 
 
-def throughput(opts):
-    out = {}
+def cpu_seconds(pid):
+    """user + system CPU seconds of process pid so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def throughput_of(opts, kind):
+    """cnt-incr P16 on a primary of `kind` with 0, then 2 replicas of the
+    same kind. Returns (rate with 2 / rate without, primary CPU per op
+    without / with 2): the second is what the rate would be on a machine
+    where the primary has a core of its own."""
+    rate, cost = {}, {}
     for n in (0, 2):
-        p = Node(opts.build)
-        reps = [Node(opts.build, "--replicaof", "127.0.0.1 %d" % p.port)
-                for _ in range(n)]
+        p = Node(opts.build, kind=kind)
+        reps = [Node(opts.build, "--replicaof", "127.0.0.1 %d" % p.port,
+                     kind=kind) if kind == "unreadd" else
+                Node(opts.build, "--replicaof", "127.0.0.1", p.port,
+                     kind=kind) for _ in range(n)]
         try:
             if reps:
                 synced(p, reps)
-            r = bench(opts, p.port)
-            out[n] = r["ops_per_sec"] if "ops_per_sec" in r else r["ops"]
-            say("  throughput, %d replicas: %.0f ops/s (load %s)" %
-                (n, out[n], loadavg()))
+            procs = [p] + reps
+            cpu0 = [cpu_seconds(x.proc.pid) for x in procs]
+            t0 = time.monotonic()
+            r = bench(opts, p.port,
+                      target="binary" if kind == "unreadd" else "redis")
+            wall = time.monotonic() - t0
+            cores = [(cpu_seconds(x.proc.pid) - c) / wall
+                     for x, c in zip(procs, cpu0)]
+            rate[n] = r["ops_per_sec"] if "ops_per_sec" in r else r["ops"]
+            cost[n] = cores[0] / rate[n]
+            say("  %s, %d replicas: %.0f ops/s; cores: primary %.2f%s; "
+                "primary %.2f us CPU per op (load %s)" %
+                (kind, n, rate[n], cores[0],
+                 "".join(", replica %.2f" % c for c in cores[1:]),
+                 cost[n] * 1e6, loadavg()))
         finally:
             for x in reps + [p]:
                 x.stop()
-    ratio = out[2] / out[0]
-    say("throughput with 2 replicas: %.1f%% of without (goal >= 85%%)" %
-        (100 * ratio))
+    return rate[2] / rate[0], cost[0] / cost[2]
+
+
+def throughput(opts):
+    """unreadd's ratio, and Redis 7's measured the same way in the same
+    run. On a machine with fewer cores than the primary, the two replicas
+    and the client need, the replicas' CPU is taken from the primary's:
+    Redis's ratio shows how much of the drop is the machine's, and the
+    primary's CPU per op (with replicas vs without) what the ratio would be
+    with a core per process."""
+    ratio, own = throughput_of(opts, "unreadd")
+    ref = None
+    if not opts.no_redis:
+        ref, ref_own = throughput_of(opts, "redis")
+    say("throughput with 2 replicas: %.1f%% of without (goal >= 85%%)%s" %
+        (100 * ratio, "" if ref is None else
+         "; Redis 7 in the same run: %.1f%%" % (100 * ref)))
+    say("primary CPU per op without / with 2 replicas (the ratio with a "
+        "core per process): unreadd %.1f%%%s" %
+        (100 * own, "" if ref is None else
+         ", Redis 7 %.1f%%" % (100 * ref_own)))
     return ratio
 
 
@@ -299,6 +353,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--keys", type=int, default=100000)
     ap.add_argument("--users", type=int, default=10000000)
+    ap.add_argument("--no-redis", action="store_true",
+                    help="throughput: skip Redis's reference ratio")
     ap.add_argument("--only", choices=["throughput", "lag", "fullsync",
                                        "partial"])
     opts = ap.parse_args()
