@@ -66,7 +66,9 @@ int sec_activity_load(struct db *db, struct snap_reader *r)
             return snap_fail(r, "user %llu listed twice",
                              (unsigned long long)uid);
         if (in_bc) {
-            bc_set_user_day(db->bc, uid, db_day_tag((uint32_t)day));
+            if (bc_set_user_day(db->bc, uid, db_day_tag((uint32_t)day)) < 0)
+                return snap_fail(r, "user %llu: out of memory",
+                                 (unsigned long long)uid);
             continue;
         }
         if (u32map_put(db->active, uid, (uint32_t)day) != 0)

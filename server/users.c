@@ -63,8 +63,9 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
             return false;
         if (tag != 0 && tag >= db_day_tag(day))
             return false;
-        bc_set_user_day(srv->db.bc, uid, db_day_tag(day));
-        return true;
+        /* Best effort, as below: a bucket that cannot widen its days
+         * (bc.h) keeps the old one. */
+        return bc_set_user_day(srv->db.bc, uid, db_day_tag(day)) > 0;
     }
     if (tag == 0 && !op_expires(srv, op))
         return false;

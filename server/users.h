@@ -6,7 +6,7 @@
  *
  * Activity: the UTC day (ms / 86400000) of the user's last command naming
  * it as the reader, kept in BC's entries for a user registered in a BC
- * channel (bc.h, "Activity days": 2 bytes a subscription), else in
+ * channel (bc.h, "Activity days": 1 byte a subscription), else in
  * db->active, a u32map entry of ~13 bytes (db_active_day). Only users with
  * something to expire are in it: a user enters through a command of a family in
  * expire-families, and from then on any user command keeps it active; a user of

@@ -6,7 +6,8 @@
  * Why a table per channel rather than one per user: broadcast channels are
  * few and their audiences huge, and the common user is in one or a few of
  * them. A per-user u64map slot costs 18-19 bytes even with the offset
- * inline; a per-channel u32map costs ~13 bytes per (user, channel), with
+ * inline; a per-channel u32map costs ~12.3 bytes per (user, channel) with
+ * its activity day (bc.h), with
  * one or with many channels per user. Forgetting a user (expiry, USER.DEL)
  * visits each channel, which is cheap because channels are few.
  *
@@ -257,26 +258,59 @@ struct day_ctx {
 static void day_get_visit(uint64_t ch, uint64_t w, void *ctx)
 {
     struct day_ctx *dc = ctx;
-    uint16_t *tag;
+    uint16_t tag;
 
     (void)ch;
     if (dc->found || chan_of(w) == dc->skip ||
         u32map_ref_tagged(chan_of(w)->offs, dc->uid, &tag) == NULL)
         return;
     dc->found = true;
-    dc->day = *tag;
+    dc->day = tag;
 }
+
+/* Setting a user's day in every channel: a channel whose bucket cannot
+ * take the day (an allocation failed) stops the walk, and the channels
+ * already set get the old day back, which their buckets still hold (a
+ * bucket's window of 1-byte tags, u32map.c, moves to hold the tags it
+ * has, the user's old one among them). */
+struct day_set_ctx {
+    uint64_t uid;
+    uint16_t day;
+    bool found, failed;
+};
 
 static void day_set_visit(uint64_t ch, uint64_t w, void *ctx)
 {
-    struct day_ctx *dc = ctx;
-    uint16_t *tag;
+    struct day_set_ctx *dc = ctx;
+    int rc;
 
     (void)ch;
-    if (u32map_ref_tagged(chan_of(w)->offs, dc->uid, &tag) != NULL) {
-        dc->found = true;
-        *tag = dc->day;
-    }
+    if (dc->failed)
+        return;
+    rc = u32map_set_tag(chan_of(w)->offs, dc->uid, dc->day);
+    dc->found |= rc == 0;
+    dc->failed = rc < 0;
+}
+
+/* Gives uid's entries in every channel the day; 0, or -1 on allocation
+ * failure (nothing changed). */
+static int set_days(struct bc_store *s, uint64_t uid, uint16_t day,
+                    uint16_t old)
+{
+    struct day_set_ctx dc = {uid, day, false, false};
+    uint64_t cursor = 0;
+
+    do
+        u64map_scan(s->chans, &cursor, SIZE_MAX, day_set_visit, &dc);
+    while (cursor != 0 && !dc.failed);
+    if (!dc.failed)
+        return 0;
+    dc = (struct day_set_ctx){uid, old, false, false};
+    cursor = 0;
+    do
+        u64map_scan(s->chans, &cursor, SIZE_MAX, day_set_visit, &dc);
+    while (cursor != 0);
+    return -1;
 }
 
 /* uid's day in the channels other than skip; false when it is in none. */
@@ -300,12 +334,10 @@ static int chan_put(struct bc_store *s, struct bc_chan *c, uint64_t uid,
                     uint32_t off)
 {
     size_t n = u32map_count(c->offs);
-    uint16_t *tag, day = 0;
+    uint16_t day = 0;
     bool known = true;
 
-    if (u32map_ref_tagged(c->offs, uid, &tag) != NULL)
-        day = *tag;
-    else
+    if (u32map_ref_tagged(c->offs, uid, &day) == NULL)
         known = filt_maybe(s, uid) && user_day(s, uid, c, &day);
     if (u32map_put_tagged(c->offs, uid, off, day) != 0)
         return -1;
@@ -387,7 +419,7 @@ int bc_unread(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t *unread,
     bool created;
     struct bc_chan *c = chan_get(s, ch, &created);
     const uint32_t *off;
-    uint16_t *tag;
+    uint16_t tag;
 
     if (c == NULL)
         return -1;
@@ -397,7 +429,7 @@ int bc_unread(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t *unread,
         *unread = (uint32_t)((uint32_t)c->head - *off);
         s->hint = true;
         s->hint_uid = uid;
-        s->hint_day = *tag;
+        s->hint_day = tag;
         return 0;
     }
     *unread = 0;
@@ -430,7 +462,7 @@ int bc_read_upto(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t upto,
     bool created;
     struct bc_chan *c = chan_get(s, ch, &created);
     uint32_t *off;
-    uint16_t *tag;
+    uint16_t tag;
     uint64_t at;
 
     if (c == NULL)
@@ -451,7 +483,7 @@ int bc_read_upto(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t upto,
     *unread = c->head - at;
     s->hint = true;
     s->hint_uid = uid;
-    s->hint_day = *tag;
+    s->hint_day = tag;
     return 0;
 }
 
@@ -629,12 +661,12 @@ static void del_visit(uint64_t ch, uint64_t w, void *ctx)
 {
     struct del_ctx *dc = ctx;
     struct bc_chan *c = chan_of(w);
-    uint16_t *tag;
+    uint16_t tag;
 
     (void)ch;
     if (u32map_ref_tagged(c->offs, dc->uid, &tag) == NULL)
         return;
-    dc->tracked |= *tag != 0;
+    dc->tracked |= tag != 0;
     u32map_del(c->offs, dc->uid);
     dc->s->entries--;
     dc->n++;
@@ -667,22 +699,19 @@ bool bc_user_day(const struct bc_store *s, uint64_t uid, uint16_t *day)
     return filt_maybe(s, uid) && user_day(s, uid, NULL, day);
 }
 
-bool bc_set_user_day(struct bc_store *s, uint64_t uid, uint16_t day)
+int bc_set_user_day(struct bc_store *s, uint64_t uid, uint16_t day)
 {
-    struct day_ctx dc = {uid, NULL, day, false};
     uint16_t old;
-    uint64_t cursor = 0;
 
     if (!bc_user_day(s, uid, &old))
-        return false;
-    do
-        u64map_scan(s->chans, &cursor, SIZE_MAX, day_set_visit, &dc);
-    while (cursor != 0);
+        return 0;
+    if (set_days(s, uid, day, old) != 0)
+        return -1;
     s->tracked = s->tracked - (old != 0) + (day != 0);
     s->hint = true;
     s->hint_uid = uid;
     s->hint_day = day;
-    return true;
+    return 1;
 }
 
 size_t bc_tracked_users(const struct bc_store *s)

@@ -14,8 +14,9 @@
  * Width: offsets are kept as their low 32 bits and unread is computed
  * modulo 2^32, so it is exact while a user is fewer than 2^32 (4.29
  * billion) messages behind in a channel; further behind it would wrap.
- * That is what buys 14-byte entries (a tagged u32map: the offset and the
- * user's activity day, "Activity days" below): broadcast channels publish
+ * That is what buys 12-byte entries (a tagged u32map: a 7-byte key, the
+ * offset and the user's activity day in a byte of its bucket's window of
+ * days, "Activity days" below): broadcast channels publish
  * system notices, not billions of messages, and expiry forgets users long
  * inactive.
  *
@@ -124,20 +125,22 @@ size_t bc_forget_user(struct bc_store *s, uint64_t uid);
  * Activity days (server/users.h): a user registered in some channel keeps
  * the UTC day of its last activity in its entries, a u16 tag beside each
  * offset (all of a user's entries hold the same day; 0: none kept here),
- * so that tracking it costs 2 bytes a subscription instead of an entry of
- * its own in the activity table.
+ * so that tracking it costs a byte a subscription (2 in a bucket of the
+ * channel's table whose users' days span more than 255 days: u32map.c)
+ * instead of an entry of its own in the activity table.
  *
  * bc_user_day: false when uid is in no channel, else true with *day (0:
  * no day kept). Right after a bc_unread/bc_read/bc_read_upto of uid it
  * needs no lookup (the store remembers the entry it touched); for a user
  * in no channel, mostly one bit of a filter of the users (~0.5 byte a
  * user; ~1 in 4 answer "maybe"); else O(channels). bc_set_user_day gives every
- * entry of uid the day (0: none); false when uid is in no channel (nothing
- * changed). Never fails. A new entry of a user takes the day its other entries
- * have.
+ * entry of uid the day (0: none): 1; 0 when uid is in no channel; -1 on
+ * allocation failure (a bucket rebuilt with 2-byte days could not be
+ * allocated; nothing changed). Day 0, and the day the user has, never
+ * fail. A new entry of a user takes the day its other entries have.
  */
 bool bc_user_day(const struct bc_store *s, uint64_t uid, uint16_t *day);
-bool bc_set_user_day(struct bc_store *s, uint64_t uid, uint16_t day);
+int bc_set_user_day(struct bc_store *s, uint64_t uid, uint16_t day);
 /* Users with a day kept here. O(1). */
 size_t bc_tracked_users(const struct bc_store *s);
 

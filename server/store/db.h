@@ -95,7 +95,7 @@ void db_deinit(struct db *db);
 
 /*
  * Activity (server/users.h): a tracked user's day is kept in one place,
- * BC's entries when BC keeps it (bc_user_day, 2 bytes a subscription),
+ * BC's entries when BC keeps it (bc_user_day, 1 byte a subscription),
  * else the activity table. db_active_day: whether uid is tracked, with
  * *day. db_active_users: the users tracked. A day in BC's entries is a
  * u16: db_day_tag is the day BC keeps for day (1..65535, the year 2149).

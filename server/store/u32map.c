@@ -24,12 +24,27 @@
  * large channels, the activity table) for ~8% more time per lookup (the
  * walk's loads are masked): 80-83 -> 88 ns at 1M keys, cache-missing.
  *
- * Sizes. A bucket grows by x1.125 when full, up to U32MAP_BUCKET_MAX
+ * Sizes. A bucket grows by x1.125 when full (x1.016 in a tagged map,
+ * below), up to U32MAP_BUCKET_MAX
  * entries, then splits in two by the next hash bit (a cut at one position,
  * found by bisection). After deletes a bucket shrinks below half full, and
  * merges with its buddy when both fit in half a maximum bucket. The average
  * fill stays near 0.94: ~12.8 bytes per entry, headers and directory
- * included, ~11.6 once buckets are narrow (below). Depth stops at 32 (the
+ * included, ~11.6 once buckets are narrow (below).
+ *
+ * Growth steps and the heap. Each step allocates the larger bucket and
+ * frees the smaller, and the holes this leaves in the C library's heap
+ * cost RSS beyond the accounting. Where buckets are most of the heap
+ * (BC's channel tables: `make bench-memory`'s row), steps of x1.016
+ * (n / 64 + 4 entries) leave fewer: 0.8-0.9 bytes an entry of free heap
+ * at 1M keys (glibc) against 1.3-2.2 with x1.125, and a fill near 0.98.
+ * Where small records of other stores are allocated between the steps
+ * (the activity table beside DOT's click lists), they carve the holes
+ * that many small steps leave and the heap grows instead: DOT's row at
+ * 250,000 users grew by 1.9 bytes a click with x1.016 for the activity
+ * table. So tagged maps (BC's) grow by x1.016 and plain ones by x1.125.
+ * A small step costs a copy of the bucket every ~n/64 inserts, about
+ * what an insert's own memmove moves. Depth stops at 32 (the
  * interpolation reads the 32 bits after the prefix); a bucket at that depth
  * grows past the maximum instead of splitting, which only keys chosen against a
  * known seed could cause.
@@ -44,6 +59,8 @@
 struct bkt {
     struct xdir_node node; /* its local depth */
     uint8_t top;           /* a narrow bucket's top hash byte */
+    uint16_t tbase;        /* a tagged map's bucket: the tag of byte 1, or
+                              0 when its tags take 2 bytes each (below) */
     uint32_t n;            /* entries in use */
     uint32_t cap;          /* room for cap hashes, cap values, cap tags */
     uint32_t voff;         /* where the values start, from h */
@@ -51,6 +68,18 @@ struct bkt {
                               narrow bucket; then (4-aligned) the values;
                               then a tagged map's tags */
 };
+
+/*
+ * Tags. A tagged map's bucket keeps each tag in one byte while its
+ * non-zero tags lie within a window of TAG_SPAN: byte 0 is tag 0, byte t
+ * tag tbase + t - 1. A tag outside the window moves the window when all of
+ * the bucket's tags then still fit (no allocation), else the bucket is
+ * rebuilt with 2-byte tags (tbase 0), and any rebuild (split, merge,
+ * shrink) goes back to bytes when they fit again. BC's days are such tags:
+ * the days of a bucket's users span the expiry delay (30 days by default),
+ * so its entries take 12 bytes, not 13.
+ */
+#define TAG_SPAN 255u
 
 /* A bucket of this depth or more is narrow: its hashes share their top
  * byte (its prefix's), which it keeps once in `top`, so each hash takes 7
@@ -64,7 +93,8 @@ struct u32map {
     uint64_t seed;
     size_t count;
     uint32_t nbkts;
-    bool tagged; /* a u16 tag beside every value */
+    bool tagged;        /* a u16 tag beside every value */
+    uint8_t grow_shift; /* a full bucket grows by n >> grow_shift + 4 */
 };
 
 #define BKT_MIN_CAP 4u
@@ -76,6 +106,12 @@ static inline size_t hash_width(uint8_t depth)
     return depth >= NARROW_DEPTH ? 7 : 8;
 }
 
+/* Bytes per tag: none in a plain map, 1 or 2 in a tagged one. */
+static inline size_t tag_width(const struct u32map *m, uint16_t tbase)
+{
+    return !m->tagged ? 0 : tbase != 0 ? 1 : 2;
+}
+
 /* The hashes' bytes, up to where the values start. */
 static inline size_t hashes_size(uint32_t cap, uint8_t depth)
 {
@@ -83,11 +119,10 @@ static inline size_t hashes_size(uint32_t cap, uint8_t depth)
 }
 
 static inline size_t bkt_size(const struct u32map *m, uint32_t cap,
-                              uint8_t depth)
+                              uint8_t depth, uint16_t tbase)
 {
     return sizeof(struct bkt) + hashes_size(cap, depth) +
-           (size_t)cap *
-               (sizeof(uint32_t) + (m->tagged ? sizeof(uint16_t) : 0));
+           (size_t)cap * (sizeof(uint32_t) + tag_width(m, tbase));
 }
 
 static inline uint8_t *bkt_hbytes(const struct bkt *b)
@@ -148,16 +183,98 @@ static inline void bh_move(struct bkt *b, uint32_t to, uint32_t from,
     memmove(bkt_hbytes(b) + to * w, bkt_hbytes(b) + from * w, k * w);
 }
 
-/* A tagged map's tags (meaningless for an untagged one). */
-static inline uint16_t *bkt_tags(const struct bkt *b)
+/* A tagged map's tags (meaningless for an untagged one): bytes, or u16s
+ * when tbase is 0. */
+static inline uint8_t *bkt_tags(const struct bkt *b)
 {
-    return (uint16_t *)(bkt_vals(b) + b->cap);
+    return (uint8_t *)(bkt_vals(b) + b->cap);
+}
+
+static inline uint16_t tag_get(const struct bkt *b, uint32_t i)
+{
+    uint16_t t;
+
+    if (b->tbase == 0) {
+        memcpy(&t, bkt_tags(b) + (size_t)i * 2, sizeof(t));
+        return t;
+    }
+    t = bkt_tags(b)[i];
+    return t == 0 ? 0 : (uint16_t)(b->tbase + t - 1);
+}
+
+/* Whether b can hold tag as it is. */
+static inline bool tag_fits(const struct bkt *b, uint16_t tag)
+{
+    return b->tbase == 0 || tag == 0 ||
+           (tag >= b->tbase && (unsigned)(tag - b->tbase) < TAG_SPAN);
+}
+
+/* Sets tag i of b to tag, which fits. */
+static inline void tag_set(struct bkt *b, uint32_t i, uint16_t tag)
+{
+    if (b->tbase == 0)
+        memcpy(bkt_tags(b) + (size_t)i * 2, &tag, sizeof(tag));
+    else
+        bkt_tags(b)[i] = tag == 0 ? 0 : (uint8_t)(tag - b->tbase + 1);
+}
+
+/* Moves tags [from, from + k) of b to start at `to`. */
+static inline void tag_move(struct bkt *b, uint32_t to, uint32_t from,
+                            uint32_t k)
+{
+    size_t w = b->tbase == 0 ? 2 : 1;
+
+    memmove(bkt_tags(b) + to * w, bkt_tags(b) + from * w, k * w);
+}
+
+/* The smallest and largest non-zero tag of b's entries [from, to) joined
+ * into *lo, *hi (*lo > *hi: none yet). */
+static void tag_range(const struct bkt *b, uint32_t from, uint32_t to,
+                      uint16_t *lo, uint16_t *hi)
+{
+    for (uint32_t i = from; i < to; i++) {
+        uint16_t t = tag_get(b, i);
+
+        if (t != 0 && t < *lo)
+            *lo = t;
+        if (t > *hi)
+            *hi = t;
+    }
+}
+
+/* The tbase for tags within [lo, hi]: 0 (2-byte tags) when they span more
+ * than a window. */
+static inline uint16_t tbase_for(uint16_t lo, uint16_t hi)
+{
+    if (lo > hi)
+        return 1; /* no non-zero tag: any window */
+    return (unsigned)(hi - lo) < TAG_SPAN ? lo : 0;
+}
+
+/* Moves b's window of 1-byte tags to hold tag too, in place: false when
+ * its tags and tag span more than a window (b unchanged). */
+static bool tag_rebase(struct bkt *b, uint16_t tag)
+{
+    uint16_t lo = tag, hi = tag, base;
+
+    tag_range(b, 0, b->n, &lo, &hi);
+    base = tbase_for(lo, hi);
+    if (base == 0)
+        return false;
+    for (uint32_t i = 0; i < b->n; i++) {
+        uint8_t *t = &bkt_tags(b)[i];
+
+        if (*t != 0)
+            *t = (uint8_t)(b->tbase + *t - 1 - base + 1);
+    }
+    b->tbase = base;
+    return true;
 }
 
 /* Room for n entries plus growth slack; rebuilds and growth aim here. */
-static uint32_t cap_for(uint32_t n, uint8_t depth)
+static uint32_t cap_for(const struct u32map *m, uint32_t n, uint8_t depth)
 {
-    uint32_t cap = n + n / 8 + BKT_MIN_CAP;
+    uint32_t cap = n + (n >> m->grow_shift) + BKT_MIN_CAP;
 
     if (cap > U32MAP_BUCKET_MAX && depth < MAP_MAX_DEPTH)
         cap = n > U32MAP_BUCKET_MAX ? n : U32MAP_BUCKET_MAX;
@@ -220,13 +337,14 @@ static uint32_t bkt_lower(const struct bkt *b, uint64_t h)
 
 /* A bucket for the range of depth `depth` that holds hash h. */
 static struct bkt *bkt_alloc(struct u32map *m, uint32_t cap, uint8_t depth,
-                             uint64_t h)
+                             uint64_t h, uint16_t tbase)
 {
-    struct bkt *b = mem_alloc(&m->mem, bkt_size(m, cap, depth));
+    struct bkt *b = mem_alloc(&m->mem, bkt_size(m, cap, depth, tbase));
 
     if (b == NULL)
         return NULL;
     b->top = (uint8_t)(h >> 56);
+    b->tbase = tbase;
     b->voff = (uint32_t)hashes_size(cap, depth);
     b->n = 0;
     b->cap = cap;
@@ -238,7 +356,7 @@ static struct bkt *bkt_alloc(struct u32map *m, uint32_t cap, uint8_t depth,
 static void bkt_free(struct u32map *m, struct bkt *b)
 {
     m->nbkts--;
-    mem_free(&m->mem, b, bkt_size(m, b->cap, b->node.depth));
+    mem_free(&m->mem, b, bkt_size(m, b->cap, b->node.depth, b->tbase));
 }
 
 /* Appends src's entries [from, to) to d, which has room for them. */
@@ -254,20 +372,35 @@ static void bkt_append(const struct u32map *m, struct bkt *d,
         for (uint32_t j = 0; j < k; j++)
             bh_set(d, d->n + j, bh(src, from + j));
     memcpy(bkt_vals(d) + d->n, bkt_vals(src) + from, k * sizeof(uint32_t));
-    if (m->tagged)
-        memcpy(bkt_tags(d) + d->n, bkt_tags(src) + from, k * sizeof(uint16_t));
+    if (m->tagged && d->tbase == src->tbase)
+        memcpy(bkt_tags(d) + d->n * tag_width(m, d->tbase),
+               bkt_tags(src) + from * tag_width(m, d->tbase),
+               k * tag_width(m, d->tbase));
+    else if (m->tagged)
+        for (uint32_t j = 0; j < k; j++)
+            tag_set(d, d->n + j, tag_get(src, from + j));
     d->n += k;
 }
 
 /* A new bucket of the given depth, for the range holding hash h, with
- * a's entries then b's (b may be NULL), sized for them; NULL on allocation
- * failure. */
+ * a's entries then b's (b may be NULL), sized for them, its tags in bytes
+ * when they fit in a window (and `tag`, when not 0, with them); NULL on
+ * allocation failure. */
 static struct bkt *bkt_build(struct u32map *m, uint8_t depth, uint64_t h,
                              const struct bkt *a, uint32_t from, uint32_t to,
-                             const struct bkt *b)
+                             const struct bkt *b, uint16_t tag)
 {
     uint32_t n = to - from + (b ? b->n : 0);
-    struct bkt *d = bkt_alloc(m, cap_for(n, depth), depth, h);
+    uint16_t lo = tag ? tag : UINT16_MAX, hi = tag, tbase = 1;
+    struct bkt *d;
+
+    if (m->tagged) {
+        tag_range(a, from, to, &lo, &hi);
+        if (b != NULL)
+            tag_range(b, 0, b->n, &lo, &hi);
+        tbase = tbase_for(lo, hi);
+    }
+    d = bkt_alloc(m, cap_for(m, n, depth), depth, h, tbase);
 
     if (d == NULL)
         return NULL;
@@ -290,8 +423,15 @@ static int bkt_make_room(struct u32map *m, struct bkt *b, uint64_t h)
     uint32_t lo = 0, hi = b->n;
 
     if (b->n < U32MAP_BUCKET_MAX || d >= MAP_MAX_DEPTH) {
-        struct bkt *g = bkt_alloc(m, cap_for(b->n + 1, d), d, h);
+        uint16_t tlo = UINT16_MAX, thi = 0, tbase = b->tbase;
+        struct bkt *g;
 
+        /* 2-byte tags go back to bytes when they fit again */
+        if (m->tagged && tbase == 0) {
+            tag_range(b, 0, b->n, &tlo, &thi);
+            tbase = tbase_for(tlo, thi);
+        }
+        g = bkt_alloc(m, cap_for(m, b->n + 1, d), d, h, tbase);
         if (g == NULL)
             return -1;
         bkt_append(m, g, b, 0, b->n);
@@ -310,10 +450,10 @@ static int bkt_make_room(struct u32map *m, struct bkt *b, uint64_t h)
     }
     if (xdir_split_room(&m->dir, &m->mem, d) != 0)
         return -1;
-    l = bkt_build(m, d + 1, h & ~(UINT64_C(1) << (63 - d)), b, 0, lo, NULL);
+    l = bkt_build(m, d + 1, h & ~(UINT64_C(1) << (63 - d)), b, 0, lo, NULL, 0);
     if (l == NULL)
         return -1;
-    r = bkt_build(m, d + 1, h | UINT64_C(1) << (63 - d), b, lo, b->n, NULL);
+    r = bkt_build(m, d + 1, h | UINT64_C(1) << (63 - d), b, lo, b->n, NULL, 0);
     if (r == NULL) {
         bkt_free(m, l);
         return -1;
@@ -347,7 +487,7 @@ static void bkt_trim(struct u32map *m, struct bkt *b, uint64_t h)
         if (o != NULL && b->n + o->n <= U32MAP_BUCKET_MAX / 2) {
             struct bkt *lo = lower ? b : o, *hi = lower ? o : b;
 
-            g = bkt_build(m, d - 1, h, lo, 0, lo->n, hi);
+            g = bkt_build(m, d - 1, h, lo, 0, lo->n, hi, 0);
             if (g == NULL)
                 return;
             xdir_merge(&m->dir, &m->mem, h, &g->node);
@@ -356,13 +496,33 @@ static void bkt_trim(struct u32map *m, struct bkt *b, uint64_t h)
             return;
         }
     }
-    if (b->n >= b->cap / 2 || cap_for(b->n, d) >= b->cap)
+    if (b->n >= b->cap / 2 || cap_for(m, b->n, d) >= b->cap)
         return;
-    g = bkt_build(m, d, h, b, 0, b->n, NULL);
+    g = bkt_build(m, d, h, b, 0, b->n, NULL, 0);
     if (g == NULL)
         return;
     xdir_replace(&m->dir, h, &g->node);
     bkt_free(m, b);
+}
+
+/*
+ * Makes b, the bucket of hash h, able to hold tag: moves its window of
+ * 1-byte tags, or rebuilds it with 2-byte tags. The bucket holding h
+ * after, or NULL on allocation failure (b unchanged).
+ */
+static struct bkt *bkt_tag_room(struct u32map *m, struct bkt *b, uint64_t h,
+                                uint16_t tag)
+{
+    struct bkt *g;
+
+    if (tag_fits(b, tag) || tag_rebase(b, tag))
+        return b;
+    g = bkt_build(m, b->node.depth, h, b, 0, b->n, NULL, tag);
+    if (g == NULL)
+        return NULL;
+    xdir_replace(&m->dir, h, &g->node);
+    bkt_free(m, b);
+    return g;
 }
 
 static struct u32map *map_create(struct mem_acct *owner, bool tagged)
@@ -375,6 +535,7 @@ static struct u32map *map_create(struct mem_acct *owner, bool tagged)
     mem_acct_init(&m->mem, owner);
     m->seed = hash_seed(HASH_U32MAP);
     m->tagged = tagged;
+    m->grow_shift = tagged ? 6 : 3;
     return m;
 }
 
@@ -395,13 +556,15 @@ void u32map_destroy(struct u32map *m)
     if (m == NULL)
         return;
     for (size_t i = 0; (n = xdir_walk(&m->dir, &i)) != NULL;)
-        mem_free(&m->mem, n, bkt_size(m, ((struct bkt *)n)->cap, n->depth));
+        mem_free(&m->mem, n,
+                 bkt_size(m, ((struct bkt *)n)->cap, n->depth,
+                          ((struct bkt *)n)->tbase));
     xdir_deinit(&m->dir, &m->mem);
     mem_free(m->mem.up, m, sizeof(*m));
 }
 
 /* key's value in m, or NULL; *tag = its tag when m is tagged. */
-static uint32_t *map_find(const struct u32map *m, uint64_t key, uint16_t **tag)
+static uint32_t *map_find(const struct u32map *m, uint64_t key, uint16_t *tag)
 {
     uint64_t h = hash_u64(key, m->seed);
     const struct bkt *b = bkt_of(m, h);
@@ -415,7 +578,7 @@ static uint32_t *map_find(const struct u32map *m, uint64_t key, uint16_t **tag)
     if (!found)
         return NULL;
     if (tag != NULL)
-        *tag = &bkt_tags(b)[i];
+        *tag = tag_get(b, i);
     return &bkt_vals(b)[i];
 }
 
@@ -424,9 +587,28 @@ uint32_t *u32map_ref(struct u32map *m, uint64_t key)
     return map_find(m, key, NULL);
 }
 
-uint32_t *u32map_ref_tagged(struct u32map *m, uint64_t key, uint16_t **tag)
+uint32_t *u32map_ref_tagged(struct u32map *m, uint64_t key, uint16_t *tag)
 {
     return map_find(m, key, tag);
+}
+
+int u32map_set_tag(struct u32map *m, uint64_t key, uint16_t tag)
+{
+    uint64_t h = hash_u64(key, m->seed);
+    struct bkt *b = bkt_of(m, h);
+    bool found;
+    uint32_t i;
+
+    if (b == NULL)
+        return 1;
+    i = bkt_seek(b, h, &found);
+    if (!found)
+        return 1;
+    b = bkt_tag_room(m, b, h, tag);
+    if (b == NULL)
+        return -1;
+    tag_set(b, i, tag);
+    return 0;
 }
 
 void u32map_prefetch(const struct u32map *m, uint64_t key, int stage)
@@ -474,27 +656,30 @@ int u32map_put_tagged(struct u32map *m, uint64_t key, uint32_t val,
 
         if (b == NULL) {
             /* Only an empty map (depth 0) has no bucket. */
-            b = bkt_alloc(m, BKT_MIN_CAP, 0, h);
+            b = bkt_alloc(m, BKT_MIN_CAP, 0, h, tag ? tag : 1);
             if (b == NULL)
                 return -1;
             xdir_set_first(&m->dir, &b->node);
+        }
+        if (m->tagged) {
+            b = bkt_tag_room(m, b, h, tag);
+            if (b == NULL)
+                return -1;
         }
         i = bkt_lower(b, h);
         v = bkt_vals(b);
         if (i < b->n && bh(b, i) == h) {
             v[i] = val;
             if (m->tagged)
-                bkt_tags(b)[i] = tag;
+                tag_set(b, i, tag);
             return 0;
         }
         if (b->n < b->cap) {
             bh_move(b, i + 1, i, b->n - i);
             memmove(&v[i + 1], &v[i], (b->n - i) * sizeof(uint32_t));
             if (m->tagged) {
-                uint16_t *t = bkt_tags(b);
-
-                memmove(&t[i + 1], &t[i], (b->n - i) * sizeof(uint16_t));
-                t[i] = tag;
+                tag_move(b, i + 1, i, b->n - i);
+                tag_set(b, i, tag);
             }
             bh_set(b, i, h);
             v[i] = val;
@@ -522,8 +707,7 @@ bool u32map_del(struct u32map *m, uint64_t key)
     bh_move(b, i, i + 1, b->n - i - 1);
     memmove(&v[i], &v[i + 1], (b->n - i - 1) * sizeof(uint32_t));
     if (m->tagged)
-        memmove(&bkt_tags(b)[i], &bkt_tags(b)[i + 1],
-                (b->n - i - 1) * sizeof(uint16_t));
+        tag_move(b, i, i + 1, b->n - i - 1);
     b->n--;
     m->count--;
     bkt_trim(m, b, h);
@@ -562,7 +746,7 @@ static size_t map_scan(const struct u32map *m, uint64_t *cursor, size_t max,
             }
             if (tfn != NULL)
                 tfn(hash_u64_inv(bh(b, i), m->seed), bkt_vals(b)[i],
-                    bkt_tags(b)[i], ctx);
+                    tag_get(b, i), ctx);
             else
                 fn(hash_u64_inv(bh(b, i), m->seed), bkt_vals(b)[i], ctx);
             n++;
@@ -608,8 +792,14 @@ static size_t bkt_audit(const struct xdir *x, const struct xdir_node *n,
         bad += k > 0 && bh(b, k) <= bh(b, k - 1);
         bad += di < first || di >= first + span;
     }
+    /* 1-byte tags within their window; a plain map's buckets all alike */
+    bad += !ac->m->tagged && b->tbase != 1;
+    if (ac->m->tagged && b->tbase != 0)
+        for (uint32_t k = 0; k < b->n; k++)
+            bad += bkt_tags(b)[k] != 0 &&
+                   (uint32_t)b->tbase + bkt_tags(b)[k] - 1 > UINT16_MAX;
     ac->count += b->n;
-    ac->bytes += bkt_size(ac->m, b->cap, b->node.depth);
+    ac->bytes += bkt_size(ac->m, b->cap, b->node.depth, b->tbase);
     return bad;
 }
 

@@ -1,7 +1,7 @@
 /*
  * u32map.h - a compact map from u64 keys to u32 values: 12 bytes an entry
  * (11 in a map of more than ~100,000 keys, whose buckets keep the top byte
- * of their hashes once) plus ~6% slack, for the per-(user, x) tables where a
+ * of their hashes once) plus ~2-6% slack, for the per-(user, x) tables where a
  * 16-byte u64map slot at 85-90% load (18-19 bytes) is over budget (BC offsets:
  * docs/COMMANDS.md, "BC", goal
  * <= 16 bytes per entry).
@@ -14,7 +14,8 @@
  *
  * Extendible hashing over sorted buckets: a directory indexed by the top
  * hash bits picks a bucket, a bucket is a sorted array of hashes with the
- * values beside them, sized to its count in x1.125 steps. A full bucket
+ * values beside them, sized to its count in x1.125 steps (x1.016 in a
+ * tagged map: u32map.c, "Growth steps"). A full bucket
  * splits in two by the next hash bit; sparse buddies merge. No operation
  * moves more than one or two buckets (<= U32MAP_BUCKET_MAX entries) apart
  * from the directory (one pointer per ~400 keys) when it doubles or halves,
@@ -44,8 +45,10 @@ struct u32map;
 struct u32map *u32map_create(struct mem_acct *owner);
 void u32map_destroy(struct u32map *m);
 
-/* As u32map_create, for a map that keeps a u16 tag beside every value
- * (14 bytes an entry instead of 12): state its owner reads with the value,
+/* As u32map_create, for a map that keeps a u16 tag beside every value (in
+ * a byte while a bucket's tags span fewer than 255 values, else 2: 13 or
+ * 14 bytes an entry instead of 12, 12 or 13 in large maps; u32map.c,
+ * "Tags"): state its owner reads with the value,
  * such as BC's day of last activity. Only a tagged map may be given to
  * the *_tagged calls; the others work on both (u32map_put sets tag 0). */
 struct u32map *u32map_create_tagged(struct mem_acct *owner);
@@ -54,9 +57,15 @@ struct u32map *u32map_create_tagged(struct mem_acct *owner);
  * value through it. */
 uint32_t *u32map_ref(struct u32map *m, uint64_t key);
 
-/* As u32map_ref, and *tag = a pointer to its tag, which the caller may
- * change (tagged maps only; *tag untouched when key is absent). */
-uint32_t *u32map_ref_tagged(struct u32map *m, uint64_t key, uint16_t **tag);
+/* As u32map_ref, and *tag = its tag (tagged maps only; *tag untouched
+ * when key is absent). */
+uint32_t *u32map_ref_tagged(struct u32map *m, uint64_t key, uint16_t *tag);
+
+/* Sets key's tag (tagged maps only). 0; 1 when key is absent; -1 on
+ * allocation failure (a bucket whose tags no longer fit in bytes is
+ * rebuilt with 2-byte tags), nothing changed. Setting tag 0, or a tag some
+ * entry of the same bucket already has, never allocates. */
+int u32map_set_tag(struct u32map *m, uint64_t key, uint16_t tag);
 
 /* true with *val set when key is present. */
 bool u32map_get(const struct u32map *m, uint64_t key, uint32_t *val);

@@ -416,8 +416,68 @@ static void test_user_filter_alloc_failures(void)
     }
 }
 
+/*
+ * Days far apart (a user back after a year beside today's users): a day
+ * outside its bucket's window of 1-byte days makes the bucket's days 2
+ * bytes. That can fail to allocate: each allocation failing in turn, the
+ * user's day is then unchanged in every channel (the channels already
+ * set get the old day back), else set in all; day 0 and the day the user
+ * has never fail.
+ */
+static void test_day_spread_failures(void)
+{
+    struct bc_store *s = bc_create();
+    uint64_t u, points = 0, failed = 0;
+    uint16_t day;
+    bool reg;
+    size_t bad = 0;
+    int rc;
+
+    for (uint64_t i = 1; i <= 3000; i++) {
+        for (uint64_t ch = 1; ch <= 3; ch++)
+            bad += bc_unread(s, i, ch, &u, &reg) != 0;
+        bad += bc_set_user_day(s, i, 20000) != 1;
+    }
+    CHECK_EQ_U64(bad, 0);
+    for (uint64_t n = 1;; n++) {
+        uint64_t uid = 1 + n * 37 % 3000;
+        uint64_t a0 = mem_allocs();
+
+        mem_fail_after(n, false);
+        rc = bc_set_user_day(s, uid, 19000);
+        mem_fail_after(0, false);
+        bad += !bc_user_day(s, uid, &day);
+        bad += rc == 1 ? day != 19000 : rc != -1 || day != 20000;
+        CHECK_EQ_U64(bc_audit(s), 0);
+        /* back to today: fits whatever the buckets became */
+        mem_fail_after(1, true);
+        bad += bc_set_user_day(s, uid, 20000) != 1;
+        bad += bc_set_user_day(s, uid, 20000) != 1;
+        bad += bc_set_user_day(s, uid, 0) != 1;
+        bad += bc_set_user_day(s, uid, 20000) != 1;
+        mem_fail_after(0, false);
+        points = mem_allocs() - a0;
+        failed += rc == -1;
+        if (rc == 1)
+            break;
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK(points >= 3); /* a widening in each of the 3 channels */
+    CHECK(failed >= 3);
+    CHECK_EQ_U64(bc_tracked_users(s), 3000);
+    CHECK_EQ_U64(bc_audit(s), 0);
+    /* a new channel of an old user takes its day, 2 bytes or not */
+    bad += bc_set_user_day(s, 5, 100) != 1;
+    bad += bc_read(s, 5, 4) != 0;
+    bad += !bc_user_day(s, 5, &day) || day != 100;
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(bc_audit(s), 0);
+    bc_destroy(s);
+}
+
 int main(void)
 {
+    T_RUN(test_day_spread_failures);
     T_RUN(test_user_filter_alloc_failures);
     T_RUN(test_user_filter);
     T_RUN(test_user_days);

@@ -285,7 +285,8 @@ static void tag_visit(uint64_t key, uint32_t val, uint16_t tag, void *ctx)
 
 /* A tagged map: every tag stays with its key through inserts, deletes,
  * splits and merges (checked against a model), scans report it, and an
- * entry costs 14 bytes plus the slack. */
+ * entry costs 14 bytes plus the slack when the tags are spread (2 bytes
+ * each: these are random). */
 static void test_tags_vs_model(void)
 {
     enum { POOL = 60000, OPS = 400000 };
@@ -299,7 +300,7 @@ static void test_tags_vs_model(void)
         tags[k] = -1;
     for (int op = 0; op < OPS; op++) {
         uint64_t r, key;
-        uint16_t *t;
+        uint16_t t;
         uint32_t *v;
 
         seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -319,9 +320,10 @@ static void test_tags_vs_model(void)
         v = u32map_ref_tagged(m, key * 0x9e3779b97f4a7c15ULL, &t);
         bad += (v != NULL) != (tags[key] >= 0);
         if (v != NULL) {
-            bad += *v != (uint32_t)key || *t != (uint16_t)tags[key];
-            *t = (uint16_t)(*t + 1); /* changed through the pointer */
-            tags[key] = *t;
+            bad += *v != (uint32_t)key || t != (uint16_t)tags[key];
+            t = (uint16_t)(t + 1);
+            bad += u32map_set_tag(m, key * 0x9e3779b97f4a7c15ULL, t) != 0;
+            tags[key] = t;
         }
     }
     CHECK_EQ_U64(bad, 0);
@@ -356,7 +358,7 @@ static void test_narrow_buckets(void)
             tagged ? u32map_create_tagged(NULL) : u32map_create(NULL);
         size_t bad = 0, per;
         uint64_t cursor = 0;
-        uint16_t *t;
+        uint16_t t = 0;
         uint32_t *v;
 
         for (uint64_t k = 0; k < N; k++)
@@ -370,7 +372,7 @@ static void test_narrow_buckets(void)
             v = tagged ? u32map_ref_tagged(m, k, &t) : u32map_ref(m, k);
             bad +=
                 (v != NULL) != (k < N) ||
-                (v && (*v != (uint32_t)k * 3 || (tagged && *t != (uint16_t)k)));
+                (v && (*v != (uint32_t)k * 3 || (tagged && t != (uint16_t)k)));
         }
         CHECK_EQ_U64(bad, 0);
         for (uint64_t k = 0; k < N; k++)
@@ -382,7 +384,7 @@ static void test_narrow_buckets(void)
             v = tagged ? u32map_ref_tagged(m, k, &t) : u32map_ref(m, k);
             bad +=
                 (v != NULL) != (k % 200 == 0) ||
-                (v && (*v != (uint32_t)k * 3 || (tagged && *t != (uint16_t)k)));
+                (v && (*v != (uint32_t)k * 3 || (tagged && t != (uint16_t)k)));
         }
         CHECK_EQ_U64(bad, 0);
         CHECK_EQ_U64(u32map_scan(m, &cursor, SIZE_MAX, nop_visit, NULL),
@@ -391,10 +393,122 @@ static void test_narrow_buckets(void)
     }
 }
 
+/*
+ * Day-like tags (BC's days): a bucket keeps them in a byte each while its
+ * non-zero tags span fewer than 255 values, moving its window as the days
+ * advance, in 2 bytes once they spread wider, and in bytes again after a
+ * rebuild once they fit. Against a model, with allocations failing at
+ * random: a failed put or set changes nothing.
+ */
+static void test_tag_windows(void)
+{
+    enum { POOL = 150000, OPS = 600000 };
+    struct u32map *m = u32map_create_tagged(NULL);
+    int32_t *tags = malloc(POOL * sizeof(*tags)); /* -1: absent */
+    size_t bad = 0, n = 0, fails = 0, before;
+    uint16_t today = 20000;
+
+    CHECK(m != NULL && tags != NULL);
+    for (uint64_t k = 0; k < POOL; k++)
+        tags[k] = -1;
+    /* every key, today's day: 1-byte tags, 12 bytes an entry + slack */
+    for (uint64_t k = 0; k < POOL; k++) {
+        bad += u32map_put_tagged(m, k, (uint32_t)k, today) != 0;
+        tags[k] = today;
+    }
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    CHECK(u32map_bytes(m) < (size_t)1275 * POOL / 100); /* 7 + 4 + 1 */
+    /* one day far back widens its bucket; 0 and today fit any bucket */
+    before = u32map_bytes(m);
+    CHECK_EQ_U64(u32map_set_tag(m, 7, (uint16_t)(today - 1000)), 0);
+    CHECK(u32map_bytes(m) > before);
+    mem_fail_after(1, true);
+    CHECK_EQ_U64(u32map_set_tag(m, 7, 0), 0);
+    CHECK_EQ_U64(u32map_set_tag(m, 7, today), 0);
+    mem_fail_after(0, false);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    for (int op = 0; op < OPS; op++) {
+        uint64_t key = t_rng() % POOL;
+        unsigned what = (unsigned)(t_rng() % 100);
+        uint16_t t = 0, tag;
+        uint32_t *v;
+        int rc;
+
+        if (op % 2000 == 0)
+            today++; /* days pass: windows move */
+        /* mostly today, some days far back (spreading a bucket past a
+         * window), some none */
+        tag = what < 80   ? today
+              : what < 85 ? 0
+              : what < 88 ? (uint16_t)(today - 300 - t_rng() % 2000)
+                          : (uint16_t)(today - t_rng() % 60);
+        if (t_rng() % 50 == 0)
+            mem_fail_after(1, false);
+        if (what % 7 == 0) {
+            bad += u32map_del(m, key) != (tags[key] >= 0);
+            tags[key] = -1;
+        } else if (what % 3 == 0 || tags[key] < 0) {
+            rc = u32map_put_tagged(m, key, (uint32_t)key, tag);
+            if (rc == 0)
+                tags[key] = tag;
+            fails += rc != 0;
+        } else {
+            rc = u32map_set_tag(m, key, tag);
+            bad += rc == 1;
+            if (rc == 0)
+                tags[key] = tag;
+            fails += rc != 0;
+        }
+        mem_fail_after(0, false);
+        v = u32map_ref_tagged(m, key, &t);
+        bad += (v != NULL) != (tags[key] >= 0);
+        bad += v != NULL && (*v != (uint32_t)key || t != (uint16_t)tags[key]);
+        /* setting a tag the entry has, or 0, never allocates */
+        if (v != NULL) {
+            mem_fail_after(1, true);
+            bad += u32map_set_tag(m, key, t) != 0;
+            bad += u32map_set_tag(m, key, 0) != 0;
+            bad += u32map_set_tag(m, key, t) != 0;
+            mem_fail_after(0, false);
+        }
+        if (op % 50000 == 0)
+            bad += u32map_audit(m);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK(fails > 0);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    for (uint64_t k = 0; k < POOL; k++) {
+        uint16_t t = 0;
+        uint32_t *v = u32map_ref_tagged(m, k, &t);
+
+        n += tags[k] >= 0;
+        bad += (v != NULL) != (tags[k] >= 0) ||
+               (v != NULL && t != (uint16_t)tags[k]);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u32map_count(m), n);
+    /* the old days gone (expired users come back today) */
+    for (uint64_t k = 0; k < POOL; k++)
+        if (tags[k] >= 0 && (uint16_t)tags[k] + 100 < today) {
+            bad += !u32map_del(m, k);
+            tags[k] = -1;
+        }
+    for (uint64_t k = 0; k < POOL; k++)
+        if (tags[k] < 0) {
+            bad += u32map_put_tagged(m, k, (uint32_t)k, today) != 0;
+            tags[k] = today;
+        }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    u32map_destroy(m);
+    free(tags);
+}
+
 int main(void)
 {
     T_RUN(test_narrow_buckets);
     T_RUN(test_tags_vs_model);
+    T_RUN(test_tag_windows);
     T_RUN(test_empty);
     T_RUN(test_basic);
     T_RUN(test_grow_and_shrink);
