@@ -298,7 +298,10 @@ void cmd_GRP_SEENALL(struct exec_ctx *x)
 
     if (!arg_u64(x, 0, "uid", &uid))
         return;
-    grp_seen_all(x->srv->db.grp, uid);
+    if (grp_seen_all(x->srv->db.grp, uid) != GRP_OK) {
+        reply_oom(x);
+        return;
+    }
     reply_int(x->r, capped(x, grp_total(x->srv->db.grp, uid,
                                         x->srv->cfg.unread_cap)));
 }

@@ -8,10 +8,10 @@
  *            first post with RING_MIN slots and doubled each time it is
  *            full, up to `window` (most groups never see unread-cap + 1
  *            messages: a group of 12 posts holds 16 slots, not 101);
- *   members  a listmap: uid -> the user's memberships, one u64 entry each,
- *            index << 34 | muted << 33 | seen << 1 | 1 (30 bits of group
- *            index, the mute flag, the low 32 bits of seen), by ascending
- *            index;
+ *   members  a memblist: uid -> the user's memberships by ascending index,
+ *            each the group index, the mute flag and the low 32 bits of
+ *            seen, as entries index << 34 | muted << 33 | seen << 1 | 1
+ *            (memblist.h packs them in the bytes the list needs);
  *   recs     a u64map: group index -> its recalled seqs (an exact-size
  *            ascending array), for the groups with some; a group's
  *            `nrec` says how many, so a group without recalls costs no
@@ -20,10 +20,12 @@
  *            32 | the low 32 bits of the seq, ascending, for the users
  *            with some.
  *
- * So a membership is 8 bytes, inline in the user's map slot when it is the
- * user's only one: one slot (~20 bytes) for a user in one group, ~20 + 8 +
- * 8n bytes for n groups (~11 bytes a membership at 10). Users in no group
- * have no entry.
+ * So a user in one group costs one map slot (~20 bytes); in n groups, one
+ * slot plus 8 + n x (1..4 + 1..4) bytes: 8 + 3n for groups a few thousand
+ * indexes apart read up to seq 255 (~6 bytes a membership at 10 groups).
+ * Users in no group have no entry. A seen that outgrows its record's
+ * width re-encodes the record: GRP.SEEN, GRP.MARKUNREAD and GRP.SEENALL
+ * can fail for memory even for a member (nothing changed).
  *
  * Nothing scans members: a post touches its group alone, an unread is one
  * lookup in the user's list and one group, a total walks the user's list.
@@ -32,7 +34,7 @@
 
 #include "db.h"
 #include "denseid.h"
-#include "listmap.h"
+#include "memblist.h"
 #include "mem.h"
 #include "u64map.h"
 
@@ -64,11 +66,11 @@ struct gml {
 };
 
 struct grp_store {
-    struct denseid *groups;  /* gid -> index, struct grp_group */
-    struct listmap *members; /* uid -> membership entries */
-    struct u64map *recs;     /* group index -> uint64_t[nrec] */
-    struct u64map *ment;     /* uid -> struct gml */
-    struct mem_acct mem;     /* all four, the windows, recalls, mentions */
+    struct denseid *groups;   /* gid -> index, struct grp_group */
+    struct memblist *members; /* uid -> membership entries */
+    struct u64map *recs;      /* group index -> uint64_t[nrec] */
+    struct u64map *ment;      /* uid -> struct gml */
+    struct mem_acct mem;      /* all four, the windows, recalls, mentions */
 };
 
 static inline uint64_t memb_entry(uint32_t gidx, uint32_t seen, bool muted)
@@ -404,31 +406,33 @@ static int memb_place(struct grp_store *s, uint64_t uid, uint64_t gid,
                       uint64_t *unread)
 {
     const struct grp_group *g;
-    const uint64_t *list;
-    uint64_t *e, one, nm;
+    struct ml_iter it;
+    uint64_t e, nm;
     uint32_t gidx;
     bool known = denseid_find(s->groups, gid, &gidx);
 
-    if (known && (e = listmap_find(s->members, uid, gidx)) != NULL) {
+    if (known && memblist_lookup(s->members, uid, gidx, &e)) {
         g = group_at(s, gidx);
         if (advance) {
             uint64_t at = group_seen_at(g, ts);
 
-            if (g->head - at < memb_raw(g, *e)) {
-                *e = memb_entry(gidx, (uint32_t)at, memb_muted(*e));
+            if (g->head - at < memb_raw(g, e)) {
+                e = memb_entry(gidx, (uint32_t)at, memb_muted(e));
+                if (memblist_set(s->members, uid, e) != 0)
+                    return GRP_ENOMEM;
                 gml_prune(s, uid, gidx, at);
             }
         }
-        *unread = memb_unread(s, gidx, g, *e);
+        *unread = memb_unread(s, gidx, g, e);
         return GRP_OK;
     }
-    if (listmap_get(s->members, uid, &list, &one) >= max_groups)
+    if (memblist_get(s->members, uid, &it) >= max_groups)
         return GRP_ELIMIT;
     if (!known && group_get(s, gid, &gidx) != GRP_OK)
         return GRP_ENOMEM;
     g = group_at(s, gidx);
     nm = memb_entry(gidx, (uint32_t)group_seen_at(g, ts), false);
-    if (listmap_add(s->members, uid, nm) != 0) {
+    if (memblist_add(s->members, uid, nm) != 0) {
         /* Fixed: the group created for this join used to stay behind. */
         if (!known)
             denseid_unintern(s->groups, gid);
@@ -447,7 +451,7 @@ struct grp_store *grp_create(void)
     mem_acct_init(&s->mem, NULL);
     s->groups = denseid_create(&s->mem, sizeof(struct grp_group),
                                UINT32_C(1) << GIDX_BITS);
-    s->members = listmap_create(&s->mem, GIDX_BITS);
+    s->members = memblist_create(&s->mem);
     s->recs = u64map_create(&s->mem);
     s->ment = u64map_create(&s->mem);
     if (s->groups == NULL || s->members == NULL || s->recs == NULL ||
@@ -488,7 +492,7 @@ void grp_destroy(struct grp_store *s)
         while (cursor != 0);
     }
     denseid_destroy(s->groups);
-    listmap_destroy(s->members);
+    memblist_destroy(s->members);
     u64map_destroy(s->recs);
     u64map_destroy(s->ment);
     mem_free(NULL, s, sizeof(*s));
@@ -521,7 +525,7 @@ int grp_post_mention(struct grp_store *s, uint64_t gid, uint64_t ts,
     if (!known && group_get(s, gid, &gidx) != GRP_OK)
         return GRP_ENOMEM;
     for (size_t i = 0; i < n; i++)
-        if (listmap_lookup(s->members, uids[i], gidx, &e) &&
+        if (memblist_lookup(s->members, uids[i], gidx, &e) &&
             gml_reserve(s, uids[i], 1) != GRP_OK) {
             tidy_all(s, uids, i + 1);
             goto nomem;
@@ -535,7 +539,7 @@ int grp_post_mention(struct grp_store *s, uint64_t gid, uint64_t ts,
     ring_append(g, ts);
     *seq = g->head;
     for (size_t i = 0; i < n; i++)
-        if (listmap_lookup(s->members, uids[i], gidx, &e))
+        if (memblist_lookup(s->members, uids[i], gidx, &e))
             gml_add(s, uids[i], gidx, g->head);
     tidy_all(s, uids, n);
     return GRP_OK;
@@ -591,12 +595,13 @@ int grp_recall(struct grp_store *s, uint64_t gid, uint64_t seq)
 int grp_mute(struct grp_store *s, uint64_t uid, uint64_t gid, bool muted)
 {
     uint32_t gidx;
-    uint64_t *e;
+    uint64_t e;
 
     if (!denseid_find(s->groups, gid, &gidx) ||
-        (e = listmap_find(s->members, uid, gidx)) == NULL)
+        !memblist_lookup(s->members, uid, gidx, &e))
         return 1;
-    *e = muted ? *e | MEMB_MUTED : *e & ~MEMB_MUTED;
+    /* The flag has its bit in every width: never re-encodes. */
+    memblist_set(s->members, uid, muted ? e | MEMB_MUTED : e & ~MEMB_MUTED);
     return GRP_OK;
 }
 
@@ -604,8 +609,8 @@ int grp_markunread(struct grp_store *s, uint64_t uid, uint64_t gid,
                    uint64_t seq, uint32_t max_groups, uint64_t *unread)
 {
     const struct grp_group *g;
-    const uint64_t *list;
-    uint64_t *e, one, nm;
+    struct ml_iter it;
+    uint64_t e, nm;
     uint32_t gidx;
 
     if (!denseid_find(s->groups, gid, &gidx))
@@ -613,37 +618,48 @@ int grp_markunread(struct grp_store *s, uint64_t uid, uint64_t gid,
     g = group_at(s, gidx);
     if (seq == 0 || seq > g->head || g->head - (seq - 1) > UINT32_MAX)
         return GRP_EINVAL;
-    e = listmap_find(s->members, uid, gidx);
-    if (e != NULL) {
-        *e = memb_entry(gidx, (uint32_t)(seq - 1), memb_muted(*e));
+    if (memblist_lookup(s->members, uid, gidx, &e)) {
+        nm = memb_entry(gidx, (uint32_t)(seq - 1), memb_muted(e));
+        if (memblist_set(s->members, uid, nm) != 0)
+            return GRP_ENOMEM;
         gml_prune(s, uid, gidx, seq - 1);
-        e = listmap_find(s->members, uid, gidx);
     } else {
-        if (listmap_get(s->members, uid, &list, &one) >= max_groups)
+        if (memblist_get(s->members, uid, &it) >= max_groups)
             return GRP_ELIMIT;
         nm = memb_entry(gidx, (uint32_t)(seq - 1), false);
-        if (listmap_add(s->members, uid, nm) != 0)
+        if (memblist_add(s->members, uid, nm) != 0)
             return GRP_ENOMEM;
-        e = &nm;
     }
-    *unread = memb_unread(s, gidx, g, *e);
+    *unread = memb_unread(s, gidx, g, nm);
     return GRP_OK;
 }
 
-void grp_seen_all(struct grp_store *s, uint64_t uid)
+int grp_seen_all(struct grp_store *s, uint64_t uid)
 {
     struct gml *l = gml_of(s, uid);
-    uint64_t *e;
-    uint32_t n = listmap_edit(s->members, uid, &e);
+    struct ml_iter it;
+    uint32_t n = memblist_get(s->members, uid, &it), top = 0;
 
+    /* Room for the widest head first: then nothing below can fail. */
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t gidx = memb_gidx(e[i]);
+        uint32_t h = (uint32_t)group_at(s, memb_gidx(ml_at(&it, i)))->head;
 
-        e[i] = memb_entry(gidx, (uint32_t)group_at(s, gidx)->head,
-                          memb_muted(e[i]));
+        top = h > top ? h : top;
+    }
+    if (memblist_fit(s->members, uid, top) != 0)
+        return GRP_ENOMEM;
+    n = memblist_edit(s->members, uid, &it);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e = ml_at(&it, i);
+        uint32_t gidx = memb_gidx(e);
+
+        memblist_put_at(
+            &it, i,
+            memb_entry(gidx, (uint32_t)group_at(s, gidx)->head, memb_muted(e)));
     }
     if (l != NULL)
         gml_free(s, uid, l);
+    return GRP_OK;
 }
 
 /* The state of membership e of group gidx. */
@@ -678,34 +694,38 @@ void grp_state(const struct grp_store *s, uint64_t uid, uint64_t gid,
 
     memset(st, 0, sizeof(*st));
     if (denseid_find(s->groups, gid, &gidx) &&
-        listmap_lookup(s->members, uid, gidx, &e))
+        memblist_lookup(s->members, uid, gidx, &e))
         state_of(s, uid, gidx, e, st);
 }
 
 uint64_t grp_mentions(const struct grp_store *s, uint64_t uid)
 {
-    const uint64_t *e;
-    uint64_t one, n = 0;
-    uint32_t k = listmap_get(s->members, uid, &e, &one);
+    struct ml_iter it;
+    uint64_t n = 0;
+    uint32_t k;
 
     if (gml_of(s, uid) == NULL)
         return 0;
-    for (uint32_t i = 0; i < k; i++)
-        n += memb_mentions(s, uid, memb_gidx(e[i]),
-                           group_at(s, memb_gidx(e[i])), e[i]);
+    k = memblist_get(s->members, uid, &it);
+    for (uint32_t i = 0; i < k; i++) {
+        uint64_t e = ml_at(&it, i);
+
+        n += memb_mentions(s, uid, memb_gidx(e), group_at(s, memb_gidx(e)), e);
+    }
     return n;
 }
 
 uint32_t grp_chats(const struct grp_store *s, uint64_t uid)
 {
-    const uint64_t *e;
-    uint64_t one;
-    uint32_t n = listmap_get(s->members, uid, &e, &one), k = 0;
+    struct ml_iter it;
+    uint32_t n = memblist_get(s->members, uid, &it), k = 0;
 
-    for (uint32_t i = 0; i < n; i++)
-        k += !memb_muted(e[i]) &&
-             memb_unread(s, memb_gidx(e[i]), group_at(s, memb_gidx(e[i])),
-                         e[i]) != 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e = ml_at(&it, i);
+
+        k += !memb_muted(e) &&
+             memb_unread(s, memb_gidx(e), group_at(s, memb_gidx(e)), e) != 0;
+    }
     return k;
 }
 
@@ -727,7 +747,7 @@ bool grp_member(const struct grp_store *s, uint64_t uid, uint64_t gid)
     uint64_t e;
 
     return denseid_find(s->groups, gid, &gidx) &&
-           listmap_lookup(s->members, uid, gidx, &e);
+           memblist_lookup(s->members, uid, gidx, &e);
 }
 
 /* What a bulk join did for gids[i], to take it back. */
@@ -751,9 +771,9 @@ int grp_join_many(struct grp_store *s, uint64_t uid, const uint64_t *gids,
                   uint64_t *unread)
 {
     size_t bytes = (n ? n : 1) * sizeof(uint64_t);
-    uint64_t *sorted = mem_alloc(NULL, bytes), one, sum = 0;
+    uint64_t *sorted = mem_alloc(NULL, bytes), sum = 0;
     uint8_t *did = mem_zalloc(NULL, n ? n : 1);
-    const uint64_t *list;
+    struct ml_iter it;
     uint32_t fresh = 0, i, gidx;
     int rc = GRP_OK;
 
@@ -767,8 +787,7 @@ int grp_join_many(struct grp_store *s, uint64_t uid, const uint64_t *gids,
         fresh += (i == 0 || sorted[i] != sorted[i - 1]) &&
                  !grp_member(s, uid, sorted[i]);
     if (fresh > 0 &&
-        (uint64_t)listmap_get(s->members, uid, &list, &one) + fresh >
-            max_groups) {
+        (uint64_t)memblist_get(s->members, uid, &it) + fresh > max_groups) {
         rc = GRP_ELIMIT;
         goto done;
     }
@@ -807,7 +826,7 @@ bool grp_leave(struct grp_store *s, uint64_t uid, uint64_t gid)
     uint32_t gidx;
 
     if (!denseid_find(s->groups, gid, &gidx) ||
-        !listmap_del(s->members, uid, gidx))
+        !memblist_del(s->members, uid, gidx))
         return false;
     gml_prune(s, uid, gidx, UINT64_MAX);
     return true;
@@ -819,30 +838,31 @@ uint64_t grp_unread(const struct grp_store *s, uint64_t uid, uint64_t gid)
     uint64_t e;
 
     if (!denseid_find(s->groups, gid, &gidx) ||
-        !listmap_lookup(s->members, uid, gidx, &e))
+        !memblist_lookup(s->members, uid, gidx, &e))
         return 0;
     return memb_unread(s, gidx, group_at(s, gidx), e);
 }
 
 uint64_t grp_total(const struct grp_store *s, uint64_t uid, uint64_t limit)
 {
-    const uint64_t *e;
-    uint64_t one, sum = 0;
-    uint32_t n = listmap_get(s->members, uid, &e, &one);
+    struct ml_iter it;
+    uint64_t sum = 0;
+    uint32_t n = memblist_get(s->members, uid, &it);
 
-    for (uint32_t i = 0; i < n && sum <= limit; i++)
-        if (!memb_muted(e[i]))
-            sum += memb_unread(s, memb_gidx(e[i]), group_at(s, memb_gidx(e[i])),
-                               e[i]);
+    for (uint32_t i = 0; i < n && sum <= limit; i++) {
+        uint64_t e = ml_at(&it, i);
+
+        if (!memb_muted(e))
+            sum += memb_unread(s, memb_gidx(e), group_at(s, memb_gidx(e)), e);
+    }
     return sum;
 }
 
 uint32_t grp_groups(const struct grp_store *s, uint64_t uid)
 {
-    const uint64_t *e;
-    uint64_t one;
+    struct ml_iter it;
 
-    return listmap_get(s->members, uid, &e, &one);
+    return memblist_get(s->members, uid, &it);
 }
 
 static int item_cmp(const void *a, const void *b)
@@ -855,17 +875,17 @@ static int item_cmp(const void *a, const void *b)
 
 uint32_t grp_list(const struct grp_store *s, uint64_t uid, struct grp_item *out)
 {
-    const uint64_t *e;
-    uint64_t one;
-    uint32_t n = listmap_get(s->members, uid, &e, &one), k = 0;
+    struct ml_iter it;
+    uint32_t n = memblist_get(s->members, uid, &it), k = 0;
 
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t gidx = memb_gidx(e[i]);
+        uint64_t e = ml_at(&it, i);
+        uint32_t gidx = memb_gidx(e);
 
-        if (memb_unread(s, gidx, group_at(s, gidx), e[i]) == 0)
+        if (memb_unread(s, gidx, group_at(s, gidx), e) == 0)
             continue;
         out[k].gid = denseid_id(s->groups, gidx);
-        state_of(s, uid, gidx, e[i], &out[k].st);
+        state_of(s, uid, gidx, e, &out[k].st);
         k++;
     }
     /* Lists are in index order (first use); replies go by gid. */
@@ -908,17 +928,17 @@ struct member_walk {
     void *ctx;
 };
 
-static void member_visit(uint64_t uid, uint32_t n, const uint64_t *e, void *ctx)
+static void member_visit(uint64_t uid, const struct ml_iter *it, void *ctx)
 {
     const struct member_walk *mw = ctx;
     const struct gml *l = gml_of(mw->s, uid);
     uint64_t ment[GRP_MENTION_MAX];
 
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t gidx = memb_gidx(e[i]), lo, hi;
+    for (uint32_t i = 0; i < it->n; i++) {
+        uint64_t e = ml_at(it, i);
+        uint32_t gidx = memb_gidx(e), lo, hi;
         const struct grp_group *g = group_at(mw->s, gidx);
-        struct grp_member_info mi = {memb_raw(g, e[i]), memb_muted(e[i]), 0,
-                                     ment};
+        struct grp_member_info mi = {memb_raw(g, e), memb_muted(e), 0, ment};
 
         gml_range(l, gidx, &lo, &hi);
         for (uint32_t k = lo; k < hi && mi.nment < GRP_MENTION_MAX; k++)
@@ -929,7 +949,7 @@ static void member_visit(uint64_t uid, uint32_t n, const uint64_t *e, void *ctx)
 
 size_t grp_users(const struct grp_store *s)
 {
-    return listmap_users(s->members);
+    return memblist_users(s->members);
 }
 
 size_t grp_scan_members(const struct grp_store *s, uint64_t *cursor, size_t max,
@@ -937,7 +957,7 @@ size_t grp_scan_members(const struct grp_store *s, uint64_t *cursor, size_t max,
 {
     struct member_walk mw = {s, fn, ctx};
 
-    return listmap_scan(s->members, cursor, max, member_visit, &mw);
+    return memblist_scan(s->members, cursor, max, member_visit, &mw);
 }
 
 /* Whether (head, window, known, ts) can be a group's state. */
@@ -1011,7 +1031,7 @@ int grp_restore_member(struct grp_store *s, uint64_t uid, uint32_t group,
                        const struct grp_member_info *mi)
 {
     const struct grp_group *g;
-    uint64_t seen;
+    uint64_t seen, e;
     struct gml *l;
     uint32_t lo, hi;
 
@@ -1020,7 +1040,7 @@ int grp_restore_member(struct grp_store *s, uint64_t uid, uint32_t group,
     g = group_at(s, group);
     if (mi->unread > g->head || mi->unread > UINT32_MAX ||
         mi->nment > GRP_MENTION_MAX ||
-        listmap_find(s->members, uid, group) != NULL)
+        memblist_lookup(s->members, uid, group, &e))
         return 1;
     seen = g->head - mi->unread;
     for (uint32_t i = 0; i < mi->nment; i++)
@@ -1031,8 +1051,8 @@ int grp_restore_member(struct grp_store *s, uint64_t uid, uint32_t group,
         gml_tidy(s, uid);
         return GRP_ENOMEM;
     }
-    if (listmap_add(s->members, uid,
-                    memb_entry(group, (uint32_t)seen, mi->muted)) != 0) {
+    if (memblist_add(s->members, uid,
+                     memb_entry(group, (uint32_t)seen, mi->muted)) != 0) {
         gml_tidy(s, uid);
         return GRP_ENOMEM;
     }
@@ -1049,7 +1069,7 @@ int grp_restore_member(struct grp_store *s, uint64_t uid, uint32_t group,
 
 size_t grp_entries(const struct grp_store *s)
 {
-    return listmap_entries(s->members);
+    return memblist_entries(s->members);
 }
 
 size_t grp_bytes(const struct grp_store *s)
@@ -1057,7 +1077,7 @@ size_t grp_bytes(const struct grp_store *s)
     return sizeof(*s) + s->mem.bytes;
 }
 
-/* listmap_audit's per-entry rule: a known group, seen not ahead of it. */
+/* memblist_audit's per-entry rule: a known group, seen not ahead of it. */
 static size_t audit_memb(uint64_t e, const void *ctx)
 {
     const struct grp_store *s = ctx;
@@ -1107,7 +1127,7 @@ static void audit_ment_visit(uint64_t uid, uint64_t val, void *ctx)
 
         am->bad += i > 0 && l->e[i] <= l->e[i - 1];
         if (gidx >= denseid_count(am->s->groups) ||
-            !listmap_lookup(am->s->members, uid, gidx, &e)) {
+            !memblist_lookup(am->s->members, uid, gidx, &e)) {
             am->bad++;
             continue;
         }
@@ -1149,10 +1169,10 @@ size_t grp_audit(const struct grp_store *s)
     /* The account against the shapes. */
     bad += am.bytes + u64map_bytes(s->recs) + u64map_bytes(s->ment) +
                ring_bytes + denseid_bytes(s->groups) +
-               listmap_bytes(s->members) !=
+               memblist_bytes(s->members) !=
            s->mem.bytes;
     bad += denseid_audit(s->groups);
-    bad += listmap_audit(s->members, audit_memb, s);
+    bad += memblist_audit(s->members, audit_memb, s);
     return bad;
 }
 
@@ -1162,26 +1182,26 @@ size_t grp_forget_user(struct grp_store *s, uint64_t uid)
 
     if (l != NULL)
         gml_free(s, uid, l);
-    return listmap_del_user(s->members, uid);
+    return memblist_del_user(s->members, uid);
 }
 
 uint32_t grp_user_info(const struct grp_store *s, uint64_t uid, grp_user_fn fn,
                        void *ctx)
 {
-    const uint64_t *e;
-    uint64_t one;
-    uint32_t n = listmap_get(s->members, uid, &e, &one);
+    struct ml_iter it;
+    uint32_t n = memblist_get(s->members, uid, &it);
 
     for (uint32_t i = 0; i < n; i++) {
+        uint64_t e = ml_at(&it, i);
         struct grp_state st;
 
-        state_of(s, uid, memb_gidx(e[i]), e[i], &st);
-        fn(denseid_id(s->groups, memb_gidx(e[i])), &st, ctx);
+        state_of(s, uid, memb_gidx(e), e, &st);
+        fn(denseid_id(s->groups, memb_gidx(e)), &st, ctx);
     }
     return n;
 }
 
 void grp_prefetch_user(const struct grp_store *s, uint64_t uid, int stage)
 {
-    listmap_prefetch(s->members, uid, stage);
+    memblist_prefetch(s->members, uid, stage);
 }

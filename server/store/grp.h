@@ -107,9 +107,10 @@ int grp_mute(struct grp_store *s, uint64_t uid, uint64_t gid, bool muted);
 int grp_markunread(struct grp_store *s, uint64_t uid, uint64_t gid,
                    uint64_t seq, uint32_t max_groups, uint64_t *unread);
 
-/* Marks every group of uid seen at its head (muted ones too). Never
- * fails. */
-void grp_seen_all(struct grp_store *s, uint64_t uid);
+/* Marks every group of uid seen at its head (muted ones too). GRP_OK, or
+ * GRP_ENOMEM with nothing changed (a seen wider than the user's record
+ * holds: grp.c, "members"). */
+int grp_seen_all(struct grp_store *s, uint64_t uid);
 
 /* What an app shows of one membership; all zero for a non-member. */
 struct grp_state {

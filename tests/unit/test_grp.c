@@ -673,7 +673,7 @@ static void test_random_vs_model(void)
                 mg[g].recalled[seq] = true;
             }
         } else if (op < 100) {
-            grp_seen_all(s, uids[u]);
+            bad += grp_seen_all(s, uids[u]) != GRP_OK;
             for (unsigned k = 0; k < M_GROUPS; k++)
                 if (mu[u].member[k]) {
                     mu[u].seen[k] = mg[k].n;
