@@ -32,8 +32,10 @@
  * costs what it always did; one with a mention costs a full record
  * (32 bytes), an ext (112) and 8 + 8 bytes a mention.
  *
- * Sorted array: {cid, word} records, 16 bytes each, ascending cid, sized
- * exactly: 16 bytes per conversation plus an 8-byte header per user. A user
+ * Sorted array (struct conv_uarr): a 4-byte header, the cids ascending in
+ * the bytes the largest needs (1, 2, 4 or 8), padding to 8 and the words,
+ * sized exactly: 8 + 1 bytes a conversation plus ~8 a user for cids below
+ * 256 (4 conversations: 40 bytes), 16 + 8 for 64-bit cids. A user
  * past CONV_SMALL_MAX conversations moves to a u64map cid -> word (a word
  * is never 0), so that adding a conversation never costs more than moving
  * CONV_SMALL_MAX records; it moves back below half of that.
@@ -84,6 +86,14 @@ struct crec {
 struct conv_arr {
     uint32_t n, cap; /* cap > n only after a failed shrink */
     struct crec r[];
+};
+
+/* A user's conversations, 2..CONV_SMALL_MAX: the header, the n cids
+ * ascending in cw bytes each, padding to 8, the n words (uarr_words). */
+struct conv_uarr {
+    uint32_t n : 24;
+    uint32_t cw : 8; /* bytes a cid: 1, 2, 4 or 8 */
+    uint8_t d[];
 };
 
 /* The chat features of one timeline (threads: the main one only). */
@@ -1115,9 +1125,9 @@ static inline uint64_t user_tag(const struct wmap_val *u)
     return t == TAG_ARR || t == TAG_MAP ? t : 0;
 }
 
-static inline struct conv_arr *arr_of(const struct wmap_val *u)
+static inline struct conv_uarr *arr_of(const struct wmap_val *u)
 {
-    return (struct conv_arr *)(uintptr_t)(u->b & ~TAG_MASK);
+    return (struct conv_uarr *)(uintptr_t)(u->b & ~TAG_MASK);
 }
 
 static inline struct u64map *map_of(const struct wmap_val *u)
@@ -1130,17 +1140,139 @@ static uint64_t user_total(const struct wmap_val *u)
     return user_tag(u) ? u->a : word_contrib(u->b);
 }
 
+/* Bytes a cid takes in an array whose largest is cid. */
+static inline unsigned cid_width(uint64_t cid)
+{
+    return cid <= UINT8_MAX    ? 1
+           : cid <= UINT16_MAX ? 2
+           : cid <= UINT32_MAX ? 4
+                               : 8;
+}
+
+/* Where the words of an array of n cids of cw bytes start. */
+static inline size_t uarr_woff(uint32_t n, unsigned cw)
+{
+    return (sizeof(struct conv_uarr) + (size_t)n * cw + 7) & ~(size_t)7;
+}
+
+static inline size_t uarr_size(uint32_t n, unsigned cw)
+{
+    return uarr_woff(n, cw) + (size_t)n * sizeof(uint64_t);
+}
+
+static inline uint64_t *uarr_words(const struct conv_uarr *a)
+{
+    return (uint64_t *)(uintptr_t)((const char *)a + uarr_woff(a->n, a->cw));
+}
+
+static inline uint64_t ld_cid(const uint8_t *p, unsigned cw);
+
+static inline uint64_t uarr_cid(const struct conv_uarr *a, uint32_t i)
+{
+    return ld_cid(a->d + (size_t)i * a->cw, a->cw);
+}
+
+static inline void uarr_set_cid(struct conv_uarr *a, uint32_t i, uint64_t cid)
+{
+    uint8_t *p = a->d + (size_t)i * a->cw;
+    uint16_t x16 = (uint16_t)cid;
+    uint32_t x32 = (uint32_t)cid;
+
+    switch (a->cw) {
+    case 1:
+        *p = (uint8_t)cid;
+        break;
+    case 2:
+        memcpy(p, &x16, 2);
+        break;
+    case 4:
+        memcpy(p, &x32, 4);
+        break;
+    default:
+        memcpy(p, &cid, 8);
+    }
+}
+
+/* A cid of cw bytes at p (cw a constant where inlined). */
+static inline uint64_t ld_cid(const uint8_t *p, unsigned cw)
+{
+    uint16_t x16;
+    uint32_t x32;
+    uint64_t x64;
+
+    switch (cw) {
+    case 1:
+        return *p;
+    case 2:
+        memcpy(&x16, p, 2);
+        return x16;
+    case 4:
+        memcpy(&x32, p, 4);
+        return x32;
+    default:
+        memcpy(&x64, p, 8);
+        return x64;
+    }
+}
+
+/* First position in the n >= 1 cids of cw bytes at d whose cid is >= cid.
+ * Branch-free, as arr_index. */
+static inline __attribute__((always_inline)) uint32_t
+cids_index(const uint8_t *d, uint32_t n, uint64_t cid, unsigned cw)
+{
+    const uint8_t *p = d;
+
+    while (n > 1) {
+        uint32_t half = n / 2;
+
+        p = ld_cid(p + (size_t)half * cw, cw) < cid ? p + (size_t)half * cw : p;
+        n -= half;
+    }
+    return (uint32_t)((size_t)(p - d) / cw) + (ld_cid(p, cw) < cid);
+}
+
+/* First position whose cid is >= cid (n when none). */
+static uint32_t uarr_index(const struct conv_uarr *a, uint64_t cid)
+{
+    switch (a->cw) {
+    case 1:
+        return cids_index(a->d, a->n, cid, 1);
+    case 2:
+        return cids_index(a->d, a->n, cid, 2);
+    case 4:
+        return cids_index(a->d, a->n, cid, 4);
+    default:
+        return cids_index(a->d, a->n, cid, 8);
+    }
+}
+
+/* cid's word in array a of cids of cw bytes, or NULL. */
+static inline __attribute__((always_inline)) uint64_t *
+uarr_find(struct conv_uarr *a, uint64_t cid, unsigned cw)
+{
+    uint32_t n = a->n, i = cids_index(a->d, n, cid, cw);
+
+    if (i == n || ld_cid(a->d + (size_t)i * cw, cw) != cid)
+        return NULL;
+    return (uint64_t *)(uintptr_t)((char *)a + uarr_woff(n, cw)) + i;
+}
+
 /* Where the user's word for cid is stored, or NULL when absent. The
  * pointer is writable, like strchr's: the store owns both. */
 static uint64_t *conv_slot(const struct wmap_val *u, uint64_t cid)
 {
     switch (user_tag(u)) {
-    case TAG_ARR: {
-        struct conv_arr *a = arr_of(u);
-        uint32_t i = arr_index(a, cid);
-
-        return i < a->n && a->r[i].cid == cid ? &a->r[i].w : NULL;
-    }
+    case TAG_ARR:
+        switch (arr_of(u)->cw) {
+        case 1:
+            return uarr_find(arr_of(u), cid, 1);
+        case 2:
+            return uarr_find(arr_of(u), cid, 2);
+        case 4:
+            return uarr_find(arr_of(u), cid, 4);
+        default:
+            return uarr_find(arr_of(u), cid, 8);
+        }
     case TAG_MAP:
         return u64map_ref(map_of(u), cid);
     default:
@@ -1148,30 +1280,38 @@ static uint64_t *conv_slot(const struct wmap_val *u, uint64_t cid)
     }
 }
 
-static struct conv_arr *arr_alloc(struct conv_store *s, uint32_t n)
+/* An array of the n records r (ascending cids), or NULL. */
+static struct conv_uarr *uarr_build(struct conv_store *s, const struct crec *r,
+                                    uint32_t n)
 {
-    struct conv_arr *a = heap_alloc(s, arr_size(n));
+    struct conv_uarr *a;
+    uint64_t *w;
 
+    a = heap_alloc(s, uarr_size(n, cid_width(r[n - 1].cid)));
     if (a == NULL)
         return NULL;
-    a->n = a->cap = n;
+    a->n = n;
+    a->cw = cid_width(r[n - 1].cid);
+    w = uarr_words(a);
+    for (uint32_t i = 0; i < n; i++) {
+        uarr_set_cid(a, i, r[i].cid);
+        w[i] = r[i].w;
+    }
     return a;
 }
 
-static void arr_free(struct conv_store *s, struct conv_arr *a)
+static void arr_free(struct conv_store *s, struct conv_uarr *a)
 {
-    heap_free(s, a, arr_size(a->cap));
+    heap_free(s, a, uarr_size(a->n, a->cw));
 }
 
-/* a resized to cap: the new address, or NULL with a intact. */
-static struct conv_arr *arr_resize(struct conv_store *s, struct conv_arr *a,
-                                   uint32_t cap)
+/* The records of array a into r (room for a->n). */
+static void uarr_records(const struct conv_uarr *a, struct crec *r)
 {
-    struct conv_arr *na = heap_realloc(s, a, arr_size(a->cap), arr_size(cap));
+    const uint64_t *w = uarr_words(a);
 
-    if (na != NULL)
-        na->cap = cap;
-    return na;
+    for (uint32_t i = 0; i < a->n; i++)
+        r[i] = (struct crec){uarr_cid(a, i), w[i]};
 }
 
 static int crec_cmp(const void *x, const void *y)
@@ -1211,13 +1351,12 @@ static void map_records(const struct u64map *m, struct crec *r)
 static int single_to_arr(struct conv_store *s, struct wmap_val *u, uint64_t cid,
                          uint64_t w)
 {
-    struct conv_arr *a = arr_alloc(s, 2);
     struct crec old = {u->a, u->b}, add = {cid, w};
+    struct crec r[2] = {old.cid < cid ? old : add, old.cid < cid ? add : old};
+    struct conv_uarr *a = uarr_build(s, r, 2);
 
     if (a == NULL)
         return CONV_ENOMEM;
-    a->r[0] = old.cid < cid ? old : add;
-    a->r[1] = old.cid < cid ? add : old;
     u->a = word_contrib(old.w);
     u->b = (uint64_t)(uintptr_t)a | TAG_ARR;
     return 0;
@@ -1227,13 +1366,14 @@ static int single_to_arr(struct conv_store *s, struct wmap_val *u, uint64_t cid,
 static int arr_to_map(struct conv_store *s, struct wmap_val *u, uint64_t cid,
                       uint64_t w)
 {
-    struct conv_arr *a = arr_of(u);
+    struct conv_uarr *a = arr_of(u);
+    const uint64_t *words = uarr_words(a);
     /* Fixed: a map that could not be created was used as one. */
     struct u64map *m = u64map_create(&s->mem);
     int rc = m != NULL ? u64map_put(m, cid, w) : -1;
 
     for (uint32_t i = 0; rc == 0 && i < a->n; i++)
-        rc = u64map_put(m, a->r[i].cid, a->r[i].w);
+        rc = u64map_put(m, uarr_cid(a, i), words[i]);
     if (rc != 0) {
         u64map_destroy(m);
         return CONV_ENOMEM;
@@ -1243,23 +1383,39 @@ static int arr_to_map(struct conv_store *s, struct wmap_val *u, uint64_t cid,
     return 0;
 }
 
+/* Adds {cid, w} to the array: a new block of the next size (and of the
+ * cid width the new cid may widen). */
 static int arr_insert(struct conv_store *s, struct wmap_val *u, uint64_t cid,
                       uint64_t w)
 {
-    struct conv_arr *a = arr_of(u);
-    uint32_t i = arr_index(a, cid);
+    struct conv_uarr *a = arr_of(u), *na;
+    uint32_t i = uarr_index(a, cid), n = a->n;
+    const uint64_t *ow = uarr_words(a);
+    unsigned cw = cid_width(cid) > a->cw ? cid_width(cid) : a->cw;
+    uint64_t *nw;
 
-    if (a->n == CONV_SMALL_MAX)
+    if (n == CONV_SMALL_MAX)
         return arr_to_map(s, u, cid, w);
-    if (a->n == a->cap) {
-        a = arr_resize(s, a, a->n + 1);
-        if (a == NULL)
-            return CONV_ENOMEM;
-        u->b = (uint64_t)(uintptr_t)a | TAG_ARR;
+    na = heap_alloc(s, uarr_size(n + 1, cw));
+    if (na == NULL)
+        return CONV_ENOMEM;
+    na->n = n + 1;
+    na->cw = cw;
+    nw = uarr_words(na);
+    if (cw == a->cw) {
+        memcpy(na->d, a->d, (size_t)i * cw);
+        memcpy(na->d + (size_t)(i + 1) * cw, a->d + (size_t)i * cw,
+               (size_t)(n - i) * cw);
+    } else {
+        for (uint32_t j = 0; j < n; j++)
+            uarr_set_cid(na, j + (j >= i), uarr_cid(a, j));
     }
-    memmove(&a->r[i + 1], &a->r[i], (a->n - i) * sizeof(struct crec));
-    a->r[i] = (struct crec){cid, w};
-    a->n++;
+    memcpy(nw, ow, (size_t)i * sizeof(uint64_t));
+    memcpy(nw + i + 1, ow + i, (size_t)(n - i) * sizeof(uint64_t));
+    uarr_set_cid(na, i, cid);
+    nw[i] = w;
+    arr_free(s, a);
+    u->b = (uint64_t)(uintptr_t)na | TAG_ARR;
     return 0;
 }
 
@@ -1303,20 +1459,30 @@ static void set_to_single(struct wmap_val *u, struct crec last)
     u->b = last.w;
 }
 
+/* Removes cid in place (the cid width stays), then shrinks the block. */
 static void arr_remove(struct conv_store *s, struct wmap_val *u, uint64_t cid)
 {
-    struct conv_arr *a = arr_of(u), *na;
-    uint32_t i = arr_index(a, cid);
+    struct conv_uarr *a = arr_of(u);
+    uint32_t i = uarr_index(a, cid), n = a->n;
+    unsigned cw = a->cw;
+    uint64_t *ow = uarr_words(a), *nw;
+    size_t old = uarr_size(n, cw);
 
-    a->n--;
-    memmove(&a->r[i], &a->r[i + 1], (a->n - i) * sizeof(struct crec));
-    if (a->n == 1) {
-        set_to_single(u, a->r[0]);
+    if (n == 2) {
+        set_to_single(u, (struct crec){uarr_cid(a, 1 - i), ow[1 - i]});
         arr_free(s, a);
         return;
     }
-    na = arr_resize(s, a, a->n); /* a shrink: never fails (mem.h) */
-    u->b = (uint64_t)(uintptr_t)na | TAG_ARR;
+    for (uint32_t j = i; j + 1 < n; j++)
+        uarr_set_cid(a, j, uarr_cid(a, j + 1));
+    a->n = n - 1;
+    /* The words move down to their new start (never up: fewer cids). */
+    nw = uarr_words(a);
+    memmove(nw, ow, i * sizeof(uint64_t));
+    memmove(nw + i, ow + i + 1, (n - 1 - i) * sizeof(uint64_t));
+    /* a shrink: never fails (mem.h) */
+    a = heap_realloc(s, a, old, uarr_size(n - 1, cw));
+    u->b = (uint64_t)(uintptr_t)a | TAG_ARR;
 }
 
 /* Back to an array below half of CONV_SMALL_MAX (best effort: without
@@ -1324,18 +1490,20 @@ static void arr_remove(struct conv_store *s, struct wmap_val *u, uint64_t cid)
 static void map_remove(struct conv_store *s, struct wmap_val *u, uint64_t cid)
 {
     struct u64map *m = map_of(u);
-    struct conv_arr *a;
+    struct crec r[CONV_SMALL_MAX / 2];
+    struct conv_uarr *a;
     size_t n;
 
     u64map_del(m, cid);
     n = u64map_count(m);
     if (n == 1) {
-        struct crec last;
-
-        map_records(m, &last);
-        set_to_single(u, last);
-    } else if (n < CONV_SMALL_MAX / 2 && (a = arr_alloc(s, (uint32_t)n))) {
-        map_records(m, a->r);
+        map_records(m, r);
+        set_to_single(u, r[0]);
+    } else if (n < CONV_SMALL_MAX / 2) {
+        map_records(m, r);
+        a = uarr_build(s, r, (uint32_t)n);
+        if (a == NULL)
+            return;
         u->b = (uint64_t)(uintptr_t)a | TAG_ARR;
     } else {
         return;
@@ -1397,7 +1565,7 @@ static void free_user_visit(uint64_t uid, const struct wmap_val *u, void *ctx)
     switch (user_tag(u)) {
     case TAG_ARR:
         for (uint32_t i = 0; i < arr_of(u)->n; i++)
-            word_free(s, arr_of(u)->r[i].w);
+            word_free(s, uarr_words(arr_of(u))[i]);
         arr_free(s, arr_of(u));
         break;
     case TAG_MAP:
@@ -1692,6 +1860,7 @@ int conv_read_all_user(struct conv_store *s, uint64_t uid, uint64_t *total)
     struct wmap_val *u = wmap_ref(s->users, uid);
     struct pool pool = {NULL, 0};
     struct crec *r = NULL;
+    uint64_t *aw = NULL;
     uint32_t n = 0, need = 0;
     int rc = CONV_ENOMEM;
 
@@ -1701,7 +1870,7 @@ int conv_read_all_user(struct conv_store *s, uint64_t uid, uint64_t *total)
     switch (user_tag(u)) {
     case TAG_ARR:
         n = arr_of(u)->n;
-        r = arr_of(u)->r;
+        aw = uarr_words(arr_of(u));
         break;
     case TAG_MAP:
         n = (uint32_t)u64map_count(map_of(u));
@@ -1715,7 +1884,7 @@ int conv_read_all_user(struct conv_store *s, uint64_t uid, uint64_t *total)
         r = NULL;
     }
     for (uint32_t i = 0; i < n; i++)
-        need += read_all_needs(r ? r[i].w : u->b);
+        need += read_all_needs(aw ? aw[i] : r ? r[i].w : u->b);
     if (need > 0) {
         pool.f = mem_alloc(NULL, need * sizeof(*pool.f));
         if (pool.f == NULL)
@@ -1725,10 +1894,10 @@ int conv_read_all_user(struct conv_store *s, uint64_t uid, uint64_t *total)
                 goto out;
     }
     for (uint32_t i = 0; i < n; i++) {
-        if (r == NULL)
+        if (aw != NULL)
+            aw[i] = read_all_word(s, aw[i], &pool);
+        else if (r == NULL)
             u->b = read_all_word(s, u->b, &pool);
-        else if (user_tag(u) == TAG_ARR)
-            r[i].w = read_all_word(s, r[i].w, &pool);
         else
             *u64map_ref(map_of(u), r[i].cid) = read_all_word(s, r[i].w, &pool);
     }
@@ -1790,7 +1959,7 @@ static void user_words(const struct wmap_val *u, word_fn fn, void *ctx)
     switch (user_tag(u)) {
     case TAG_ARR:
         for (uint32_t i = 0; i < arr_of(u)->n; i++)
-            fn(arr_of(u)->r[i].cid, arr_of(u)->r[i].w, ctx);
+            fn(uarr_cid(arr_of(u), i), uarr_words(arr_of(u))[i], ctx);
         break;
     case TAG_MAP:
         do
@@ -1855,7 +2024,7 @@ int conv_each(const struct conv_store *s, uint64_t uid, uint64_t from,
               conv_each_fn fn, void *ctx, size_t *n)
 {
     const struct wmap_val *u = wmap_get(s->users, uid);
-    struct crec one, *r;
+    struct crec one, *r, ar[CONV_SMALL_MAX];
     uint32_t i;
 
     *n = 0;
@@ -1863,8 +2032,9 @@ int conv_each(const struct conv_store *s, uint64_t uid, uint64_t from,
         return 0;
     switch (user_tag(u)) {
     case TAG_ARR:
-        i = arr_index(arr_of(u), from);
-        *n = each_sorted(arr_of(u)->r + i, arr_of(u)->n - i, from, fn, ctx);
+        i = uarr_index(arr_of(u), from);
+        uarr_records(arr_of(u), ar);
+        *n = each_sorted(ar + i, arr_of(u)->n - i, from, fn, ctx);
         return 0;
     case TAG_MAP: {
         size_t size = u64map_count(map_of(u)) * sizeof(*r);
@@ -2366,13 +2536,14 @@ static void audit_user_visit(uint64_t uid, const struct wmap_val *u, void *ctx)
     ac->sum = 0;
     switch (user_tag(u)) {
     case TAG_ARR: {
-        const struct conv_arr *a = arr_of(u);
+        const struct conv_uarr *a = arr_of(u);
 
-        ac->bytes += arr_size(a->cap);
-        ac->bad += a->n < 2 || a->n > CONV_SMALL_MAX || a->n > a->cap;
+        ac->bytes += uarr_size(a->n, a->cw);
+        ac->bad += a->n < 2 || a->n > CONV_SMALL_MAX ||
+                   (a->cw != 1 && a->cw != 2 && a->cw != 4 && a->cw != 8);
         for (uint32_t i = 0; i < a->n; i++) {
-            audit_word(ac, a->r[i].w);
-            ac->bad += i > 0 && a->r[i].cid <= a->r[i - 1].cid;
+            audit_word(ac, uarr_words(a)[i]);
+            ac->bad += i > 0 && uarr_cid(a, i) <= uarr_cid(a, i - 1);
         }
         ac->bad += ac->sum != u->a;
         break;

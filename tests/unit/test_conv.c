@@ -1056,9 +1056,20 @@ static const uint64_t m_uids[MU] = {0, 1, 42, UINT64_MAX, 123456789012345ULL,
 static const unsigned m_pool[MU] = {1, 3, 20, MC, 130, 60};
 static struct mconv model[MU][MC];
 
+/* Cids of every width a user's array packs them in (1, 2, 4, 8 bytes),
+ * ascending with j past 1, so that adds widen arrays and deletes leave
+ * them wide. */
 static uint64_t m_cid(unsigned j)
 {
-    return j == 0 ? 0 : j == 1 ? UINT64_MAX : j * 1000003ULL;
+    if (j < 2)
+        return j == 0 ? 0 : UINT64_MAX;
+    if (j < 40)
+        return j; /* one byte */
+    if (j < 80)
+        return j * 500ULL; /* two */
+    if (j < 120)
+        return j * 1000003ULL; /* four */
+    return (uint64_t)j << 40;  /* eight */
 }
 
 static uint64_t m_tid(unsigned t)
