@@ -46,6 +46,9 @@
 #define MEMB_SHIFT (64 - GIDX_BITS)
 #define MEMB_MUTED (UINT64_C(1) << 33)
 
+/* Memberships decoded at a time by the loops over a user's groups. */
+#define DECODE_RUN 32u
+
 /* A ring's first size, and its growth step's smallest. */
 #define RING_MIN 4u
 
@@ -718,13 +721,17 @@ uint64_t grp_mentions(const struct grp_store *s, uint64_t uid)
 uint32_t grp_chats(const struct grp_store *s, uint64_t uid)
 {
     struct ml_iter it;
+    uint64_t e[DECODE_RUN];
     uint32_t n = memblist_get(s->members, uid, &it), k = 0;
 
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t e = ml_at(&it, i);
+    for (uint32_t i = 0; i < n; i += DECODE_RUN) {
+        uint32_t r = n - i < DECODE_RUN ? n - i : DECODE_RUN;
 
-        k += !memb_muted(e) &&
-             memb_unread(s, memb_gidx(e), group_at(s, memb_gidx(e)), e) != 0;
+        memblist_decode(&it, i, r, e);
+        for (uint32_t j = 0; j < r; j++)
+            k += !memb_muted(e[j]) &&
+                 memb_unread(s, memb_gidx(e[j]), group_at(s, memb_gidx(e[j])),
+                             e[j]) != 0;
     }
     return k;
 }
@@ -843,19 +850,63 @@ uint64_t grp_unread(const struct grp_store *s, uint64_t uid, uint64_t gid)
     return memb_unread(s, gidx, group_at(s, gidx), e);
 }
 
+/* grp_total over a record of widths wk, wv (the constants of one
+ * instance): the fields read in place, muted ones skipped undecoded. */
+static inline __attribute__((always_inline)) uint64_t
+total_w(const struct grp_store *s, const struct ml_iter *it, uint64_t limit,
+        unsigned wk, unsigned wv)
+{
+    const uint8_t *k = it->k, *v = it->v;
+    uint32_t n = it->n, base = it->base;
+    uint64_t sum = 0;
+
+    for (uint32_t i = 0; i < n && sum <= limit; i++) {
+        uint32_t f = ml_ld(k + (size_t)i * wk, wk), gidx = base + (f >> 1);
+
+        if (f & 1)
+            continue;
+        sum +=
+            memb_unread(s, gidx, group_at(s, gidx),
+                        memb_entry(gidx, ml_ld(v + (size_t)i * wv, wv), false));
+    }
+    return sum;
+}
+
 uint64_t grp_total(const struct grp_store *s, uint64_t uid, uint64_t limit)
 {
     struct ml_iter it;
-    uint64_t sum = 0;
     uint32_t n = memblist_get(s->members, uid, &it);
 
-    for (uint32_t i = 0; i < n && sum <= limit; i++) {
-        uint64_t e = ml_at(&it, i);
-
-        if (!memb_muted(e))
-            sum += memb_unread(s, memb_gidx(e), group_at(s, memb_gidx(e)), e);
+    if (n == 0)
+        return 0;
+    if (it.k == NULL)
+        return memb_muted(it.one)
+                   ? 0
+                   : memb_unread(s, memb_gidx(it.one),
+                                 group_at(s, memb_gidx(it.one)), it.one);
+#define TOTAL(wk, wv)                                                          \
+    case ((wk)-1) * 4 + (wv)-1:                                                \
+        return total_w(s, &it, limit, wk, wv)
+    switch ((it.wk - 1) * 4 + it.wv - 1) {
+        TOTAL(1, 1);
+        TOTAL(1, 2);
+        TOTAL(1, 3);
+        TOTAL(1, 4);
+        TOTAL(2, 1);
+        TOTAL(2, 2);
+        TOTAL(2, 3);
+        TOTAL(2, 4);
+        TOTAL(3, 1);
+        TOTAL(3, 2);
+        TOTAL(3, 3);
+        TOTAL(3, 4);
+        TOTAL(4, 1);
+        TOTAL(4, 2);
+        TOTAL(4, 3);
+    default:
+        return total_w(s, &it, limit, 4, 4);
     }
-    return sum;
+#undef TOTAL
 }
 
 uint32_t grp_groups(const struct grp_store *s, uint64_t uid)

@@ -74,11 +74,14 @@ static inline void st(uint8_t *p, unsigned w, uint32_t x)
         p[i] = (uint8_t)(x >> (8 * i));
 }
 
-static void iter_of(uint64_t w, struct ml_iter *it)
+static inline __attribute__((always_inline)) void iter_of(uint64_t w,
+                                                          struct ml_iter *it)
 {
     if (is_inline(w)) {
         it->k = it->v = NULL;
         it->n = 1;
+        it->base = 0;
+        it->wk = it->wv = 1;
         it->one = w;
         it->rec = NULL;
         return;
@@ -91,6 +94,7 @@ static void iter_of(uint64_t w, struct ml_iter *it)
     it->base = r->base;
     it->k = r->d;
     it->v = r->d + (size_t)it->n * it->wk;
+    it->one = 0;
     it->rec = r;
 }
 
@@ -102,21 +106,94 @@ static inline uint32_t key_at(const struct ml_iter *it, uint32_t i)
                : it->base + (ml_ld(it->k + (size_t)i * it->wk, it->wk) >> 1);
 }
 
+/* The first of the n >= 1 fields of w bytes at k whose key part (field >>
+ * 1) is >= t. Branch-free, as conv.c's arr_index; w a constant once
+ * inlined. */
+static inline __attribute__((always_inline)) uint32_t
+fields_index(const uint8_t *k, uint32_t n, uint32_t t, unsigned w)
+{
+    const uint8_t *p = k;
+
+    while (n > 1) {
+        uint32_t half = n / 2;
+
+        p = (ml_ld(p + (size_t)half * w, w) >> 1) < t ? p + (size_t)half * w
+                                                      : p;
+        n -= half;
+    }
+    return (uint32_t)((size_t)(p - k) / w) + ((ml_ld(p, w) >> 1) < t);
+}
+
 /* The first position whose key is >= key. */
 static uint32_t lower_bound(const struct ml_iter *it, uint32_t key)
 {
-    uint32_t lo = 0, hi = it->n;
-
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-
-        if (key_at(it, mid) < key)
-            lo = mid + 1;
-        else
-            hi = mid;
+    if (it->k == NULL)
+        return it->n > 0 && ml_key(it->one) < key;
+    if (key <= it->base)
+        return key < it->base ? 0 : fields_index(it->k, it->n, 0, it->wk);
+    switch (it->wk) {
+    case 1:
+        return fields_index(it->k, it->n, key - it->base, 1);
+    case 2:
+        return fields_index(it->k, it->n, key - it->base, 2);
+    case 3:
+        return fields_index(it->k, it->n, key - it->base, 3);
+    default:
+        return fields_index(it->k, it->n, key - it->base, 4);
     }
-    return lo;
 }
+
+/* Entries [from, from + k) of the record behind it, widths wk and wv (the
+ * constants of one instance). */
+static inline __attribute__((always_inline)) void
+decode_w(const struct ml_iter *it, uint32_t from, uint32_t k, uint64_t *out,
+         unsigned wk, unsigned wv)
+{
+    const uint8_t *kp = it->k + (size_t)from * wk,
+                  *vp = it->v + (size_t)from * wv;
+
+    for (uint32_t i = 0; i < k; i++, kp += wk, vp += wv) {
+        uint32_t f = ml_ld(kp, wk);
+
+        out[i] = ML_ENTRY(it->base + (f >> 1), f & 1, ml_ld(vp, wv));
+    }
+}
+
+#define DEC(wk, wv)                                                            \
+    case ((wk)-1) * 4 + (wv)-1:                                                \
+        decode_w(it, from, k, out, wk, wv);                                    \
+        return
+
+void memblist_decode(const struct ml_iter *it, uint32_t from, uint32_t k,
+                     uint64_t *out)
+{
+    if (it->k == NULL) {
+        for (uint32_t i = 0; i < k; i++)
+            out[i] = it->one;
+        return;
+    }
+    switch ((it->wk - 1) * 4 + it->wv - 1) {
+        DEC(1, 1);
+        DEC(1, 2);
+        DEC(1, 3);
+        DEC(1, 4);
+        DEC(2, 1);
+        DEC(2, 2);
+        DEC(2, 3);
+        DEC(2, 4);
+        DEC(3, 1);
+        DEC(3, 2);
+        DEC(3, 3);
+        DEC(3, 4);
+        DEC(4, 1);
+        DEC(4, 2);
+        DEC(4, 3);
+    default:
+        decode_w(it, from, k, out, 4, 4);
+    }
+}
+
+#undef DEC
 
 struct memblist *memblist_create(struct mem_acct *owner)
 {
@@ -207,19 +284,45 @@ void memblist_prefetch(const struct memblist *m, uint64_t uid, int stage)
     u64map_prefetch(m->map, uid, stage);
 }
 
+/* memblist_lookup in a record of key fields of wk bytes (a constant once
+ * inlined); key >= the record's base. */
+static inline __attribute__((always_inline)) bool
+lookup_w(const struct ml_iter *it, uint32_t key, uint64_t *e, unsigned wk)
+{
+    uint32_t t = key - it->base, i = fields_index(it->k, it->n, t, wk), f;
+
+    if (i == it->n)
+        return false;
+    f = ml_ld(it->k + (size_t)i * wk, wk);
+    if ((f >> 1) != t)
+        return false;
+    *e = ML_ENTRY(key, f & 1, ml_ld(it->v + (size_t)i * it->wv, it->wv));
+    return true;
+}
+
 bool memblist_lookup(const struct memblist *m, uint64_t uid, uint32_t key,
                      uint64_t *e)
 {
     struct ml_iter it;
-    uint32_t i;
 
     if (memblist_get(m, uid, &it) == 0)
         return false;
-    i = lower_bound(&it, key);
-    if (i == it.n || key_at(&it, i) != key)
+    if (it.k == NULL) {
+        *e = it.one;
+        return ml_key(it.one) == key;
+    }
+    if (key < it.base)
         return false;
-    *e = ml_at(&it, i);
-    return true;
+    switch (it.wk) {
+    case 1:
+        return lookup_w(&it, key, e, 1);
+    case 2:
+        return lookup_w(&it, key, e, 2);
+    case 3:
+        return lookup_w(&it, key, e, 3);
+    default:
+        return lookup_w(&it, key, e, 4);
+    }
 }
 
 /* ---- Re-encoding --------------------------------------------------------- */

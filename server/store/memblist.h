@@ -92,6 +92,11 @@ static inline uint64_t ml_at(const struct ml_iter *it, uint32_t i)
                     ml_ld(it->v + (size_t)i * it->wv, it->wv));
 }
 
+/* Entries [from, from + k) of the list into out: ml_at over a run, with
+ * the widths' decoding chosen once (GRP.TOTAL's loop). */
+void memblist_decode(const struct ml_iter *it, uint32_t from, uint32_t k,
+                     uint64_t *out);
+
 /* An empty map, or NULL. Its struct is charged to owner, what it
  * allocates to an account of its own under owner (mem.h). */
 struct memblist *memblist_create(struct mem_acct *owner);
