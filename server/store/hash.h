@@ -6,8 +6,8 @@
  * odd constant, addition) has an inverse, and hash_u64_inv applies them in
  * reverse order. Distinct keys never share a hash, which the maps rely on:
  * u64map and u32map keep entries in hash order and use the hash of the
- * next entry as their scan cursor, and u32map and wmap store the hash in
- * place of the key and recover the key with hash_u64_inv.
+ * next entry as their scan cursor, and u64map, u32map and wmap store the hash
+ * in place of the key and recover the key with hash_u64_inv.
  *
  * It is murmur3's 64-bit finalizer with the seed mixed in twice (before
  * the first round and between the two), so that ids chosen by clients

@@ -2,9 +2,10 @@
  * u64map.c - extendible hashing over Robin Hood segments, kept in hash order.
  *
  * Layout. A key's 64-bit hash h is hash.h's keyed bijection of the key
- * (distinct keys never share a hash). The directory (xdir.h, shared with
- * u32map) is indexed by the top bits of h; a segment of local depth d holds
- * exactly the hashes whose top d bits are its prefix.
+ * (distinct keys never share a hash), and a slot holds h in place of the
+ * key (a walk gets the key back with hash_u64_inv). The directory (xdir.h,
+ * shared with u32map) is indexed by the top bits of h; a segment of local
+ * depth d holds exactly the hashes whose top d bits are its prefix.
  *
  * Inside a segment, a key's home slot comes from the 32 hash bits right after
  * the prefix, scaled to the segment's capacity with a multiply-shift (no
@@ -34,8 +35,12 @@
 #include "hash.h"
 #include "xdir.h"
 
+/* A slot holds its key's hash, not the key: the hash is a bijection of
+ * the key (hash_u64_inv gives it back, for walks), and a lookup then
+ * compares each slot it passes with one load, where hashing each key it
+ * passes cost ~15 instructions a slot. */
 struct slot {
-    uint64_t key;
+    uint64_t h;   /* map_hash(key): 0 in an empty slot */
     uint64_t val; /* 0: empty slot */
 };
 
@@ -256,7 +261,7 @@ static void seg_free(struct u64map *m, struct seg *s)
  * would spill past the slack; d is then partly filled and must be dropped.
  */
 static int seg_append(struct seg *d, const struct seg *src, uint32_t from,
-                      uint32_t to, uint32_t *next, uint64_t seed)
+                      uint32_t to, uint32_t *next)
 {
     for (uint32_t i = from; i < to; i++) {
         const struct slot *sl = &src->slot[i];
@@ -264,7 +269,7 @@ static int seg_append(struct seg *d, const struct seg *src, uint32_t from,
 
         if (sl->val == 0)
             continue;
-        p = seg_home(d, map_hash(sl->key, seed));
+        p = seg_home(d, sl->h);
         if (p < *next)
             p = *next;
         if (p >= d->nslots)
@@ -291,8 +296,8 @@ static struct seg *seg_build(struct u64map *m, uint8_t depth, uint32_t cap,
 
         if (s == NULL)
             return NULL;
-        if (seg_append(s, a, afrom, ato, &next, m->seed) == 0 &&
-            (b == NULL || seg_append(s, b, bfrom, bto, &next, m->seed) == 0))
+        if (seg_append(s, a, afrom, ato, &next) == 0 &&
+            (b == NULL || seg_append(s, b, bfrom, bto, &next) == 0))
             return s;
         /* A spill at 80% load is very unlikely; retry with more room. */
         seg_free(m, s);
@@ -335,7 +340,7 @@ static int seg_make_room(struct u64map *m, struct seg *s, uint64_t h)
 
             while (q < hi && s->slot[q].val == 0)
                 q++;
-            if (q == hi || (map_hash(s->slot[q].key, m->seed) << d) >> 63)
+            if (q == hi || (s->slot[q].h << d) >> 63)
                 hi = lo + (hi - lo) / 2;
             else
                 lo = q + 1;
@@ -445,19 +450,16 @@ int u64map_seed(struct u64map *m, uint64_t seed)
     return 0;
 }
 
-/* The slot holding key in s, or NULL. */
-static struct slot *seg_find(const struct seg *s, uint64_t key, uint64_t h,
-                             uint64_t seed)
+/* The slot holding the key of hash h in s, or NULL. */
+static struct slot *seg_find(const struct seg *s, uint64_t h)
 {
     for (uint32_t p = seg_home(s, h); p < s->nslots; p++) {
         const struct slot *sl = &s->slot[p];
 
-        if (sl->val == 0)
+        if (sl->val == 0 || sl->h > h)
             return NULL;
-        if (sl->key == key)
+        if (sl->h == h)
             return (struct slot *)sl;
-        if (map_hash(sl->key, seed) > h)
-            return NULL;
     }
     return NULL;
 }
@@ -466,29 +468,37 @@ uint64_t u64map_get(const struct u64map *m, uint64_t key)
 {
     uint64_t h = map_hash(key, m->seed);
     const struct seg *s = seg_of(m, h);
-    const struct slot *sl = s ? seg_find(s, key, h, m->seed) : NULL;
+    const struct slot *sl = s ? seg_find(s, h) : NULL;
 
     return sl ? sl->val : 0;
 }
 
 void u64map_prefetch(const struct u64map *m, uint64_t key, int stage)
 {
-    uint64_t h = map_hash(key, m->seed);
-    const struct seg *s = seg_of(m, h);
+    uint64_t h;
+    const struct seg *s;
+    const char *p;
 
+    if (stage > 1)
+        return;
+    h = map_hash(key, m->seed);
+    s = seg_of(m, h);
     if (s == NULL)
         return;
-    if (stage == 0)
+    if (stage == 0) {
         __builtin_prefetch(s);
-    else
-        __builtin_prefetch(&s->slot[seg_home(s, h)]);
+        return;
+    }
+    p = (const char *)&s->slot[seg_home(s, h)];
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + 64);
 }
 
 uint64_t *u64map_ref(struct u64map *m, uint64_t key)
 {
     uint64_t h = map_hash(key, m->seed);
     struct seg *s = seg_of(m, h);
-    struct slot *sl = s ? seg_find(s, key, h, m->seed) : NULL;
+    struct slot *sl = s ? seg_find(s, h) : NULL;
 
     return sl ? &sl->val : NULL;
 }
@@ -497,20 +507,18 @@ uint64_t *u64map_ref(struct u64map *m, uint64_t key)
  * Inserts absent key into s at its sorted position, shifting the rest of its
  * run right by one. -1 (s unchanged) when the run would pass the slack.
  */
-static int seg_insert(struct seg *s, uint64_t key, uint64_t val, uint64_t h,
-                      uint64_t seed)
+static int seg_insert(struct seg *s, uint64_t val, uint64_t h)
 {
     uint32_t p = seg_home(s, h), e;
 
-    while (p < s->nslots && s->slot[p].val != 0 &&
-           map_hash(s->slot[p].key, seed) < h)
+    while (p < s->nslots && s->slot[p].val != 0 && s->slot[p].h < h)
         p++;
     for (e = p; e < s->nslots && s->slot[e].val != 0; e++)
         ;
     if (e == s->nslots)
         return -1;
     memmove(&s->slot[p + 1], &s->slot[p], (e - p) * sizeof(struct slot));
-    s->slot[p].key = key;
+    s->slot[p].h = h;
     s->slot[p].val = val;
     s->count++;
     return 0;
@@ -531,13 +539,12 @@ int u64map_put(struct u64map *m, uint64_t key, uint64_t val)
                 return -1;
             xdir_set_first(&m->dir, &s->node);
         }
-        sl = seg_find(s, key, h, m->seed);
+        sl = seg_find(s, h);
         if (sl != NULL) {
             sl->val = val;
             return 0;
         }
-        if (s->count < SEG_MAX_LOAD(s->cap) &&
-            seg_insert(s, key, val, h, m->seed) == 0) {
+        if (s->count < SEG_MAX_LOAD(s->cap) && seg_insert(s, val, h) == 0) {
             m->count++;
             return 0;
         }
@@ -550,19 +557,19 @@ bool u64map_del(struct u64map *m, uint64_t key)
 {
     uint64_t h = map_hash(key, m->seed);
     struct seg *s = seg_of(m, h);
-    struct slot *sl = s ? seg_find(s, key, h, m->seed) : NULL;
+    struct slot *sl = s ? seg_find(s, h) : NULL;
     uint32_t p, e;
 
     if (sl == NULL)
         return false;
     /* Backward shift: pull back the following entries not at their home. */
     p = (uint32_t)(sl - s->slot);
-    for (e = p + 1; e < s->nslots && s->slot[e].val != 0 &&
-                    seg_home(s, map_hash(s->slot[e].key, m->seed)) < e;
+    for (e = p + 1;
+         e < s->nslots && s->slot[e].val != 0 && seg_home(s, s->slot[e].h) < e;
          e++)
         ;
     memmove(&s->slot[p], &s->slot[p + 1], (e - p - 1) * sizeof(struct slot));
-    s->slot[e - 1].key = 0;
+    s->slot[e - 1].h = 0;
     s->slot[e - 1].val = 0;
     s->count--;
     m->count--;
@@ -616,14 +623,14 @@ size_t u64map_scan(const struct u64map *m, uint64_t *cursor, size_t max,
 
             if (sl->val == 0)
                 continue;
-            hs = map_hash(sl->key, m->seed);
+            hs = sl->h;
             if (hs < h)
                 continue;
             if (n == max) {
                 *cursor = hs;
                 return n;
             }
-            fn(sl->key, sl->val, ctx);
+            fn(hash_u64_inv(hs, m->seed), sl->val, ctx);
             n++;
         }
         /* Next segment: the first hash after this one's prefix range. */
@@ -657,10 +664,10 @@ static size_t seg_audit(const struct xdir *x, const struct xdir_node *n,
         uint32_t home;
 
         if (sl->val == 0) {
-            bad += sl->key != 0;
+            bad += sl->h != 0;
             continue;
         }
-        hs = map_hash(sl->key, ac->m->seed);
+        hs = sl->h;
         home = seg_home(s, hs);
         bad += xdir_index(x, hs) < first || xdir_index(x, hs) >= first + span;
         bad += c > 0 && hs <= prev;

@@ -2,8 +2,8 @@
  * u64map.h - a compact map from u64 keys to non-zero u64 values, the
  * container under every per-user family.
  *
- * 16 bytes per slot (key, value), value 0 marks an empty slot, so "absent"
- * and "zero" are the same thing: callers delete instead of storing 0.
+ * 16 bytes per slot (the key's hash, value), value 0 marks an empty slot, so
+ * "absent" and "zero" are the same thing: callers delete instead of storing 0.
  * Open addressing with Robin Hood linear probing inside segments of bounded
  * size; a directory (extendible hashing) picks the segment from the top hash
  * bits. A full segment grows or splits on its own, so no insert ever moves
@@ -37,9 +37,12 @@ uint64_t u64map_get(const struct u64map *m, uint64_t key);
 /*
  * Hints for a lookup of key soon after, with no effect on the map: stage 0
  * starts loading the header of key's segment, stage 1 (which reads that
- * header: issue it a little later) the cache line of key's home slot.
- * server/net.c issues them a few requests ahead, so that the misses of a
- * pipelined read overlap instead of queueing.
+ * header: issue it a little later) the cache lines of key's home slot and
+ * the next (at ~0.9 load a key sits a few slots past its home, often on
+ * the next line). Other stages do nothing here: the maps built on u64map
+ * use stage 2 for what the value points to. server/net.c issues them a few
+ * requests ahead, so that the misses of a pipelined read overlap instead
+ * of queueing.
  */
 void u64map_prefetch(const struct u64map *m, uint64_t key, int stage);
 
