@@ -79,8 +79,15 @@ bool bc_peek(const struct bc_store *s, uint64_t uid, uint64_t ch,
 
 /* The sum of uid's unread over the channels it has an offset in, without
  * registering it anywhere; once the sum passes limit, some value above
- * limit. O(channels). */
+ * limit. O(channels). Its lookups miss the cache one after another unless
+ * bc_prefetch_user asked for them first. */
 uint64_t bc_user_unread(const struct bc_store *s, uint64_t uid, uint64_t limit);
+
+/* Starts loading uid's offsets in every channel into the cache (as
+ * db_prefetch_user's stages: 0 the buckets' headers, 1 where the lookups
+ * land; others nothing), for bc_user_unread soon after. O(channels): for
+ * reads over all of a user's channels, not for one channel's command. */
+void bc_prefetch_user(const struct bc_store *s, uint64_t uid, int stage);
 
 /*
  * Snapshots: walks over the channels and over one channel's users (as
