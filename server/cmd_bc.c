@@ -77,6 +77,11 @@ bool cmd_bc_badge(const struct server *srv, uint64_t uid, uint64_t limit,
     return true;
 }
 
+void cmd_bc_badge_hint(const struct server *srv, uint64_t uid, int stage)
+{
+    bc_prefetch_user(srv->db.bc, uid, stage);
+}
+
 static void bc_line(uint64_t ch, uint64_t head, uint64_t unread, void *ctx)
 {
     struct user_lines *L = ctx;

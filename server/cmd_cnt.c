@@ -196,6 +196,11 @@ bool cmd_cnt_badge(const struct server *srv, uint64_t uid, uint64_t limit,
     return true;
 }
 
+void cmd_cnt_badge_hint(const struct server *srv, uint64_t uid, int stage)
+{
+    cnt_prefetch_user(srv->db.cnt, uid, stage);
+}
+
 struct notice_lines {
     struct user_lines *L;
     const struct server *srv;

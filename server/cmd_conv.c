@@ -542,6 +542,11 @@ bool cmd_conv_badge(const struct server *srv, uint64_t uid, uint64_t limit,
     return true;
 }
 
+void cmd_conv_badge_hint(const struct server *srv, uint64_t uid, int stage)
+{
+    conv_prefetch_user(srv->db.conv, uid, stage);
+}
+
 /* Seqs shown on a conversation's line, per list. */
 #define INFO_SEQS 8
 

@@ -96,6 +96,11 @@ bool cmd_dot_badge(const struct server *srv, uint64_t uid, uint64_t limit,
     return true;
 }
 
+void cmd_dot_badge_hint(const struct server *srv, uint64_t uid, int stage)
+{
+    dot_prefetch_user(srv->db.dot, uid, stage);
+}
+
 static void dot_line(uint64_t dot, uint64_t click, uint64_t push, bool shown,
                      void *ctx)
 {

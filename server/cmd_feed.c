@@ -142,6 +142,11 @@ bool cmd_feed_badge(const struct server *srv, uint64_t uid, uint64_t limit,
     return true;
 }
 
+void cmd_feed_badge_hint(const struct server *srv, uint64_t uid, int stage)
+{
+    feed_prefetch_user(srv->db.feed, uid, stage);
+}
+
 static void feed_line(uint64_t author, uint32_t count, uint32_t snapshot,
                       void *ctx)
 {

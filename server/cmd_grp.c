@@ -327,6 +327,11 @@ bool cmd_grp_badge(const struct server *srv, uint64_t uid, uint64_t limit,
     return true;
 }
 
+void cmd_grp_badge_hint(const struct server *srv, uint64_t uid, int stage)
+{
+    grp_prefetch_user(srv->db.grp, uid, stage);
+}
+
 static void grp_line(uint64_t gid, const struct grp_state *st, void *ctx)
 {
     struct user_lines *L = ctx;

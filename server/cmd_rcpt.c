@@ -252,6 +252,13 @@ bool cmd_rcpt_badge(const struct server *srv, uint64_t uid, uint64_t limit,
     return false;
 }
 
+void cmd_rcpt_badge_hint(const struct server *srv, uint64_t uid, int stage)
+{
+    (void)srv;
+    (void)uid;
+    (void)stage;
+}
+
 static void rcpt_line(uint64_t gid, uint32_t mapid, bool quit, void *ctx)
 {
     struct user_lines *L = ctx;

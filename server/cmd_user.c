@@ -219,10 +219,19 @@ void cmd_USER_STATUS(struct exec_ctx *x)
 
 typedef bool (*badge_fn)(const struct server *srv, uint64_t uid, uint64_t limit,
                          uint64_t *part);
+typedef void (*badge_hint_fn)(const struct server *srv, uint64_t uid,
+                              int stage);
 
 static const badge_fn badge_fns[FAM_COUNT] = {
 #define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
     [FAM_##ID] = cmd_##f##_badge,
+#include "families.def"
+#undef FAMILY
+};
+
+static const badge_hint_fn badge_hint_fns[FAM_COUNT] = {
+#define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
+    [FAM_##ID] = cmd_##f##_badge_hint,
 #include "families.def"
 #undef FAMILY
 };
@@ -232,6 +241,17 @@ static uint64_t cap_of(const struct server *srv, uint64_t v)
     uint64_t cap = srv->cfg.unread_cap;
 
     return v > cap ? cap + 1 : v;
+}
+
+/* Every hint stage of the families in fams[0..n) for uid, stage by stage,
+ * so that the families' misses of one stage overlap (one user: USER.BADGE
+ * and the badge channels' probes; USER.MBADGE pipelines its users). */
+static void badge_hint(const struct server *srv, uint64_t uid,
+                       const unsigned *fams, unsigned n)
+{
+    for (int s = 0; s < DB_PREFETCH_STAGES; s++)
+        for (unsigned i = 0; i < n; i++)
+            badge_hint_fns[fams[i]](srv, uid, s);
 }
 
 /* The badge over the families in fams[0..n) (each with a part), their
@@ -267,6 +287,7 @@ bool badge_part(const struct server *srv, unsigned fam, uint64_t uid,
 
     if (!badge_fns[fam](srv, uid, 0, NULL))
         return false;
+    badge_hint(srv, uid, &fam, 1);
     badge_fns[fam](srv, uid, srv->cfg.unread_cap, &p);
     *part = cap_of(srv, p);
     return true;
@@ -326,6 +347,7 @@ void cmd_USER_BADGE(struct exec_ctx *x)
     }
     if (n == 0)
         n = badge_families(x->srv, fams);
+    badge_hint(x->srv, uid, fams, n);
     badge = badge_of(x->srv, uid, fams, n, part);
     for (unsigned i = 0; i < n && with; i++)
         if (expired == 0)
@@ -344,46 +366,43 @@ void cmd_USER_BADGE(struct exec_ctx *x)
 
 /*
  * Every uid is checked before the reply's first value goes out. A badge is
- * a handful of lookups in different tables, each a cache miss or two at
- * scale: the users' records in every family with the hint
- * (db_prefetch_user) are asked for in a software pipeline, stage 0
- * MBADGE_AHEAD users ahead of stage 1, itself MBADGE_AHEAD users ahead of
- * the badge computed, so that the misses of several users overlap.
+ * a handful of lookups in different tables, each a chain of cache misses
+ * at scale (a map's segment header, the user's slot, the record it points
+ * to, what the record points to): each family's hint (cmd_<f>_badge_hint)
+ * walks such a chain one stage at a time in a software pipeline over the
+ * users, stage s for the user (DB_PREFETCH_STAGES - s) * MBADGE_AHEAD
+ * places ahead of the badge computed, so that every stage reads what the
+ * one before loaded and the misses of several users overlap.
  */
 #define MBADGE_AHEAD 2
-
-static void mbadge_hint(const struct exec_ctx *x, const unsigned *fams,
-                        unsigned n, uint32_t i, int stage)
-{
-    uint64_t uid;
-
-    if (i >= x->argc)
-        return;
-    (void)arg_u64((struct exec_ctx *)x, i, "uid", &uid);
-    for (unsigned f = 0; f < n; f++)
-        db_prefetch_user(&x->srv->db, fams[f], uid, stage);
-}
 
 void cmd_USER_MBADGE(struct exec_ctx *x)
 {
     const struct server *srv = x->srv;
+    const int64_t lead = DB_PREFETCH_STAGES * MBADGE_AHEAD;
+    uint64_t uids[UR_UIDS_MAX], part[FAM_COUNT];
     unsigned fams[FAM_COUNT], n;
-    uint64_t uid, part[FAM_COUNT];
+    int64_t argc = x->argc;
 
+    if (x->argc > UR_UIDS_MAX) { /* the executor's limit */
+        reply_err(x->r, UR_E_BADARG, "at most %u uids", UR_UIDS_MAX);
+        return;
+    }
     for (uint32_t i = 0; i < x->argc; i++)
-        if (!arg_u64(x, i, "uid", &uid))
+        if (!arg_u64(x, i, "uid", &uids[i]))
             return;
     n = badge_families(srv, fams);
     reply_arr(x->r, x->argc);
-    for (uint32_t i = 0; i < 2 * MBADGE_AHEAD; i++)
-        mbadge_hint(x, fams, n, i, 0);
-    for (uint32_t i = 0; i < MBADGE_AHEAD; i++)
-        mbadge_hint(x, fams, n, i, 1);
-    for (uint32_t i = 0; i < x->argc; i++) {
-        mbadge_hint(x, fams, n, i + 2 * MBADGE_AHEAD, 0);
-        mbadge_hint(x, fams, n, i + MBADGE_AHEAD, 1);
-        (void)arg_u64(x, i, "uid", &uid);
-        reply_int(x->r, badge_of(srv, uid, fams, n, part));
+    for (int64_t i = -lead; i < argc; i++) {
+        for (int s = 0; s < DB_PREFETCH_STAGES; s++) {
+            int64_t j = i + (DB_PREFETCH_STAGES - s) * MBADGE_AHEAD;
+
+            if (j >= 0 && j < argc)
+                for (unsigned f = 0; f < n; f++)
+                    badge_hint_fns[fams[f]](srv, uids[j], s);
+        }
+        if (i >= 0)
+            reply_int(x->r, badge_of(srv, uids[i], fams, n, part));
     }
 }
 

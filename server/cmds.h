@@ -39,6 +39,12 @@ void user_lines_more(struct user_lines *L, const char *fam, size_t total);
  * With part NULL it only says whether the family has a part, computing
  * nothing. A read: changes nothing (BC registers no one). A family added
  * to the table without it fails the link.
+ *
+ * cmd_<f>_badge_hint starts loading into the cache what cmd_<f>_badge
+ * will read for uid, in the stages of db_prefetch_user (0 to
+ * DB_PREFETCH_STAGES - 1, each a little after the one before), so that
+ * USER.MBADGE overlaps the misses of many users. Changes nothing; a
+ * family without a part does nothing.
  */
 /*
  * Badge channels (badges.h) ask each family, with cmd_<f>_badge_key,
@@ -60,6 +66,8 @@ void user_lines_more(struct user_lines *L, const char *fam, size_t total);
                              uint64_t uid);                                    \
     bool cmd_##f##_badge(const struct server *srv, uint64_t uid,               \
                          uint64_t limit, uint64_t *part);                      \
+    void cmd_##f##_badge_hint(const struct server *srv, uint64_t uid,          \
+                              int stage);                                      \
     bool cmd_##f##_badge_key(const struct server *srv, const struct ur_op *op, \
                              uint32_t argc, const struct ur_arg *argv,         \
                              uint64_t *key);                                   \

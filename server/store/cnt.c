@@ -660,5 +660,13 @@ struct notice_set *cnt_notices_mut(struct cnt_store *s)
 
 void cnt_prefetch_user(const struct cnt_store *s, uint64_t uid, int stage)
 {
-    u64map_prefetch(s->map, uid, stage);
+    uint64_t w;
+
+    if (stage != 2) {
+        u64map_prefetch(s->map, uid, stage);
+        return;
+    }
+    w = u64map_get(s->map, uid);
+    if (w != 0 && !is_inline(w))
+        __builtin_prefetch(rec_of(w));
 }

@@ -65,8 +65,8 @@ uint64_t cnt_clear(struct cnt_store *s, uint64_t uid, uint64_t mask);
 uint32_t cnt_get(const struct cnt_store *s, uint64_t uid, unsigned type);
 
 /* Starts loading uid's record into the cache, for a command about uid
- * soon after: a hint in two stages (u64map_prefetch), for server/net.c's
- * lookahead. */
+ * soon after, in the stages of db_prefetch_user: 0 and 1 as u64map_prefetch,
+ * 2 the user's record when out of line (3 or more types). */
 void cnt_prefetch_user(const struct cnt_store *s, uint64_t uid, int stage);
 
 uint64_t cnt_total(const struct cnt_store *s, uint64_t uid);

@@ -189,8 +189,16 @@ size_t db_expiry_scan(const struct db *db, uint64_t *cursor, size_t max,
 
 #define DB_EXPIRY_MS_MAX ((UINT64_C(1) << 48) - 1)
 
-/* Starts loading uid's record of family fam into the cache, in two stages
- * (0 a few requests before 1). Nothing for a family without PREFETCH. */
+/*
+ * Starts loading uid's record of family fam into the cache, in stages,
+ * each reading what the one before loaded, so issued a little after it:
+ * 0 the map's segment header, 1 uid's slot, 2 what the slot points to
+ * (the record out of line), 3 what the record points to (GRP: the groups'
+ * heads). server/net.c's lookahead issues stages 0 and 1 (a family's
+ * stages 0 and 1 are worth having alone); USER.MBADGE all of them, a few
+ * users apart. Nothing for a family without PREFETCH.
+ */
+#define DB_PREFETCH_STAGES 4
 void db_prefetch_user(const struct db *db, unsigned fam, uint64_t uid,
                       int stage);
 

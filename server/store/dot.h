@@ -32,8 +32,8 @@ struct dot_store *dot_create(void);
 void dot_destroy(struct dot_store *s);
 
 /* Starts loading uid's record into the cache, for a command about uid
- * soon after: a hint in two stages (u64map_prefetch), for server/net.c's
- * lookahead. */
+ * soon after, in the stages of db_prefetch_user (listmap_prefetch: 0 and 1
+ * the slot, 2 the clicks when out of line). */
 void dot_prefetch_user(const struct dot_store *s, uint64_t uid, int stage);
 
 /*

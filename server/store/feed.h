@@ -33,8 +33,8 @@ struct feed_store *feed_create(void);
 void feed_destroy(struct feed_store *s);
 
 /* Starts loading uid's record into the cache, for a command about uid
- * soon after: a hint in two stages (u64map_prefetch), for server/net.c's
- * lookahead. */
+ * soon after, in the stages of db_prefetch_user (packmap_prefetch: 0 and 1
+ * the slot, 2 the follows when out of line). */
 void feed_prefetch_user(const struct feed_store *s, uint64_t uid, int stage);
 
 /* Adds n posts to author (saturating); *count is the count after. 0,

@@ -1252,7 +1252,19 @@ uint32_t grp_user_info(const struct grp_store *s, uint64_t uid, grp_user_fn fn,
     return n;
 }
 
+/* Groups whose heads stage 3 asks for: grp_total's first ones. */
+#define PREFETCH_GROUPS 8u
+
 void grp_prefetch_user(const struct grp_store *s, uint64_t uid, int stage)
 {
-    memblist_prefetch(s->members, uid, stage);
+    struct ml_iter it;
+    uint32_t n;
+
+    if (stage < 3) {
+        memblist_prefetch(s->members, uid, stage);
+        return;
+    }
+    n = memblist_get(s->members, uid, &it);
+    for (uint32_t i = 0; i < n && i < PREFETCH_GROUPS; i++)
+        __builtin_prefetch(group_at(s, memb_gidx(ml_at(&it, i))));
 }

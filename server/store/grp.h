@@ -169,8 +169,8 @@ uint64_t grp_head(const struct grp_store *s, uint64_t gid);
 uint64_t grp_unread(const struct grp_store *s, uint64_t uid, uint64_t gid);
 
 /* Starts loading uid's record into the cache, for a command about uid
- * soon after: a hint in two stages (u64map_prefetch), for server/net.c's
- * lookahead. */
+ * soon after, in the stages of db_prefetch_user: 0 to 2 the memberships
+ * (memblist_prefetch), 3 the heads of the first groups. */
 void grp_prefetch_user(const struct grp_store *s, uint64_t uid, int stage);
 
 /* The sum of uid's unread over its unmuted groups, stopping as soon as it

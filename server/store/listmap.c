@@ -137,7 +137,15 @@ uint32_t listmap_edit(struct listmap *m, uint64_t uid, uint64_t **e)
 
 void listmap_prefetch(const struct listmap *m, uint64_t uid, int stage)
 {
-    u64map_prefetch(m->map, uid, stage);
+    uint64_t w;
+
+    if (stage != 2) {
+        u64map_prefetch(m->map, uid, stage);
+        return;
+    }
+    w = u64map_get(m->map, uid);
+    if (w != 0 && !is_inline(w))
+        __builtin_prefetch(rec_of(w));
 }
 
 bool listmap_lookup(const struct listmap *m, uint64_t uid, uint64_t key,

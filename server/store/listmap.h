@@ -48,7 +48,9 @@ uint32_t listmap_get(const struct listmap *m, uint64_t uid, const uint64_t **e,
  * stay as they are); the count, 0 when uid has none. */
 uint32_t listmap_edit(struct listmap *m, uint64_t uid, uint64_t **e);
 
-/* Starts loading uid's map slot into the cache (u64map_prefetch). */
+/* Starts loading uid's map slot into the cache: stages 0 and 1 as
+ * u64map_prefetch; stage 2 (reading the slot: issue it later still) the
+ * first line of uid's list when it is out of line. */
 void listmap_prefetch(const struct listmap *m, uint64_t uid, int stage);
 
 /* uid's entry with this key into *entry; false when there is none.

@@ -281,7 +281,15 @@ void memblist_put_at(struct ml_iter *it, uint32_t i, uint64_t e)
 
 void memblist_prefetch(const struct memblist *m, uint64_t uid, int stage)
 {
-    u64map_prefetch(m->map, uid, stage);
+    uint64_t w;
+
+    if (stage != 2) {
+        u64map_prefetch(m->map, uid, stage);
+        return;
+    }
+    w = u64map_get(m->map, uid);
+    if (w != 0 && !is_inline(w))
+        __builtin_prefetch(rec_of(w));
 }
 
 /* memblist_lookup in a record of key fields of wk bytes (a constant once

@@ -117,6 +117,9 @@ void memblist_put_at(struct ml_iter *it, uint32_t i, uint64_t e);
  * 0, or -1 on allocation failure (nothing changed). */
 int memblist_fit(struct memblist *m, uint64_t uid, uint32_t val);
 
+/* Starts loading uid's map slot into the cache: stages 0 and 1 as
+ * u64map_prefetch; stage 2 (reading the slot: issue it later still) the
+ * first line of uid's record when it has one (two entries or more). */
 void memblist_prefetch(const struct memblist *m, uint64_t uid, int stage);
 
 /* uid's entry with this key into *e; false when none. O(log n). */

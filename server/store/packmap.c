@@ -583,7 +583,15 @@ void packmap_destroy(struct packmap *m)
 
 void packmap_prefetch(const struct packmap *m, uint64_t uid, int stage)
 {
-    u64map_prefetch(m->map, uid, stage);
+    uint64_t w;
+
+    if (stage != 2) {
+        u64map_prefetch(m->map, uid, stage);
+        return;
+    }
+    w = u64map_get(m->map, uid);
+    if (w != 0 && !is_inline(w))
+        __builtin_prefetch(rec_of(w));
 }
 
 uint32_t packmap_count(const struct packmap *m, uint64_t uid)

@@ -71,7 +71,9 @@ struct packmap;
 struct packmap *packmap_create(struct mem_acct *owner);
 void packmap_destroy(struct packmap *m);
 
-/* Starts loading uid's map slot into the cache (u64map_prefetch). */
+/* Starts loading uid's map slot into the cache: stages 0 and 1 as
+ * u64map_prefetch; stage 2 (reading the slot: issue it later still) the
+ * first line of uid's record when it has one (more than one pair). */
 void packmap_prefetch(const struct packmap *m, uint64_t uid, int stage);
 
 /* Pairs in uid's list (0 when it has none). O(1). */

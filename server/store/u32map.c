@@ -613,10 +613,14 @@ int u32map_set_tag(struct u32map *m, uint64_t key, uint16_t tag)
 
 void u32map_prefetch(const struct u32map *m, uint64_t key, int stage)
 {
-    uint64_t h = hash_u64(key, m->seed);
-    const struct bkt *b = bkt_of(m, h);
+    uint64_t h;
+    const struct bkt *b;
     uint32_t x, i;
 
+    if (stage > 1)
+        return;
+    h = hash_u64(key, m->seed);
+    b = bkt_of(m, h);
     if (b == NULL)
         return;
     if (stage == 0) {

@@ -72,7 +72,8 @@ bool u32map_get(const struct u32map *m, uint64_t key, uint32_t *val);
 
 /* A hint for a lookup of key soon after, with no effect on the map: stage
  * 0 starts loading key's bucket header, stage 1 (a little later: it reads
- * that header) the lines of the hash and value the search lands on. */
+ * that header) the lines of the hash and value the search lands on;
+ * other stages nothing. */
 void u32map_prefetch(const struct u32map *m, uint64_t key, int stage);
 
 /* Sets key to val, inserting when absent. 0, or -1 on allocation failure

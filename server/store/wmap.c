@@ -214,10 +214,13 @@ const struct wmap_val *wmap_get(const struct wmap *m, uint64_t key)
 
 void wmap_prefetch(const struct wmap *m, uint64_t key, int stage)
 {
-    uint64_t h = hash_u64(key, m->seed);
-    uint64_t dk = dir_key(bucket_of(m, h));
+    uint64_t h, dk;
     const char *b;
 
+    if (stage > 1)
+        return;
+    h = hash_u64(key, m->seed);
+    dk = dir_key(bucket_of(m, h));
     if (stage == 0) {
         u64map_prefetch(m->dir, dk, 0);
         u64map_prefetch(m->dir, dk, 1);

@@ -51,7 +51,7 @@ struct wmap_val *wmap_ref(struct wmap *m, uint64_t key);
  * A hint for a lookup of key soon after, with no effect on the map: stage
  * 0 starts loading key's bucket index entry, stage 1 (issue it a little
  * later: it reads that entry) the bucket's first lines, where the search
- * lands. As u64map_prefetch.
+ * lands; other stages nothing. As u64map_prefetch.
  */
 void wmap_prefetch(const struct wmap *m, uint64_t key, int stage);
 

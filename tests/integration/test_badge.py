@@ -180,6 +180,53 @@ def test_many_users_per_call(via):
 
 
 @each_way
+def test_many_users_every_shape_and_call_length(via):
+    """USER.MBADGE runs its users through a pipeline of hints several users
+    deep: calls shorter and longer than it, unknown and repeated users,
+    users whose state is inline and out of line in every family (3+ CNT
+    types, 2+ dots and follows, more groups than the hints look at) and
+    channels created in no particular order, each badge as the model and
+    as USER.BADGE says."""
+    rng = random.Random(1717)
+    channels = [7000 + 13 * i for i in range(20)]
+    rng.shuffle(channels)
+    users = range(1, 41)
+    want = {}
+    for u in users:
+        for t in range(u % 5 + 1):
+            via("CNT.INCR", u, t, 1)
+        if u % 7:
+            via("CONV.INCR", u, 1, u % 7)
+        if u % 12:
+            assert via("GRP.JOIN", u, *range(1000, 1000 + u % 12)) == 0
+        mine = [ch for i, ch in enumerate(channels) if (u + i) % 3 == 0]
+        for ch in mine:
+            via("BC.UNREAD", u, ch)
+        for dot in range(1, u % 4 + 1):
+            via("DOT.CLICK", u, dot, 1000)
+        if u % 3:
+            via("FEED.FOLLOW", u, *range(500, 500 + u % 3))
+        want[u] = ((u % 5 + 1) + u % 7 + u % 12 + len(mine) + u % 4 +
+                   2 * (u % 3))
+    for gid in range(1000, 1012):
+        via("GRP.POST", gid)
+    for ch in channels:
+        via("BC.PUBLISH", ch)
+    for dot in range(1, 4):
+        via("DOT.PUSH", dot, 2000)
+    for author in range(500, 503):
+        via("FEED.POST", author, 2)
+    want[10**9] = 0
+    uids = list(users) + [10**9, 3, 40, 3]
+    rng.shuffle(uids)
+    for u in set(uids):
+        assert via("USER.BADGE", u)[0] == want[u], u
+    for n in list(range(1, 13)) + [len(uids)]:
+        assert via("USER.MBADGE", *uids[:n]) == [want[u] for u in uids[:n]]
+    assert via("DEBUG", "AUDIT") == 0
+
+
+@each_way
 def test_a_notice_read_twice_counts_once(via):
     assert via("CNT.INCR", 7, "mention", 1, "ID", 555) == [1, 1]
     assert via("CNT.INCR", 7, "mention", 1, "ID", 555) == [1, 1]  # retry
