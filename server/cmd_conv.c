@@ -542,9 +542,12 @@ bool cmd_conv_badge(const struct server *srv, uint64_t uid, uint64_t limit,
     return true;
 }
 
+/* Stages 2 and 3 in place of 1 (conv_prefetch_user): the bucket's lines
+ * exactly, where stage 1 asks for as many as the largest bucket has. */
 void cmd_conv_badge_hint(const struct server *srv, uint64_t uid, int stage)
 {
-    conv_prefetch_user(srv->db.conv, uid, stage);
+    if (stage != 1)
+        conv_prefetch_user(srv->db.conv, uid, stage);
 }
 
 /* Seqs shown on a conversation's line, per list. */

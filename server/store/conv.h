@@ -272,8 +272,9 @@ int conv_put_thread(struct conv_store *s, uint64_t uid, uint64_t cid,
                     uint64_t tid, const struct conv_info *ti);
 
 /* Starts loading uid's record into the cache, for a command about uid
- * soon after, in the stages of db_prefetch_user: 0 and 1 as wmap_prefetch
- * (2 and 3 do nothing). */
+ * soon after, in the stages of db_prefetch_user: 0 and 1 as wmap_prefetch,
+ * or 0, 2 and 3 (wmap_prefetch's deeper form: a caller that issues every
+ * stage skips 1). */
 void conv_prefetch_user(const struct conv_store *s, uint64_t uid, int stage);
 
 /* (user, conversation) entries held, and users. */

@@ -215,9 +215,10 @@ const struct wmap_val *wmap_get(const struct wmap *m, uint64_t key)
 void wmap_prefetch(const struct wmap *m, uint64_t key, int stage)
 {
     uint64_t h, dk;
-    const char *b;
+    const struct bucket *b;
+    size_t end;
 
-    if (stage > 1)
+    if (stage > 3)
         return;
     h = hash_u64(key, m->seed);
     dk = dir_key(bucket_of(m, h));
@@ -226,9 +227,17 @@ void wmap_prefetch(const struct wmap *m, uint64_t key, int stage)
         u64map_prefetch(m->dir, dk, 1);
         return;
     }
-    b = (const char *)(uintptr_t)u64map_get(m->dir, dk);
-    for (unsigned i = 0; b != NULL && i < PREFETCH_LINES; i++)
-        __builtin_prefetch(b + 64 * i);
+    b = (const struct bucket *)(uintptr_t)u64map_get(m->dir, dk);
+    if (b == NULL)
+        return;
+    if (stage == 2) {
+        __builtin_prefetch(b);
+        return;
+    }
+    /* stage 1: PREFETCH_LINES; stage 3: the lines of b's n entries */
+    end = stage == 1 ? 64 * PREFETCH_LINES : bucket_size(b->n);
+    for (size_t i = stage == 1 ? 0 : 64; i < end; i += 64)
+        __builtin_prefetch((const char *)b + i);
 }
 
 struct wmap_val *wmap_ref(struct wmap *m, uint64_t key)

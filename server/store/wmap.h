@@ -51,7 +51,10 @@ struct wmap_val *wmap_ref(struct wmap *m, uint64_t key);
  * A hint for a lookup of key soon after, with no effect on the map: stage
  * 0 starts loading key's bucket index entry, stage 1 (issue it a little
  * later: it reads that entry) the bucket's first lines, where the search
- * lands; other stages nothing. As u64map_prefetch.
+ * lands. As u64map_prefetch. A caller that can issue more stages, each a
+ * little after the one before, issues 2 and 3 in place of 1: 2 loads the
+ * bucket's header (reading the index entry), 3 exactly the lines of its
+ * entries (reading the header), a third of stage 1's lines on average.
  */
 void wmap_prefetch(const struct wmap *m, uint64_t key, int stage);
 
