@@ -2,17 +2,26 @@
 """Issue 19's goals, in one run: `make bench-pubsub`.
 
     python3 bench/pubsub.py [--build DIR] [--seconds S] [--warmup S]
-                            [--reps N] [--subscribers N] [--keys N]
+                            [--reps N] [--cost-order balanced|fixed]
+                            [--subscribers N] [--keys N]
                             [--only cost,badge,fanout] [--no-pin]
                             [--json FILE]
 
-1. cost: what notify-badges costs a write nobody listens to. Three
-   unreadd (persistence off): notify-badges no; yes with no subscriber at
-   all; yes with one subscriber on a badge channel no write touches (so
-   every write pays the one map lookup). unread-bench cnt-incr and
-   conv-seq at pipeline 16, 50 connections, run on each in turn, --reps
-   rounds (A B C A B C ...); the median ratio to "no". Goal: "yes, no
-   subscriber" within 3% of "no".
+1. cost: what notify-badges costs a write nobody listens to. Four
+   unreadd (persistence off): notify-badges no; no again (an A/A control:
+   two identical servers, whose ratio is the run's noise floor); yes with
+   no subscriber at all; yes with one subscriber on a badge channel no
+   write touches (so every write pays the one map lookup). unread-bench
+   cnt-incr and conv-seq at pipeline 16, 50 connections, run on each in
+   --reps rounds whose order is balanced (a Williams square: over every 4
+   rounds each server runs once in each position and follows each other
+   server once), so that drift during a round (warm-up, the other
+   processes on a shared machine, CPU frequency) does not favour the
+   server that always runs first; the median of the per-round ratios to
+   "no". Goal: "yes, no subscriber" within 3% of "no". Before 2026-11-26
+   the order was fixed (no, yes, yes+sub in every round) and there was no
+   control: see docs/PERFORMANCE.md, "Pub/sub: the order of the cost
+   runs".
 2. badge: unreadd with notify-badges yes, --subscribers connections each
    on its own badge:<uid> (bench/pubsub-bench.c), 4 writers keeping 16
    CNT.INCR in flight to random users of those. Push messages/s delivered
@@ -82,8 +91,24 @@ def pubsub_bench(opts, pin, srv, mode):
     return r
 
 
+def balanced_orders(n, rounds):
+    """The order of n variants in each round: a Williams square (n even:
+    0, 1, n-1, 2, n-2, ... shifted by the round), so that over every n
+    rounds each variant runs once in each position and, for n even, right
+    after each other variant once."""
+    first, lo, hi = [0], 1, n - 1
+    while len(first) < n:
+        first.append(lo)
+        lo += 1
+        if len(first) < n:
+            first.append(hi)
+            hi -= 1
+    return [[(v + r) % n for v in first] for r in range(rounds)]
+
+
 def cost(opts, pin):
     variants = [("no", ["--notify-badges", "no"]),
+                ("no'", ["--notify-badges", "no"]),
                 ("yes", ["--notify-badges", "yes"]),
                 ("yes+sub", ["--notify-badges", "yes"])]
     servers = [(name, start("unreadd", opts.build, pin, extra))
@@ -93,33 +118,45 @@ def cost(opts, pin):
     try:
         # One subscriber on a user no write touches: each write then pays
         # the lookup "is anyone on badge:<uid>?".
-        listener = Resp(servers[2][1].port, 30)
+        listener = Resp(servers[3][1].port, 30)
         listener.send(encode_multibulk("SUBSCRIBE", "badge:%d" % (10 ** 15)))
         listener.read_reply()
         for w in COST_WORKLOADS:
             compare.preload(opts.build, pin, [s for _, s in servers], w,
                             opts.keys)
             runs = {name: [] for name, _ in variants}
-            for rep in range(opts.reps):
-                for name, srv in servers:
+            orders = balanced_orders(len(servers), opts.reps)
+            if opts.cost_order == "fixed":
+                orders = [list(range(len(servers)))] * opts.reps
+            for rep, order in enumerate(orders):
+                for pos, k in enumerate(order):
+                    name, srv = servers[k]
                     r = compare.bench(opts.build, pin, srv, w, [
                         "-c", 50, "-P", 16, "-r", opts.keys, "-d",
                         opts.seconds, "--warmup", opts.warmup])
+                    r["position"] = pos
                     runs[name].append(r)
-                    say("  %-8s notify-badges %-7s #%d %9.0f ops/s  p99 %7.1f "
-                        "us  cores: client %.2f server %.2f others %.2f" % (
-                            w, name, rep + 1, r["ops_per_sec"],
+                    say("  %-8s notify-badges %-7s #%d (%d.) %9.0f ops/s  "
+                        "p99 %7.1f us  cores: client %.2f server %.2f "
+                        "others %.2f" % (
+                            w, name, rep + 1, pos + 1, r["ops_per_sec"],
                             r["latency_us"]["p99"], r["client_cpu_cores"],
                             r["server_cpu_cores"], r["others_cpu_cores"]))
             no = [r["ops_per_sec"] for r in runs["no"]]
-            row = {"workload": w, "no": statistics.median(no)}
-            for name in ("yes", "yes+sub"):
+            row = {"workload": w, "no": statistics.median(no),
+                   "rounds": opts.reps}
+            for name in ("no'", "yes", "yes+sub"):
                 ratios = [a["ops_per_sec"] / b["ops_per_sec"]
                           for a, b in zip(runs[name], runs["no"])]
                 row[name] = statistics.median(r["ops_per_sec"]
                                               for r in runs[name])
                 row[name + "_ratio"] = statistics.median(ratios)
                 row[name + "_ratio_range"] = (min(ratios), max(ratios))
+            # Whatever the variant, by position in the round: the drift
+            # the balanced order cancels.
+            row["by_position"] = [statistics.median(
+                r["ops_per_sec"] for v in runs.values() for r in v
+                if r["position"] == p) for p in range(len(servers))]
             rows.append(row)
         for _, srv in servers:
             if srv.info("stats").get("notify_probes", "0") != "0":
@@ -181,7 +218,12 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--warmup", type=float, default=1)
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=4,
+                    help="rounds (cost: a multiple of 4 balances the order)")
+    ap.add_argument("--cost-order", choices=("balanced", "fixed"),
+                    default="balanced",
+                    help="fixed: every round in the same order (the old "
+                    "harness, to see its bias)")
     ap.add_argument("--subscribers", type=int, default=10000)
     ap.add_argument("--keys", type=int, default=100000)
     ap.add_argument("--only", default="cost,badge,fanout")
@@ -214,12 +256,15 @@ def main():
                                               out["load_after"]))
     for row in out.get("cost", []):
         ok = row["yes_ratio"] >= COST_GOAL
-        say("%-8s no %9.0f  yes %9.0f (%.3f, %.3f-%.3f)  yes+1 sub %9.0f "
-            "(%.3f)  goal >= %.2f: %s" % (
-                row["workload"], row["no"], row["yes"], row["yes_ratio"],
-                row["yes_ratio_range"][0], row["yes_ratio_range"][1],
-                row["yes+sub"], row["yes+sub_ratio"], COST_GOAL,
+        say("%-8s no %9.0f  no' (A/A) %.3f (%.3f-%.3f)  yes %9.0f (%.3f, "
+            "%.3f-%.3f)  yes+1 sub %.3f  goal >= %.2f: %s" % (
+                row["workload"], row["no"], row["no'_ratio"],
+                row["no'_ratio_range"][0], row["no'_ratio_range"][1],
+                row["yes"], row["yes_ratio"], row["yes_ratio_range"][0],
+                row["yes_ratio_range"][1], row["yes+sub_ratio"], COST_GOAL,
                 "met" if ok else "MISSED"))
+        say("         median ops/s by position in the round: %s" % "  ".join(
+            "%d. %.0f" % (i + 1, v) for i, v in enumerate(row["by_position"])))
     if out.get("badge"):
         b = out["badge"]
         mps = statistics.median(r["messages_per_sec"] for r in b)

@@ -531,6 +531,31 @@ def test_pubsub_bench_badge_and_fanout():
     assert p.returncode == 1
 
 
+def test_pubsub_cost_rounds_are_order_balanced():
+    """bench/pubsub.py runs the cost phase's servers in a Williams square:
+    over every n rounds each server runs once in each position and, n
+    even, right after each other server once; so no server always runs
+    first (the bias of the fixed order it replaced)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "pubsub_bench_py", os.path.join(REPO, "bench", "pubsub.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for n in (2, 4, 6):
+        orders = mod.balanced_orders(n, 2 * n)
+        assert len(orders) == 2 * n
+        for o in orders:
+            assert sorted(o) == list(range(n)), o
+        for pos in range(n):
+            assert sorted(o[pos] for o in orders[:n]) == list(range(n))
+        follows = sorted((o[i], o[i + 1]) for o in orders[:n]
+                         for i in range(n - 1))
+        assert follows == sorted((a, b) for a in range(n) for b in range(n)
+                                 if a != b), (n, follows)
+        assert orders[n:] == orders[:n]
+    assert mod.balanced_orders(3, 3) == [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
+
+
 def test_bench_rcpt_read_shapes_same_state_as_redis():
     """bench-memory's RCPT read shapes (bench_rcpt.c: rcpt-lag, rcpt-half)
     load the same receipts into unreadd and Redis: every message's
