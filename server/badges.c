@@ -9,7 +9,6 @@
  */
 #include "badges.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +35,15 @@ struct badges_entry {
     uint8_t nkeys;
     uint16_t fams; /* badge: bit f, family f's part or key changed */
     uint8_t key_fam[BADGES_KEYS];
+    /* The channel's record as the probe found it, valid while pubsub's
+     * epoch is still `epoch` (NO_EPOCH: not known, looked up at the
+     * flush). */
+    const struct ps_chan *chan;
+    uint64_t epoch;
     uint64_t keys[BADGES_KEYS];
 };
+
+#define NO_EPOCH UINT64_MAX
 
 /* FLUSHALL's view of one subscribed user (parts) or object (v[0]). */
 struct badges_snap {
@@ -156,8 +162,10 @@ static int index_grow(struct badges *n, uint32_t cap)
 }
 
 /* The entry of (kind, id), added when new; NULL when out of memory (the
- * notification is lost, the write is not). */
-static struct badges_entry *mark(struct server *srv, uint8_t kind, uint64_t id)
+ * notification is lost, the write is not). chan: the channel's record as
+ * the probe found it at pubsub epoch `epoch` (NO_EPOCH: not looked up). */
+static struct badges_entry *mark(struct server *srv, uint8_t kind, uint64_t id,
+                                 uint64_t epoch, const struct ps_chan *chan)
 {
     struct badges *n = &srv->badges;
     struct badges_entry *e;
@@ -189,6 +197,8 @@ static struct badges_entry *mark(struct server *srv, uint8_t kind, uint64_t id)
     memset(e, 0, sizeof(*e));
     e->kind = kind;
     e->id = id;
+    e->chan = chan;
+    e->epoch = epoch;
     n->index[s] = ++n->n;
     if (n->n == 1 && srv->on_badges != NULL)
         srv->on_badges(srv); /* a write outside a client's turn: the sweep */
@@ -285,9 +295,10 @@ void badges_before(struct server *srv, const struct ur_op *op, uint32_t argc,
         /* USER.DEL, USER.EXPIRE: the user in every family. */
         if ((op->code >> 8) != 0x08 || argc == 0 ||
             !badges_arg_u64(&argv[0], &p->id) ||
-            !pubsub_watched(ps, n->badge, p->id))
+            !pubsub_watched_chan(ps, n->badge, p->id, &p->chan))
             return;
         p->kind = NP_ALL;
+        p->epoch = pubsub_epoch(ps);
         parts(srv, p->id, p->part);
         srv->badges.probes++;
         return;
@@ -295,9 +306,10 @@ void badges_before(struct server *srv, const struct ur_op *op, uint32_t argc,
     p->fam = fam;
     if (op->flags & OPF_USER) {
         if (argc == 0 || !badges_arg_u64(&argv[0], &p->id) ||
-            !pubsub_watched(ps, n->badge, p->id))
+            !pubsub_watched_chan(ps, n->badge, p->id, &p->chan))
             return;
         p->kind = NP_USER;
+        p->epoch = pubsub_epoch(ps);
         p->part[fam] = 0;
         badge_part(srv, fam, p->id, &p->part[fam]);
         p->has_key = key_fns[fam](srv, op, argc, argv, &p->key);
@@ -305,9 +317,10 @@ void badges_before(struct server *srv, const struct ur_op *op, uint32_t argc,
             p->value = value_fns[fam](srv, false, p->id, p->key);
     } else if (op->flags & OPF_GLOBAL) {
         if (!key_fns[fam](srv, op, argc, argv, &p->id) ||
-            !pubsub_watched(ps, n->fam[fam], p->id))
+            !pubsub_watched_chan(ps, n->fam[fam], p->id, &p->chan))
             return;
         p->kind = NP_GLOBAL;
+        p->epoch = pubsub_epoch(ps);
         p->value = value_fns[fam](srv, true, 0, p->id);
     } else {
         return;
@@ -331,11 +344,12 @@ static void after_flush(struct server *srv)
             for (unsigned f = 0; f < FAM_COUNT; f++)
                 if (now[f] != s->v[f])
                     fams |= (uint16_t)(1u << f);
-            if (fams != 0 && (e = mark(srv, KIND_BADGE, s->id)) != NULL)
+            if (fams != 0 &&
+                (e = mark(srv, KIND_BADGE, s->id, NO_EPOCH, NULL)) != NULL)
                 e->fams |= fams;
         } else if (value_fns[s->kind - KIND_FAM](srv, true, 0, s->id) !=
                    s->v[0]) {
-            mark(srv, s->kind, s->id);
+            mark(srv, s->kind, s->id, NO_EPOCH, NULL);
         }
     }
     n->nsnap = 0;
@@ -355,7 +369,7 @@ void badges_after(struct server *srv, struct badges_probe *p)
             (!p->has_key ||
              value_fns[p->fam](srv, false, p->id, p->key) == p->value))
             return;
-        e = mark(srv, KIND_BADGE, p->id);
+        e = mark(srv, KIND_BADGE, p->id, p->epoch, p->chan);
         if (e == NULL)
             return;
         e->fams |= (uint16_t)(1u << p->fam);
@@ -367,12 +381,13 @@ void badges_after(struct server *srv, struct badges_probe *p)
         for (unsigned f = 0; f < FAM_COUNT; f++)
             if (now[f] != p->part[f])
                 fams |= (uint16_t)(1u << f);
-        if (fams != 0 && (e = mark(srv, KIND_BADGE, p->id)) != NULL)
+        if (fams != 0 &&
+            (e = mark(srv, KIND_BADGE, p->id, p->epoch, p->chan)) != NULL)
             e->fams |= fams;
         return;
     case NP_GLOBAL:
         if (value_fns[p->fam](srv, true, 0, p->id) != p->value)
-            mark(srv, (uint8_t)(KIND_FAM + p->fam), p->id);
+            mark(srv, (uint8_t)(KIND_FAM + p->fam), p->id, p->epoch, p->chan);
         return;
     case NP_FLUSH:
         after_flush(srv);
@@ -384,62 +399,115 @@ void badges_after(struct server *srv, struct badges_probe *p)
 
 /* ---- publishing -------------------------------------------------------- */
 
-/* Appends printf output to buf[*len..cap), never past cap. */
-static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/*
+ * Messages are formatted by hand (no printf: a badge message is built for
+ * every dirty user of every turn). The longest one, every family's part
+ * and BADGES_KEYS keys at 20 digits each, is well under MSG_MAX.
+ */
+#define MSG_MAX 1024
+/* "badge B", then per family " <name> <part>", per key " <name>.<key>
+ * <value>": names under PUBSUB_PREFIX_MAX bytes (badges_setup), numbers
+ * at most 20 digits. */
+_Static_assert(6 + 20 + FAM_COUNT * (2 + PUBSUB_PREFIX_MAX + 20) +
+                       BADGES_KEYS * (3 + PUBSUB_PREFIX_MAX + 40) <=
+                   MSG_MAX,
+               "a badge message fits its buffer");
 
-static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+static char *put_str(char *p, const char *s)
 {
-    va_list ap;
-    int k;
+    size_t k = strlen(s);
 
-    if (*len + 1 >= cap)
-        return;
-    va_start(ap, fmt);
-    k = vsnprintf(buf + *len, cap - *len, fmt, ap);
-    va_end(ap);
-    if (k > 0)
-        *len += (size_t)k < cap - *len ? (size_t)k : cap - *len - 1;
+    memcpy(p, s, k);
+    return p + k;
+}
+
+static char *put_u64(char *p, uint64_t v)
+{
+    return p + ur_fmt_u64(p, v);
+}
+
+/* The channel's record: the probe's when no channel record was created or
+ * freed since (pubsub.h, pubsub_epoch), else looked up again. */
+static const struct ps_chan *chan_of(const struct server *srv,
+                                     const struct badges_entry *e)
+{
+    const struct badges *n = &srv->badges;
+
+    if (e->epoch == pubsub_epoch(&srv->pubsub))
+        return e->chan;
+    return pubsub_chan(
+        &srv->pubsub,
+        e->kind == KIND_BADGE ? n->badge : n->fam[e->kind - KIND_FAM], e->id);
 }
 
 static void publish_badge(struct server *srv, const struct badges_entry *e)
 {
-    char ch[32], msg[1024];
+    char ch[32], msg[MSG_MAX], *p = msg, *c = ch;
     uint64_t part[FAM_COUNT];
-    uint64_t badge = badge_all(srv, e->id, part);
-    size_t len = 0;
-    int cn;
+    uint16_t has;
+    uint64_t badge = badge_all(srv, e->id, part, &has);
 
-    put(msg, sizeof(msg), &len, "badge %llu", (unsigned long long)badge);
+    p = put_u64(put_str(p, "badge "), badge);
     for (unsigned f = 0; f < FAM_COUNT; f++) {
-        uint64_t p;
-
-        if ((e->fams >> f & 1) && badge_part(srv, f, e->id, &p))
-            put(msg, sizeof(msg), &len, " %s %llu", db_families[f].name,
-                (unsigned long long)p);
+        if (!(e->fams & has & (1u << f)))
+            continue;
+        *p++ = ' ';
+        p = put_str(p, db_families[f].name);
+        *p++ = ' ';
+        p = put_u64(p, part[f]);
     }
     for (unsigned i = 0; i < e->nkeys; i++) {
         unsigned f = e->key_fam[i];
 
-        put(msg, sizeof(msg), &len, " %s.%llu %llu", db_families[f].name,
-            (unsigned long long)e->keys[i],
-            (unsigned long long)value_fns[f](srv, false, e->id, e->keys[i]));
+        *p++ = ' ';
+        p = put_str(p, db_families[f].name);
+        *p++ = '.';
+        p = put_u64(p, e->keys[i]);
+        *p++ = ' ';
+        p = put_u64(p, value_fns[f](srv, false, e->id, e->keys[i]));
     }
-    cn = snprintf(ch, sizeof(ch), "badge:%llu", (unsigned long long)e->id);
-    pubsub_publish(srv, ch, (size_t)cn, msg, len);
+    c = put_u64(put_str(c, "badge:"), e->id);
+    pubsub_publish_chan(srv, chan_of(srv, e), ch, (size_t)(c - ch), msg,
+                        (size_t)(p - msg));
 }
 
 static void publish_head(struct server *srv, const struct badges_entry *e)
 {
     unsigned f = e->kind - KIND_FAM;
-    char ch[48], msg[32];
-    int cn, mn;
+    char ch[48], msg[32], *p = msg, *c = ch;
 
-    cn = snprintf(ch, sizeof(ch), "%s:%llu", db_families[f].name,
-                  (unsigned long long)e->id);
-    mn = snprintf(msg, sizeof(msg), "head %llu",
-                  (unsigned long long)value_fns[f](srv, true, 0, e->id));
-    pubsub_publish(srv, ch, (size_t)cn, msg, (size_t)mn);
+    c = put_str(c, db_families[f].name);
+    *c++ = ':';
+    c = put_u64(c, e->id);
+    p = put_u64(put_str(p, "head "), value_fns[f](srv, true, 0, e->id));
+    pubsub_publish_chan(srv, chan_of(srv, e), ch, (size_t)(c - ch), msg,
+                        (size_t)(p - msg));
+}
+
+/*
+ * Publishing walks records scattered over the heap: each dirty user's
+ * figures in the stores, its channel's record, the subscription, the
+ * subscriber's connection and output buffer. The flush knows the whole
+ * set up front, so it fetches those a few entries ahead, one pointer
+ * level per step (as process() in net.c does for requests): the misses of
+ * several entries overlap instead of following one another.
+ */
+#define AHEAD 8
+
+static void prefetch_entry(const struct server *srv,
+                           const struct badges_entry *e, int stage)
+{
+    if (e->epoch != pubsub_epoch(&srv->pubsub))
+        return; /* its record is looked up again: nothing to follow */
+    if (stage == 0 && e->kind == KIND_BADGE)
+        for (unsigned f = 0; f < FAM_COUNT; f++)
+            if (db_prefetchable(f))
+                db_prefetch_user(&srv->db, f, e->id, 0);
+    if (stage == 2 && e->kind == KIND_BADGE)
+        for (unsigned f = 0; f < FAM_COUNT; f++)
+            if (db_prefetchable(f))
+                db_prefetch_user(&srv->db, f, e->id, 1);
+    pubsub_prefetch(e->chan, stage);
 }
 
 bool badges_flush(struct server *srv)
@@ -452,6 +520,10 @@ bool badges_flush(struct server *srv)
         persist_durable(srv->persist) < persist_appended(srv->persist))
         return false;
     for (uint32_t i = 0; i < n->n; i++) {
+        /* Entry i + AHEAD - 2k gets its stage k (pubsub_prefetch). */
+        for (int k = 0; k < 4; k++)
+            if (i + AHEAD - 2 * k < n->n)
+                prefetch_entry(srv, &n->e[i + AHEAD - 2 * k], k);
         if (n->e[i].kind == KIND_BADGE)
             publish_badge(srv, &n->e[i]);
         else

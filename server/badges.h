@@ -83,8 +83,10 @@ struct badges_probe {
     bool has_key;
     uint64_t id; /* the user, or the global object */
     uint64_t key;
-    uint64_t value;           /* the key's figure, or the head, before */
-    uint64_t part[FAM_COUNT]; /* badge parts before */
+    uint64_t value;             /* the key's figure, or the head, before */
+    uint64_t part[FAM_COUNT];   /* badge parts before */
+    const struct ps_chan *chan; /* the channel's record, at pubsub epoch */
+    uint64_t epoch;
 };
 
 /* Registers the channel prefixes with pubsub (after pubsub_setup, before

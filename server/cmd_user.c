@@ -294,15 +294,20 @@ bool badge_part(const struct server *srv, unsigned fam, uint64_t uid,
 }
 
 uint64_t badge_all(const struct server *srv, uint64_t uid,
-                   uint64_t part[FAM_COUNT])
+                   uint64_t part[FAM_COUNT], uint16_t *has)
 {
     uint64_t sum = 0;
+    uint16_t with = 0;
 
     for (unsigned f = 0; f < FAM_COUNT; f++) {
         part[f] = 0;
-        if (badge_part(srv, f, uid, &part[f]))
+        if (badge_part(srv, f, uid, &part[f])) {
             sum += part[f];
+            with |= (uint16_t)(1u << f);
+        }
     }
+    if (has != NULL)
+        *has = with;
     return cap_of(srv, sum);
 }
 

@@ -78,11 +78,12 @@ void user_lines_more(struct user_lines *L, const char *fam, size_t total);
 
 /* cmd_user.c, for badges.c: family fam's part of uid's badge under
  * USER.BADGE's rule (false: the family has no part), and uid's badge over
- * every family with one, each part in part[fam] (0 for the others). */
+ * every family with one, each part in part[fam] (0 for the others), bit
+ * fam of *has set for those with a part (has may be NULL). */
 bool badge_part(const struct server *srv, unsigned fam, uint64_t uid,
                 uint64_t *part);
 uint64_t badge_all(const struct server *srv, uint64_t uid,
-                   uint64_t part[FAM_COUNT]);
+                   uint64_t part[FAM_COUNT], uint16_t *has);
 
 /*
  * Family reads that take [WITHEXPIRY] (docs/OPERATIONS.md, "Users and

@@ -211,6 +211,49 @@ bool pubsub_watched(const struct pubsub *ps, unsigned idx, uint64_t id)
            (u64map_count(p->ids) != 0 && u64map_get(p->ids, id) != 0);
 }
 
+bool pubsub_watched_chan(const struct pubsub *ps, unsigned idx, uint64_t id,
+                         const struct ps_chan **chan)
+{
+    const struct ps_prefix *p = &ps->prefix[idx];
+
+    *chan = u64map_count(p->ids) != 0
+                ? (const struct ps_chan *)(uintptr_t)u64map_get(p->ids, id)
+                : NULL;
+    return *chan != NULL || p->patterns != 0;
+}
+
+const struct ps_chan *pubsub_chan(const struct pubsub *ps, unsigned idx,
+                                  uint64_t id)
+{
+    const struct ps_prefix *p = &ps->prefix[idx];
+
+    if (u64map_count(p->ids) == 0)
+        return NULL;
+    return (const struct ps_chan *)(uintptr_t)u64map_get(p->ids, id);
+}
+
+void pubsub_prefetch(const struct ps_chan *c, int stage)
+{
+    if (c == NULL)
+        return;
+    switch (stage) {
+    case 0:
+        __builtin_prefetch(c);
+        return;
+    case 1:
+        __builtin_prefetch(c->subs);
+        return;
+    case 2:
+        if (c->nsubs != 0)
+            __builtin_prefetch(c->subs[0]);
+        return;
+    default:
+        if (c->nsubs != 0)
+            __builtin_prefetch(c->subs[0]->cl);
+        return;
+    }
+}
+
 bool pubsub_prefix_watched(const struct pubsub *ps, unsigned idx)
 {
     const struct ps_prefix *p = &ps->prefix[idx];
@@ -316,6 +359,7 @@ static struct ps_chan *chan_new(struct pubsub *ps, bool pattern, uint64_t h,
     c->next = t->slots[h & t->mask];
     t->slots[h & t->mask] = c;
     t->count++;
+    ps->epoch++;
     return c;
 }
 
@@ -334,6 +378,7 @@ static void chan_drop(struct pubsub *ps, struct ps_chan *c, bool pattern)
     }
     ps_free(c->subs, (size_t)c->cap * sizeof(*c->subs));
     ps_free(c, sizeof(*c) + c->len + 1);
+    ps->epoch++;
 }
 
 static struct ps_sub *find_sub(const struct ps_client *pc,
@@ -546,13 +591,24 @@ uint64_t pubsub_publish(struct server *srv, const char *ch, size_t n,
                         const char *msg, size_t mlen)
 {
     struct pubsub *ps = &srv->pubsub;
-    const struct ps_chan *c;
+
+    if (pubsub_idle(ps)) {
+        ps->published++;
+        return 0;
+    }
+    return pubsub_publish_chan(
+        srv, table_find(&ps->chans, name_hash(ps, ch, n), ch, n), ch, n, msg,
+        mlen);
+}
+
+uint64_t pubsub_publish_chan(struct server *srv, const struct ps_chan *c,
+                             const char *ch, size_t n, const char *msg,
+                             size_t mlen)
+{
+    struct pubsub *ps = &srv->pubsub;
     uint64_t sent = 0;
 
     ps->published++;
-    if (pubsub_idle(ps))
-        return 0;
-    c = table_find(&ps->chans, name_hash(ps, ch, n), ch, n);
     if (c != NULL)
         sent += deliver(ps, c, NULL, ch, n, msg, mlen);
     for (uint32_t i = 0; i < ps->npatlist; i++) {

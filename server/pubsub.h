@@ -73,6 +73,7 @@ struct pubsub {
     struct ps_prefix prefix[PUBSUB_PREFIXES];
     unsigned nprefix;
     uint64_t seed;          /* channel-name hash seed (random per process) */
+    uint64_t epoch;         /* channel records created and freed */
     struct ur_buf enc[4];   /* a message's encodings, by enum reply_proto */
     uint64_t published;     /* PUBLISH and server publishes, since start */
     uint64_t delivered;     /* messages handed to subscribers */
@@ -102,6 +103,33 @@ int pubsub_prefix(struct pubsub *ps, const char *prefix);
  * the prefix.
  */
 bool pubsub_watched(const struct pubsub *ps, unsigned idx, uint64_t id);
+
+/*
+ * pubsub_watched that also gives the exact channel's record (*chan, NULL
+ * when only patterns might hear it): the same one lookup. The record
+ * stays valid while pubsub_epoch is unchanged: the epoch moves whenever a
+ * channel record is created or freed, so a publisher that noted both when
+ * a write ran (badges.c) publishes through the record at the end of the
+ * turn without looking the channel up again, and looks it up when the
+ * epoch moved.
+ */
+bool pubsub_watched_chan(const struct pubsub *ps, unsigned idx, uint64_t id,
+                         const struct ps_chan **chan);
+static inline uint64_t pubsub_epoch(const struct pubsub *ps)
+{
+    return ps->epoch;
+}
+/* The exact channel <prefix idx><id>'s record, or NULL. */
+const struct ps_chan *pubsub_chan(const struct pubsub *ps, unsigned idx,
+                                  uint64_t id);
+/*
+ * Prefetches what publishing through chan will touch, one pointer level
+ * per stage (0: the record, 1: its subscriber array, 2: the first
+ * subscription, 3: its client), each stage reading what the previous one
+ * fetched: call stage k for a record a few publishes before stage k + 1.
+ * chan must be valid (see pubsub_epoch); NULL does nothing.
+ */
+void pubsub_prefetch(const struct ps_chan *chan, int stage);
 
 /* Whether anyone subscribes to anything: the one test of the write path
  * while pub/sub is unused. */
@@ -153,6 +181,11 @@ void pubsub_client_gone(struct server *srv, struct client *cl);
  */
 uint64_t pubsub_publish(struct server *srv, const char *ch, size_t n,
                         const char *msg, size_t mlen);
+/* pubsub_publish on a channel whose exact record the caller already has
+ * (pubsub_watched_chan, pubsub_chan; NULL: no exact subscriber). */
+uint64_t pubsub_publish_chan(struct server *srv, const struct ps_chan *chan,
+                             const char *ch, size_t n, const char *msg,
+                             size_t mlen);
 
 /* Subscribers of channel ch[0..n) (PUBSUB NUMSUB: patterns not counted). */
 uint64_t pubsub_numsub(const struct pubsub *ps, const char *ch, size_t n);

@@ -359,3 +359,49 @@ def test_unsubscribed_users_cost_no_probe():
         w.cmd("CNT.INCR", 61, 0)
         expect(s, badge(61, ("badge", 1), ("cnt", 1), ("cnt.0", 1)))
         assert info_flat(w.cmd("INFO"))["notify_probes"] == "1"
+
+
+def test_channels_that_come_and_go_within_the_turn():
+    """The flush publishes through the channel record the write's probe
+    found, unless a channel record was created or freed since
+    (pubsub_epoch): then it looks the channel up again. A RESP3 client
+    subscribed to its own badge sends, in one turn, a write and then
+    leaves (and rejoins) the channel: the record the probe saw is freed
+    before the flush."""
+    with server() as srv, srv.resp() as c, srv.resp() as w:
+        s = Sub(srv, ["badge:%d" % MARK_UID])
+        assert isinstance(c.cmd("HELLO", 3), dict)
+        c.send(encode_multibulk("SUBSCRIBE", "badge:71"))
+        assert c.read_reply() == Push([b"subscribe", b"badge:71", 1])
+        # Write, leave, rejoin: one message, to the channel's new record.
+        c.send(encode_multibulk("CNT.INCR", 71, 0) +
+               encode_multibulk("UNSUBSCRIBE", "badge:71") +
+               encode_multibulk("SUBSCRIBE", "badge:71"))
+        assert c.read_reply() == [1, 1]
+        assert c.read_reply() == Push([b"unsubscribe", b"badge:71", 0])
+        assert c.read_reply() == Push([b"subscribe", b"badge:71", 1])
+        m = c.read_reply()
+        assert isinstance(m, Push) and m[:2] == [b"message", b"badge:71"], m
+        assert payload(m[2]) == [("badge", 1), ("cnt", 1), ("cnt.0", 1)]
+        # Write, leave: nobody is on the channel at the end of the turn.
+        c.send(encode_multibulk("CNT.INCR", 71, 0) +
+               encode_multibulk("UNSUBSCRIBE", "badge:71"))
+        assert c.read_reply() == [2, 2]
+        assert c.read_reply() == Push([b"unsubscribe", b"badge:71", 0])
+        # Another user's channel created between a write and the flush:
+        # the write's own channel still gets its message.
+        c.send(encode_multibulk("SUBSCRIBE", "badge:72"))
+        assert c.read_reply() == Push([b"subscribe", b"badge:72", 1])
+        c.send(encode_multibulk("CNT.INCR", 72, 1) +
+               encode_multibulk("SUBSCRIBE", "badge:73") +
+               encode_multibulk("CNT.INCR", 73, 2))
+        assert c.read_reply() == [1, 1]
+        assert c.read_reply() == Push([b"subscribe", b"badge:73", 2])
+        assert c.read_reply() == [1, 1]
+        got = sorted([c.read_reply(), c.read_reply()])
+        assert [m[1] for m in got] == [b"badge:72", b"badge:73"], got
+        assert payload(got[0][2]) == [("badge", 1), ("cnt", 1), ("cnt.1", 1)]
+        assert payload(got[1][2]) == [("badge", 1), ("cnt", 1), ("cnt.2", 1)]
+        # Nothing else reached anyone (the marker is the next message).
+        marked(s, w)
+        assert c.cmd("PING") == "PONG"
