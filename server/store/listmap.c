@@ -83,22 +83,16 @@ static void rec_free(struct listmap *m, struct lm_rec *r)
     mem_free(&m->mem, r, rec_size(r->n));
 }
 
-static void free_visit(uint64_t uid, uint64_t w, void *ctx)
+static void free_one(void *rec, void *ctx)
 {
-    (void)uid;
-    if (!is_inline(w))
-        rec_free(ctx, rec_of(w));
+    rec_free(ctx, rec);
 }
 
 void listmap_destroy(struct listmap *m)
 {
-    uint64_t cursor = 0;
-
     if (m == NULL)
         return;
-    do
-        u64map_scan(m->map, &cursor, SIZE_MAX, free_visit, m);
-    while (cursor != 0);
+    u64map_each_rec(m->map, free_one, m);
     u64map_destroy(m->map);
     mem_free(m->mem.up, m, sizeof(*m));
 }
@@ -137,15 +131,7 @@ uint32_t listmap_edit(struct listmap *m, uint64_t uid, uint64_t **e)
 
 void listmap_prefetch(const struct listmap *m, uint64_t uid, int stage)
 {
-    uint64_t w;
-
-    if (stage != 2) {
-        u64map_prefetch(m->map, uid, stage);
-        return;
-    }
-    w = u64map_get(m->map, uid);
-    if (w != 0 && !is_inline(w))
-        __builtin_prefetch(rec_of(w));
+    u64map_prefetch_rec(m->map, uid, stage);
 }
 
 bool listmap_lookup(const struct listmap *m, uint64_t uid, uint64_t key,

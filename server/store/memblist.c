@@ -215,22 +215,16 @@ static void rec_free(struct memblist *m, struct ml_rec *r)
     mem_free(&m->mem, r, rec_bytes(r));
 }
 
-static void free_visit(uint64_t uid, uint64_t w, void *ctx)
+static void free_one(void *rec, void *ctx)
 {
-    (void)uid;
-    if (!is_inline(w))
-        rec_free(ctx, rec_of(w));
+    rec_free(ctx, rec);
 }
 
 void memblist_destroy(struct memblist *m)
 {
-    uint64_t cursor = 0;
-
     if (m == NULL)
         return;
-    do
-        u64map_scan(m->map, &cursor, SIZE_MAX, free_visit, m);
-    while (cursor != 0);
+    u64map_each_rec(m->map, free_one, m);
     u64map_destroy(m->map);
     mem_free(m->mem.up, m, sizeof(*m));
 }
@@ -281,15 +275,7 @@ void memblist_put_at(struct ml_iter *it, uint32_t i, uint64_t e)
 
 void memblist_prefetch(const struct memblist *m, uint64_t uid, int stage)
 {
-    uint64_t w;
-
-    if (stage != 2) {
-        u64map_prefetch(m->map, uid, stage);
-        return;
-    }
-    w = u64map_get(m->map, uid);
-    if (w != 0 && !is_inline(w))
-        __builtin_prefetch(rec_of(w));
+    u64map_prefetch_rec(m->map, uid, stage);
 }
 
 /* memblist_lookup in a record of key fields of wk bytes (a constant once

@@ -561,37 +561,23 @@ struct packmap *packmap_create(struct mem_acct *owner)
     return m;
 }
 
-static void free_visit(uint64_t uid, uint64_t w, void *ctx)
+static void free_one(void *rec, void *ctx)
 {
-    (void)uid;
-    if (!is_inline(w))
-        rec_free(ctx, rec_of(w));
+    rec_free(ctx, rec);
 }
 
 void packmap_destroy(struct packmap *m)
 {
-    uint64_t cursor = 0;
-
     if (m == NULL)
         return;
-    do
-        u64map_scan(m->map, &cursor, SIZE_MAX, free_visit, m);
-    while (cursor != 0);
+    u64map_each_rec(m->map, free_one, m);
     u64map_destroy(m->map);
     mem_free(m->mem.up, m, sizeof(*m));
 }
 
 void packmap_prefetch(const struct packmap *m, uint64_t uid, int stage)
 {
-    uint64_t w;
-
-    if (stage != 2) {
-        u64map_prefetch(m->map, uid, stage);
-        return;
-    }
-    w = u64map_get(m->map, uid);
-    if (w != 0 && !is_inline(w))
-        __builtin_prefetch(rec_of(w));
+    u64map_prefetch_rec(m->map, uid, stage);
 }
 
 uint32_t packmap_count(const struct packmap *m, uint64_t uid)

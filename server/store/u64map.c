@@ -494,6 +494,44 @@ void u64map_prefetch(const struct u64map *m, uint64_t key, int stage)
     __builtin_prefetch(p + 64);
 }
 
+void u64map_prefetch_rec(const struct u64map *m, uint64_t key, int stage)
+{
+    uint64_t w;
+
+    if (stage != 2) {
+        u64map_prefetch(m, key, stage);
+        return;
+    }
+    w = u64map_get(m, key);
+    if (w != 0 && (w & 1) == 0)
+        __builtin_prefetch((const void *)(uintptr_t)w);
+}
+
+struct each_rec {
+    void (*fn)(void *rec, void *ctx);
+    void *ctx;
+};
+
+static void each_rec_visit(uint64_t key, uint64_t w, void *ctx)
+{
+    const struct each_rec *e = ctx;
+
+    (void)key;
+    if ((w & 1) == 0)
+        e->fn((void *)(uintptr_t)w, e->ctx);
+}
+
+void u64map_each_rec(const struct u64map *m, void (*fn)(void *rec, void *ctx),
+                     void *ctx)
+{
+    struct each_rec e = {fn, ctx};
+    uint64_t cursor = 0;
+
+    do
+        u64map_scan(m, &cursor, SIZE_MAX, each_rec_visit, &e);
+    while (cursor != 0);
+}
+
 uint64_t *u64map_ref(struct u64map *m, uint64_t key)
 {
     uint64_t h = map_hash(key, m->seed);

@@ -46,6 +46,17 @@ uint64_t u64map_get(const struct u64map *m, uint64_t key);
  */
 void u64map_prefetch(const struct u64map *m, uint64_t key, int stage);
 
+/*
+ * Maps of records (listmap, packmap, memblist): each value is either a
+ * small value inline, low bit set, or a pointer to an out-of-line record,
+ * low bit clear. u64map_prefetch_rec is u64map_prefetch plus stage 2,
+ * the record key's value points to; u64map_each_rec calls fn on every
+ * record (to free them all before u64map_destroy).
+ */
+void u64map_prefetch_rec(const struct u64map *m, uint64_t key, int stage);
+void u64map_each_rec(const struct u64map *m, void (*fn)(void *rec, void *ctx),
+                     void *ctx);
+
 /* Pointer to key's value slot, or NULL when absent. The caller may change
  * the value to any non-zero value through it (to 0: use u64map_del). */
 uint64_t *u64map_ref(struct u64map *m, uint64_t key);
