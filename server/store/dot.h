@@ -32,8 +32,8 @@ struct dot_store *dot_create(void);
 void dot_destroy(struct dot_store *s);
 
 /* Starts loading uid's record into the cache, for a command about uid
- * soon after, in the stages of db_prefetch_user (listmap_prefetch: 0 and 1
- * the slot, 2 the clicks when out of line). */
+ * soon after, in the stages of db_prefetch_user (0 and 1 the map entry, as
+ * u32map_prefetch; 2 the clicks, which looks the entry up). */
 void dot_prefetch_user(const struct dot_store *s, uint64_t uid, int stage);
 
 /*
@@ -76,7 +76,9 @@ size_t dot_entries(const struct dot_store *s);
 size_t dot_users(const struct dot_store *s);
 size_t dot_dots(const struct dot_store *s);
 
-/* Bytes held by the store (requested sizes, as u64map counts them). */
+/* Bytes held by the store (requested sizes, mem.h: the map, the dot
+ * index, every chunk of click records whether in use or free, the
+ * out-of-line records). */
 size_t dot_bytes(const struct dot_store *s);
 
 /*
@@ -129,7 +131,9 @@ int dot_put_user(struct dot_store *s, uint64_t uid, uint32_t n,
                  const uint64_t *clicks);
 
 /* Structural checks (entries in order and in range, counts, the dot
- * index); the number of violations, 0 when healthy. O(entries). */
+ * index, the click records: every handle names a record in use of the
+ * class its count fits, one user a record, the free lists, the bytes
+ * held); the number of violations, 0 when healthy. O(entries). */
 size_t dot_audit(const struct dot_store *s);
 
 /* Per user (expiry, USER.DEL, USER.INFO). del_user forgets every click of
@@ -137,6 +141,30 @@ size_t dot_audit(const struct dot_store *s);
  * uid clicked, with the click time, the dot's push time (DOT_NEVER when
  * never pushed) and whether it shows, and returns how many. */
 size_t dot_forget_user(struct dot_store *s, uint64_t uid);
+
+/*
+ * Activity days (server/users.h), as BC's (bc.h): a user with clicks may
+ * keep the UTC day of its last activity in the u16 tag of its map entry
+ * (0: none kept here), so that tracking it costs nothing beyond the entry
+ * (a byte of tag in most buckets, u32map.h) instead of an entry of the
+ * activity table. A new user has none; forgetting the user forgets it.
+ *
+ * dot_user_day: false when uid has no clicks, else true with *day (0:
+ * none). One lookup. dot_set_user_day gives uid the day (0: none): 1; 0
+ * when uid has no clicks; -1 on allocation failure (its map bucket rebuilt
+ * with 2-byte tags could not be allocated; nothing changed). Day 0, and
+ * the day the user has, never fail.
+ */
+bool dot_user_day(const struct dot_store *s, uint64_t uid, uint16_t *day);
+int dot_set_user_day(struct dot_store *s, uint64_t uid, uint16_t day);
+/* Users with a day kept here. O(1). */
+size_t dot_tracked_users(const struct dot_store *s);
+/* Cursor walk (as u32map_scan: *cursor 0 to start, 0 again when done) over
+ * the users with a day kept here: looks at up to max users, calls fn for
+ * those with a day, returns how many it looked at. */
+typedef void (*dot_day_fn)(uint64_t uid, uint16_t day, void *ctx);
+size_t dot_scan_days(const struct dot_store *s, uint64_t *cursor, size_t max,
+                     dot_day_fn fn, void *ctx);
 typedef void (*dot_user_fn)(uint64_t dot, uint64_t click, uint64_t push,
                             bool shown, void *ctx);
 uint32_t dot_user_info(const struct dot_store *s, uint64_t uid, dot_user_fn fn,
