@@ -424,6 +424,6 @@ void cmd_FLUSHALL(struct exec_ctx *x)
     db_deinit(&x->srv->db);
     x->srv->db = fresh;
     x->srv->expiry.running = false;
-    x->srv->expiry.cursor = 0;
+    x->srv->expiry.cursor = (struct db_day_cursor){0};
     reply_status(x->r, "OK");
 }

@@ -1175,7 +1175,7 @@ static bool sync_done(struct repl *R)
                  (unsigned long long)R->fr_off);
     /* What the data's expiry sweep knew is about the old data. */
     R->srv->expiry.running = false;
-    R->srv->expiry.cursor = 0;
+    R->srv->expiry.cursor = (struct db_day_cursor){0};
     if (R->bl_active)
         backlog_deinit(&R->bl);
     R->bl_active = false;

@@ -13,6 +13,7 @@
 #include "clients.h"
 #include "config.h"
 #include "db.h"
+#include "days.h"
 #include "badges.h"
 #include "ops.h"
 #include "pubsub.h"
@@ -63,11 +64,9 @@ enum { INST_OPS, INST_NET_IN, INST_NET_OUT, INST_COUNT };
 /* Inactive-user expiry (server/users.c): the sweep's state and figures,
  * for INFO and /metrics. */
 struct expiry {
-    bool running;                   /* a sweep is in progress */
-    uint64_t cursor;                /* its position in the activity table */
-    bool in_bc;                     /* walking BC's days (after the table) */
-    struct bc_day_cursor bc_cursor; /* its position in them */
-    uint32_t sweep_day;             /* the day the last sweep started */
+    bool running;                /* a sweep is in progress */
+    struct db_day_cursor cursor; /* its position in the days (days.h) */
+    uint32_t sweep_day;          /* the day the last sweep started */
     uint64_t sweep_start_ms;
     uint64_t scanned;            /* activity entries looked at, since start */
     uint64_t users;              /* users expired */

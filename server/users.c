@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bc.h"
+#include "days.h"
 #include "exec.h"
 #include "u32map.h"
 
@@ -22,13 +22,26 @@ static bool op_expires(const struct server *srv, const struct ur_op *op)
     return fam < FAM_COUNT && (srv->cfg.expire_families & (1u << fam));
 }
 
+/* Refreshes the day kept by holder h (uid's day there: tag) to day. */
+static bool refresh_held(struct server *srv, const struct db_day_holder *h,
+                         uint64_t uid, uint16_t tag, uint32_t day)
+{
+    if (tag >= db_day_tag(day))
+        return false;
+    /* Best effort: a bucket that cannot widen its days (u32map.h) keeps
+     * the old one. */
+    return h->set(&srv->db, uid, db_day_tag(day)) > 0;
+}
+
 bool users_mark_active(struct server *srv, const struct ur_op *op,
                        uint32_t argc, const struct ur_arg *argv, bool changed)
 {
+    const struct db_day_holder *own, *held;
     uint32_t day, *ref;
-    uint16_t tag;
+    uint16_t tag = 0;
     uint64_t uid;
     unsigned fam;
+    bool in_own;
 
     if ((op->flags & (OPF_USER | OPF_ADMIN)) != OPF_USER || argc == 0)
         return false;
@@ -48,34 +61,33 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
         *ref = day;
         return true;
     }
-    /* A user registered in a BC channel keeps its day there (bc.h): after
-     * a BC command, without a lookup; a user in no channel costs a bit of
-     * BC's filter, mostly. */
-    if (!bc_user_day(srv->db.bc, uid, &tag)) {
+    /* A family that keeps days (days.h) keeps the day of a user with a
+     * record in it while the user's commands are that family's (one
+     * lookup, in the store the command just used), or of no family
+     * (USER.BADGE). */
+    own = db_day_holder_of(fam);
+    in_own = own != NULL && own->get(&srv->db, uid, &tag);
+    if (in_own && tag != 0)
+        return refresh_held(srv, own, uid, tag, day);
+    held = db_day_held(&srv->db, uid, own, &tag);
+    if (held == NULL) {
+        /* Not tracked yet: only a family of expire-families starts it. */
         if (!op_expires(srv, op))
             return false;
+        if (in_own)
+            return own->set(&srv->db, uid, db_day_tag(day)) > 0;
         return u32map_put(srv->db.active, uid, day) == 0;
     }
-    /* BC's own commands, and those of no family (USER.BADGE, which walks
-     * the channels anyway), refresh the day where it is. */
-    if (fam == FAM_BC || fam == FAM_COUNT) {
-        if (tag == 0 && !op_expires(srv, op))
-            return false;
-        if (tag != 0 && tag >= db_day_tag(day))
-            return false;
-        /* Best effort, as below: a bucket that cannot widen its days
-         * (bc.h) keeps the old one. */
-        return bc_set_user_day(srv->db.bc, uid, db_day_tag(day)) > 0;
-    }
-    if (tag == 0 && !op_expires(srv, op))
-        return false;
+    if (fam == FAM_COUNT)
+        return refresh_held(srv, held, uid, tag, day);
     /* Active in another family: its day moves to the table, so that its
-     * next commands cost one lookup, as any user's there. Best effort: if
-     * the table cannot grow, the day stays in BC's entries. */
+     * next commands cost one lookup, as any user's there (and a user of
+     * two holding families does not carry it back and forth). Best
+     * effort: if the table cannot grow, the day stays where it is. */
     if (u32map_put(srv->db.active, uid, tag > day ? tag : day) == 0)
-        bc_set_user_day(srv->db.bc, uid, 0);
+        held->set(&srv->db, uid, 0);
     else if (tag < db_day_tag(day))
-        bc_set_user_day(srv->db.bc, uid, db_day_tag(day));
+        held->set(&srv->db, uid, db_day_tag(day));
     return tag < day;
 }
 
@@ -105,11 +117,6 @@ static void pick_visit(uint64_t uid, uint32_t day, void *ctx)
         p->uid[p->n++] = uid;
 }
 
-static void pick_bc_visit(uint64_t uid, uint16_t day, void *ctx)
-{
-    pick_visit(uid, day, ctx);
-}
-
 /* Runs USER.EXPIRE uid <expire-families> through the executor, so that it
  * is journaled like a client's write. true when it ran. */
 static bool expire_one(struct server *srv, uint64_t uid, struct ur_buf *out)
@@ -137,9 +144,7 @@ static bool expire_one(struct server *srv, uint64_t uid, struct ur_buf *out)
 static void sweep_start(struct expiry *e, uint32_t today, uint64_t now_ms)
 {
     e->running = true;
-    e->cursor = 0;
-    e->in_bc = false;
-    e->bc_cursor = (struct bc_day_cursor){0, 0, false};
+    e->cursor = (struct db_day_cursor){0};
     e->sweep_day = today;
     e->sweep_start_ms = now_ms;
     e->sweep_expired = 0;
@@ -160,16 +165,11 @@ static bool sweep_step(struct server *srv, uint32_t today, struct ur_buf *out)
     struct expiry *e = &srv->expiry;
     struct pick p = {today, srv->cfg.inactive_days, 0, {0}};
 
-    /* The walk's callback may not change the table: pick, then expire.
-     * The activity table first, then the days BC keeps. */
-    if (!e->in_bc) {
-        e->scanned += u32map_scan(srv->db.active, &e->cursor, EXPIRE_BATCH,
-                                  pick_visit, &p);
-        e->in_bc = e->cursor == 0;
-    } else {
-        e->scanned += bc_scan_days(srv->db.bc, &e->bc_cursor, EXPIRE_BATCH,
-                                   pick_bc_visit, &p);
-    }
+    /* The walk's callback may not change the stores: pick, then expire.
+     * The activity table first, then the days the families keep: each
+     * tracked user once (days.h). */
+    e->scanned +=
+        db_scan_days(&srv->db, &e->cursor, EXPIRE_BATCH, pick_visit, &p);
     for (unsigned i = 0; i < p.n; i++) {
         if (!expire_one(srv, p.uid[i], out))
             return false;
@@ -200,7 +200,7 @@ bool users_expire_cycle(struct server *srv, uint64_t budget_us)
             e->sweep_day = 0; /* start again at the next slice */
             break;
         }
-        if (e->bc_cursor.done) {
+        if (e->cursor.done) {
             sweep_end(e, now_ms);
             break;
         }

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "bc.h"
+#include "days.h"
 #include "u32map.h"
 #include "u64map.h"
 
@@ -73,7 +73,7 @@ unsigned db_usage(const struct db *db, struct db_usage *out)
         (struct db_usage){#f, unit, f##_entries(db->f), f##_bytes(db->f)};
 #include "families.def"
 #undef FAMILY
-    /* The days BC keeps in its entries are in BC's bytes. */
+    /* The days BC and DOT keep in their entries are in their bytes. */
     out[n++] = (struct db_usage){"activity", "user", db_active_users(db),
                                  u32map_bytes(db->active)};
     out[n++] = (struct db_usage){"expired", "user", u64map_count(db->expired),
@@ -92,39 +92,13 @@ size_t db_bytes(const struct db *db)
     return bytes;
 }
 
-struct active_audit_ctx {
-    const struct db *db;
-    size_t bad;
-};
-
-/* A user's day is kept in one place: never in both the table and BC. */
-static void active_audit_visit(uint64_t uid, uint32_t day, void *ctx)
-{
-    struct active_audit_ctx *ac = ctx;
-    uint16_t d;
-
-    (void)day;
-    ac->bad += bc_user_day(ac->db->bc, uid, &d) && d != 0;
-}
-
-static size_t active_audit(const struct db *db)
-{
-    struct active_audit_ctx ac = {db, 0};
-    uint64_t cursor = 0;
-
-    do
-        u32map_scan(db->active, &cursor, SIZE_MAX, active_audit_visit, &ac);
-    while (cursor != 0);
-    return ac.bad;
-}
-
 bool db_active_day(const struct db *db, uint64_t uid, uint32_t *day)
 {
     uint16_t d;
 
     if (u32map_get(db->active, uid, day))
         return true;
-    if (!bc_user_day(db->bc, uid, &d) || d == 0)
+    if (db_day_held(db, uid, NULL, &d) == NULL)
         return false;
     *day = d;
     return true;
@@ -132,7 +106,7 @@ bool db_active_day(const struct db *db, uint64_t uid, uint32_t *day)
 
 size_t db_active_users(const struct db *db)
 {
-    return u32map_count(db->active) + bc_tracked_users(db->bc);
+    return u32map_count(db->active) + db_day_tracked(db);
 }
 
 size_t db_audit(const struct db *db)
@@ -144,7 +118,7 @@ size_t db_audit(const struct db *db)
 #include "families.def"
 #undef FAMILY
     bad += u32map_audit(db->active);
-    bad += active_audit(db);
+    bad += db_day_audit(db);
     bad += expiry_audit(db);
     return bad;
 }
@@ -163,10 +137,9 @@ uint64_t db_forget_user(struct db *db, uint64_t uid, uint32_t mask,
 #include "families.def"
 #undef FAMILY
     u32map_del(db->active, uid);
-    /* Erased from the activity table, BC's days included: the user is no
-     * longer tracked, whatever entries it keeps. */
-    if (!(mask & (1u << FAM_BC)))
-        bc_set_user_day(db->bc, uid, 0);
+    /* Erased from the activity table, the days BC and DOT keep included:
+     * the user is no longer tracked, whatever entries it keeps. */
+    db_day_forget(db, uid, mask);
     return sum;
 }
 

@@ -47,7 +47,7 @@ struct db {
 #include "families.def"
 #undef FAMILY
     /* uid -> the UTC day it was last active (server/users.h), for the
-     * users whose day BC does not keep in its entries (bc.h) */
+     * users whose day no family keeps in its entries (days.h) */
     struct u32map *active;
     /* uid -> its last expiry: when, and the families it forgot (the
      * db_expiry_* calls below) */
@@ -95,10 +95,11 @@ void db_deinit(struct db *db);
 
 /*
  * Activity (server/users.h): a tracked user's day is kept in one place,
- * BC's entries when BC keeps it (bc_user_day, 1 byte a subscription),
- * else the activity table. db_active_day: whether uid is tracked, with
- * *day. db_active_users: the users tracked. A day in BC's entries is a
- * u16: db_day_tag is the day BC keeps for day (1..65535, the year 2149).
+ * the entries of a family that keeps days (days.h: DOT's map entry, BC's
+ * entries) or else the activity table. db_active_day: whether uid is
+ * tracked, with *day. db_active_users: the users tracked. A day in a
+ * family's entries is a u16: db_day_tag is the day kept for day (1..65535,
+ * the year 2149).
  */
 bool db_active_day(const struct db *db, uint64_t uid, uint32_t *day);
 size_t db_active_users(const struct db *db);
