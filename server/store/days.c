@@ -7,7 +7,8 @@
 #include "dot.h"
 #include "u32map.h"
 
-/* ---- The holders ---------------------------------------------------------- */
+/* ---- The holders ----------------------------------------------------------
+ */
 
 struct fn_ctx {
     db_day_fn fn;
@@ -102,10 +103,11 @@ const struct db_day_holder *db_day_held(const struct db *db, uint64_t uid,
     return NULL;
 }
 
-/* ---- Walks ------------------------------------------------------------------ */
+/* ---- Walks ------------------------------------------------------------------
+ */
 
-size_t db_scan_days(const struct db *db, struct db_day_cursor *cur,
-                    size_t max, db_day_fn fn, void *ctx)
+size_t db_scan_days(const struct db *db, struct db_day_cursor *cur, size_t max,
+                    db_day_fn fn, void *ctx)
 {
     size_t n;
     bool done;

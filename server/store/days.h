@@ -63,8 +63,8 @@ struct db_day_cursor {
     uint64_t pos[2];
     bool done;
 };
-size_t db_scan_days(const struct db *db, struct db_day_cursor *cur,
-                    size_t max, db_day_fn fn, void *ctx);
+size_t db_scan_days(const struct db *db, struct db_day_cursor *cur, size_t max,
+                    db_day_fn fn, void *ctx);
 
 /* uid's day dropped from the holders whose family is not in mask (those
  * in mask forget the user's records with it). */

@@ -436,3 +436,111 @@ def test_bc_user_day_moves_to_the_table_on_other_families():
         e = wait_expired(srv, c, 2)
         assert e["active_users"] == "0"
         assert e["expired_bc_entries"] == "2"
+
+
+def test_dot_keeps_the_days_of_its_users():
+    """A user with clicks keeps its day in DOT's map entry (dot.h,
+    "Activity days"), not in the activity table: tracked, refreshed by DOT
+    commands, expired (a dot it dismissed stays dismissed), saved and
+    replayed the same; a command of another family moves it to the table."""
+    from test_persistence import Dir
+
+    def mem(c):
+        return info_dict(c.cmd("INFO", "memory"))["memory"]
+
+    with Dir() as d:
+        srv = d.start(enable_debug_command="yes", journal_fsync="always")
+        with srv.resp() as c:
+            empty = int(mem(c)["activity_bytes"])
+            c.cmd("DOT.PUSH", 3)
+            assert c.cmd("DOT.CLICK", 1, 3) == 0      # dismissed
+            for dot in (3, 4, 5):
+                assert c.cmd("DOT.CLICK", 2, dot) == 0
+            assert c.cmd("DOT.CLICK", 4, 4) == 0
+            assert expiry(c)["active_users"] == "3"
+            assert int(mem(c)["activity_bytes"]) == empty  # all in DOT's
+            assert c.cmd("USER.STATUS", 1)[0] == b"active"
+            assert c.cmd("GRP.JOIN", 3, 5) == 0       # in the table
+            assert c.cmd("DOT.CLICK", 3, 4) == 0      # stays there
+            assert int(mem(c)["activity_bytes"]) > empty
+            assert expiry(c)["active_users"] == "4"
+            assert c.cmd("DEBUG", "AUDIT") == 0
+            c.cmd("SAVE")
+            c.cmd("DEBUG", "ADVANCE-CLOCK", 20 * DAY)
+            assert c.cmd("DOT.CHECK", 2, 4) == [0]     # refreshed in DOT
+            assert c.cmd("GRP.UNREAD", 3, 5) == 0
+            today = c.cmd("USER.STATUS", 2)[1]
+            c.cmd("DEBUG", "ADVANCE-CLOCK", 11 * DAY)
+            e = wait_expired(srv, c, 2)               # users 1 and 4
+            assert e["expired_users"] == "2"
+            assert e["expired_dot_entries"] == "2"
+            assert e["active_users"] == "2"
+            assert c.cmd("USER.STATUS", 1)[0] == b"expired"
+            assert c.cmd("USER.STATUS", 2)[:2] == [b"active", today]
+            assert c.cmd("DOT.CHECK", 1, 3) == [0]     # still dismissed
+            status = {uid: c.cmd("USER.STATUS", uid) for uid in (1, 2, 3, 4)}
+            assert c.cmd("DEBUG", "AUDIT") == 0
+        srv.kill9()                                # snapshot + journal
+        srv = d.start(enable_debug_command="yes")
+        with srv.resp() as c:
+            assert {uid: c.cmd("USER.STATUS", uid)
+                    for uid in (1, 2, 3, 4)} == status
+            assert c.cmd("DEBUG", "AUDIT") == 0
+            c.cmd("SAVE")
+        srv.stop()
+        srv = d.start(enable_debug_command="yes")  # the snapshot alone
+        with srv.resp() as c:
+            assert {uid: c.cmd("USER.STATUS", uid)
+                    for uid in (1, 2, 3, 4)} == status
+            assert c.cmd("DEBUG", "AUDIT") == 0
+            c.cmd("DEBUG", "ADVANCE-CLOCK", 80 * DAY)
+            e = wait_expired(srv, c, 3)               # 1 (read), 2 and 3
+            assert e["active_users"] == "0"
+            assert mem(c)["dot_clicks"] == "0"
+            assert c.cmd("DEBUG", "AUDIT") == 0
+        srv.stop()
+
+
+def test_user_in_bc_and_dot_is_swept_once():
+    """A user of BC and DOT has its day in one place (DOT's entry, BC's
+    entries or the table, days.h): the sweep walks each place once, so it
+    expires once, from both families when both expire."""
+    with Server(enable_debug_command="yes", expire_families="dot") as srv, \
+            srv.resp() as c:
+        assert c.cmd("BC.READ", 1, 1) == 0         # BC kept: not tracked
+        assert c.cmd("DOT.CLICK", 1, 3) == 0       # the day in DOT's entry
+        assert expiry(c)["active_users"] == "1"
+        assert c.cmd("BC.UNREAD", 1, 2) == 0       # a kept family
+        assert c.cmd("DEBUG", "AUDIT") == 0
+        c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
+        e = wait_expired(srv, c, 1)
+        assert e["expired_users"] == "1"
+        assert e["expired_dot_entries"] == "1"
+        assert e["expired_bc_entries"] == "0"
+        assert e["active_users"] == "0"
+        c.cmd("BC.PUBLISH", 1)
+        assert c.cmd("BC.UNREAD", 1, 1) == 1       # BC kept
+        c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
+        time.sleep(0.3)
+        assert expiry(c)["expired_users"] == "1"   # not again
+        assert c.cmd("DEBUG", "AUDIT") == 0
+
+    with Server(enable_debug_command="yes") as srv, srv.resp() as c:
+        assert c.cmd("BC.READ", 5, 1) == 0         # day in BC's entries,
+        assert c.cmd("DOT.CLICK", 5, 3) == 0       # then in the table
+        assert c.cmd("DOT.CLICK", 6, 3) == 0       # day in DOT's entry,
+        assert c.cmd("BC.READ", 6, 1) == 0         # then in the table
+        assert c.cmd("DOT.CLICK", 7, 3) == 0       # DOT's entry
+        assert c.cmd("BC.READ", 8, 2) == 0         # BC's entries
+        assert expiry(c)["active_users"] == "4"
+        assert c.cmd("DEBUG", "AUDIT") == 0
+        c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
+        e = wait_expired(srv, c, 4)
+        assert e["expired_users"] == "4"
+        assert e["expired_dot_entries"] == "3"
+        assert e["expired_bc_entries"] == "3"
+        assert e["active_users"] == "0"
+        c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
+        time.sleep(0.3)
+        assert expiry(c)["expired_users"] == "4"
+        assert c.cmd("DEBUG", "AUDIT") == 0

@@ -528,17 +528,20 @@ static void test_bc(void)
     check_script("bc");
 }
 
-/* Dots past the index table's first chunk; users clicking many dots, new
- * dots created by clicks. */
+/* Dots past the index table's first chunk; users clicking many dots (every
+ * size class of the click records, out of line and growing there), new
+ * dots created by clicks, a class's second chunk of records. */
 static void test_dot(void)
 {
     for (unsigned d = 1; d < 4200; d++)
         add("DOT.PUSH %u %llu", d, (unsigned long long)t0);
     for (unsigned d = 1; d < 60; d++)
         add("DOT.CLICK 1 %u %llu", d, (unsigned long long)(t0 + d));
+    for (unsigned d = 1; d < 90; d++)
+        add("DOT.CLICK 3 %u %llu", 91 - d, (unsigned long long)(t0 + d));
     for (unsigned d = 5000; d < 5020; d++)
         add("DOT.CLICK 2 %u %llu", d, (unsigned long long)t0);
-    for (unsigned u = 10; u < 700; u++)
+    for (unsigned u = 10; u < 2200; u++)
         add("DOT.CLICK %u %u", u, u % 9 + 1);
     check_script("dot");
 }
