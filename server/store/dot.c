@@ -191,7 +191,7 @@ static int64_t slab_get(struct dot_store *s, uint32_t k)
     return c->carved++;
 }
 
-/* Frees every chunk of class k (no record in use). */
+/* Frees every chunk of class c (no record in use). */
 static void slab_release_all(struct dot_store *s, struct slab_class *c)
 {
     for (uint32_t j = 0; j < c->nchunks; j++)
@@ -205,12 +205,32 @@ static void slab_put(struct dot_store *s, uint32_t k, uint32_t i)
 {
     struct slab_class *c = &s->cls[k];
 
-    if (--c->live == 0) {
-        slab_release_all(s, c);
+    if (--c->live == 0 && c->nchunks > 1) {
+        /* Empty: all but the first chunk go back (the first stays, so
+         * that users passing through a class, as every user's first
+         * clicks do, do not allocate and free it each time; a store
+         * whose last user leaves frees it too: dot_forget_user). */
+        for (uint32_t j = 1; j < c->nchunks; j++)
+            mem_free(&s->mem, c->chunks[j], chunk_bytes(c));
+        c->chunks =
+            mem_realloc(&s->mem, c->chunks, c->nchunks * sizeof(*c->chunks),
+                        sizeof(*c->chunks));
+        c->nchunks = 1;
+    }
+    if (c->live == 0) {
+        c->carved = c->free_head = 0;
         return;
     }
     slab_rec(c, i)[0] = (uint64_t)c->free_head << 1;
     c->free_head = i + 1;
+}
+
+/* A store without users holds no chunk (slab_put keeps one a class). */
+static void trim_if_empty(struct dot_store *s)
+{
+    if (u32map_count(s->users) == 0)
+        for (uint32_t k = 0; k < SLAB_CLASSES; k++)
+            slab_release_all(s, &s->cls[k]);
 }
 
 /* ---- Out-of-line records ------------------------------------------------ */
@@ -279,14 +299,15 @@ static inline uint32_t rec_of(const struct dot_store *s, uint32_t h,
     return slab_count(k, *e);
 }
 
-/* A record for n clicks (1 <= n <= DOT_MAX_DOTS) holding src[0..n) with
+/* A record of class k = class_for(n) for n clicks (1 <= n <=
+ * DOT_MAX_DOTS) holding src[0..n) with
  * click at position at inserted when at <= n - 1 names a slot (at == n:
  * no insertion, src has n clicks; else src has n - 1): its handle in *h.
  * 0, or -1 (nothing changed). */
-static int rec_new(struct dot_store *s, uint32_t n, const uint64_t *src,
-                   uint32_t at, uint64_t click, uint32_t *h)
+static int rec_new(struct dot_store *s, uint32_t k, uint32_t n,
+                   const uint64_t *src, uint32_t at, uint64_t click,
+                   uint32_t *h)
 {
-    uint32_t k = class_for(n);
     uint64_t *e;
 
     if (k == BIG_CLASS) {
@@ -431,10 +452,11 @@ static int add_click(struct dot_store *s, uint64_t uid, uint32_t *href,
     uint32_t n, at, h;
 
     if (href == NULL) {
-        if (rec_new(s, 1, NULL, 0, click, &h) != 0)
+        if (rec_new(s, 0, 1, NULL, 0, click, &h) != 0)
             return -1;
         if (u32map_put_tagged(s->users, uid, h, 0) != 0) {
             rec_free(s, h);
+            trim_if_empty(s);
             return -1;
         }
         s->entries++;
@@ -459,7 +481,10 @@ static int add_click(struct dot_store *s, uint64_t uid, uint32_t *href,
         e[at] = click;
     } else {
         /* Full: the next class up (records are not resized in place). */
-        if (rec_new(s, n + 1, e, at, click, &h) != 0)
+        if (rec_new(s,
+                    h_class(*href) + 1 < SLAB_CLASSES ? h_class(*href) + 1
+                                                      : BIG_CLASS,
+                    n + 1, e, at, click, &h) != 0)
             return -1;
         rec_free(s, *href);
         *href = h;
@@ -609,10 +634,11 @@ int dot_put_user(struct dot_store *s, uint64_t uid, uint32_t n,
         return 1;
     if (n == 0 || n > DOT_MAX_DOTS)
         return DOT_ENOMEM; /* the caller validates: never */
-    if (rec_new(s, n, clicks, n, 0, &h) != 0)
+    if (rec_new(s, class_for(n), n, clicks, n, 0, &h) != 0)
         return DOT_ENOMEM;
     if (u32map_put_tagged(s->users, uid, h, 0) != 0) {
         rec_free(s, h);
+        trim_if_empty(s);
         return DOT_ENOMEM;
     }
     s->entries += n;
@@ -790,7 +816,9 @@ size_t dot_audit(const struct dot_store *s)
         ac.seen[k] = c->carved != 0 ? calloc(c->carved, 1) : NULL;
         slab_bytes += c->nchunks * (sizeof(uint64_t *) + chunk_bytes(c));
         bad += c->carved > (size_t)c->nchunks << c->shift ||
-               c->live > c->carved || (c->live == 0) != (c->nchunks == 0);
+               c->live > c->carved ||
+               (c->live == 0 && (c->carved != 0 || c->nchunks > 1)) ||
+               (u32map_count(s->users) == 0 && c->nchunks != 0);
     }
     ac.seen[SLAB_CLASSES] =
         s->big.nslots != 0 ? calloc(s->big.nslots, 1) : NULL;
@@ -830,6 +858,7 @@ size_t dot_forget_user(struct dot_store *s, uint64_t uid)
     u32map_del(s->users, uid);
     s->entries -= n;
     s->tracked -= tag != 0;
+    trim_if_empty(s);
     return n;
 }
 
