@@ -13,8 +13,14 @@
  *           [ dot index  |  click time (47 bits)   | 1 ]
  *
  * Records come in size classes of 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48 and
- * 64 clicks, carved from chunks of ~16 KiB per class (no allocator header
- * per record) and reused through a free list per class. A user's record is
+ * 64 clicks, carved from chunks of 48-64 KiB per class (no allocator header
+ * per record) and reused through a free list per class. Chunks are pages
+ * mapped from the kernel (mem_map), not malloc'ed: the map's buckets grow
+ * in small steps and leave holes in malloc's heap (u32map.c, "Growth
+ * steps"), which chunks allocated between them would keep from being
+ * reused or given back. Mapped, RSS follows the accounting: 11.4 against
+ * 11.3 bytes a click at 4 clicks a user (11.9 with 16 KiB chunks from
+ * malloc). A user's record is
  * of the smallest class that holds its clicks, so its count needs no
  * header: a record of n < capacity clicks ends with zero words (a click is
  * never 0: bit 0), and n is always more than the class below holds (the
@@ -60,7 +66,7 @@ _Static_assert((int)DOT_ENOMEM == (int)DENSEID_ENOMEM &&
 #define BIG_CLASS 15u
 #define H_BITS 28
 #define H_INDEX_MAX ((UINT32_C(1) << H_BITS) - 1)
-#define CHUNK_BYTES 16384u
+#define CHUNK_BYTES 65536u /* at most: chunks are 48 or 64 KiB, whole pages */
 
 static const uint32_t class_cap[SLAB_CLASSES] = {1,  2,  3,  4,  6,  8,
                                                  12, 16, 24, 32, 48, 64};
@@ -172,7 +178,7 @@ static int64_t slab_get(struct dot_store *s, uint32_t k)
         if (a == NULL)
             return -1;
         c->chunks = a;
-        chunk = mem_alloc(&s->mem, chunk_bytes(c));
+        chunk = mem_map(&s->mem, chunk_bytes(c));
         if (chunk == NULL) {
             /* The array back to its size (a shrink never fails: mem.h). */
             if (c->nchunks == 0) {
@@ -195,7 +201,7 @@ static int64_t slab_get(struct dot_store *s, uint32_t k)
 static void slab_release_all(struct dot_store *s, struct slab_class *c)
 {
     for (uint32_t j = 0; j < c->nchunks; j++)
-        mem_free(&s->mem, c->chunks[j], chunk_bytes(c));
+        mem_unmap(&s->mem, c->chunks[j], chunk_bytes(c));
     mem_free(&s->mem, c->chunks, c->nchunks * sizeof(*c->chunks));
     c->chunks = NULL;
     c->nchunks = c->carved = c->live = c->free_head = 0;
@@ -211,7 +217,7 @@ static void slab_put(struct dot_store *s, uint32_t k, uint32_t i)
          * clicks do, do not allocate and free it each time; a store
          * whose last user leaves frees it too: dot_forget_user). */
         for (uint32_t j = 1; j < c->nchunks; j++)
-            mem_free(&s->mem, c->chunks[j], chunk_bytes(c));
+            mem_unmap(&s->mem, c->chunks[j], chunk_bytes(c));
         c->chunks =
             mem_realloc(&s->mem, c->chunks, c->nchunks * sizeof(*c->chunks),
                         sizeof(*c->chunks));
