@@ -251,16 +251,26 @@ static int64_t big_slot(struct dot_store *s, uint64_t *p)
         i = b->free_head - 1;
         b->free_head = (uint32_t)(b->slot[i] >> 1);
     } else {
+        /* The table grows by an eighth (the new slots but the first go
+         * to the free list), so that many big users cost no copy each. */
+        uint32_t add = b->nslots / 8 + 1;
         uintptr_t *a;
 
         if (b->nslots > H_INDEX_MAX)
             return -1;
+        if (add > H_INDEX_MAX + 1 - b->nslots)
+            add = H_INDEX_MAX + 1 - b->nslots;
         a = mem_realloc(&s->mem, b->slot, b->nslots * sizeof(*a),
-                        (b->nslots + 1) * sizeof(*a));
+                        (size_t)(b->nslots + add) * sizeof(*a));
         if (a == NULL)
             return -1;
         b->slot = a;
-        i = b->nslots++;
+        i = b->nslots;
+        for (uint32_t j = i + add - 1; j > i; j--) {
+            a[j] = (uintptr_t)b->free_head << 1 | 1;
+            b->free_head = j + 1;
+        }
+        b->nslots += add;
     }
     b->slot[i] = (uintptr_t)p;
     b->live++;
