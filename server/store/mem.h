@@ -11,7 +11,7 @@
  * are sized: the stores always know how big a block is.
  *
  * Accounts form a tree. A store owns the root account of its data; each
- * container it creates (u64map, u32map, wmap, listmap, denseid) owns an
+ * container it creates (u64map, u32map, wmap, memblist, denseid) owns an
  * account whose `up` is its owner's. The rule for a container's own struct:
  * it is charged to the owner's account, and what the container allocates
  * to its own, so <container>_bytes() is sizeof(struct) + its account, and

@@ -4,7 +4,7 @@
  * entries. That form is canonical (memblist_audit checks it).
  *
  * Changes that keep the widths work in place (a value set, a delete, an
- * insert that fits: a realloc and a memmove, as listmap's); the others
+ * insert that fits: a realloc and a memmove); the others
  * re-encode the list into a new record of the widths it needs.
  */
 #include "memblist.h"

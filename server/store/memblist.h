@@ -4,8 +4,8 @@
  * group index), a flag bit (muted) and a 32-bit value (the low 32 bits of
  * the seq seen), packed in the fewest bytes the list's own contents need.
  *
- * Entries travel as u64 in listmap's shape, key << 34 | flag << 33 | value
- * << 1 | 1 (ML_ENTRY), so callers work as they did on a listmap.
+ * Entries travel as u64, key << 34 | flag << 33 | value << 1 | 1
+ * (ML_ENTRY), the shape GRP's callers and snapshot section use.
  *
  * Layout: a list of one entry is stored inline as the u64map value itself
  * (bit 0 set tells it from a pointer). A longer list is a record of exact
@@ -14,10 +14,10 @@
  * bytes; wk and wv (1..4) are the widths of the record's largest field and
  * value. A list of eight groups close together whose members have seen
  * fewer than 256 posts costs 8 + 8 x 2 = 24 bytes, not the 8 + 8 x 8 of a
- * listmap record; seqs up to 65,535 make it 32, up to 2^24 40. Widths
- * only grow with the contents (a delete keeps them); a value that does not
- * fit re-encodes the record wider (memblist_set, memblist_fit), the one
- * change of a value that can fail.
+ * record of 8-byte entries; seqs up to 65,535 make it 32, up to 2^24 40.
+ * Widths only grow with the contents (a delete keeps them); a value that
+ * does not fit re-encodes the record wider (memblist_set, memblist_fit),
+ * the one change of a value that can fail.
  *
  * Not thread-safe. An iterator is valid until the list next changes
  * (memblist_put_at excepted).

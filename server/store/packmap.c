@@ -6,7 +6,7 @@
  * A change rewrites one block (two when a delete merges neighbours), never
  * the whole list, except packmap_set_all and packmap_add_many, which are
  * O(n) anyway. The new block is encoded in a buffer, then spliced into
- * the record: records have exact sizes, as listmap's, and a change moves
+ * the record: records have exact sizes, and a change moves
  * the bytes after its block, so a realloc per change adds little.
  *
  * Splits: a block that grows past PACKMAP_BLOCK splits in halves, except

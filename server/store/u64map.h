@@ -47,7 +47,7 @@ uint64_t u64map_get(const struct u64map *m, uint64_t key);
 void u64map_prefetch(const struct u64map *m, uint64_t key, int stage);
 
 /*
- * Maps of records (listmap, packmap, memblist): each value is either a
+ * Maps of records (packmap, memblist): each value is either a
  * small value inline, low bit set, or a pointer to an out-of-line record,
  * low bit clear. u64map_prefetch_rec is u64map_prefetch plus stage 2,
  * the record key's value points to; u64map_each_rec calls fn on every
