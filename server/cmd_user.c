@@ -269,6 +269,25 @@ static uint64_t badge_of(const struct server *srv, uint64_t uid,
     return cap_of(srv, sum);
 }
 
+/* USER.MBADGE's badge alone, under the same rule: once the sum is past
+ * the cap the badge is cap + 1 whatever the rest adds, so the families
+ * after that are not read, and each family counts only up to the room
+ * left (a part above it puts the sum past the cap: cmd_<f>_badge's limit
+ * allows any value there). */
+static uint64_t badge_only(const struct server *srv, uint64_t uid,
+                           const unsigned *fams, unsigned n)
+{
+    uint64_t cap = srv->cfg.unread_cap, sum = 0, p;
+
+    for (unsigned i = 0; i < n; i++) {
+        badge_fns[fams[i]](srv, uid, cap - sum, &p);
+        if (p > cap - sum)
+            return cap + 1;
+        sum += p;
+    }
+    return sum;
+}
+
 /* The families with a part, in families.def order. */
 static unsigned badge_families(const struct server *srv, unsigned *fams)
 {
@@ -385,7 +404,7 @@ void cmd_USER_MBADGE(struct exec_ctx *x)
 {
     const struct server *srv = x->srv;
     const int64_t lead = DB_PREFETCH_STAGES * MBADGE_AHEAD;
-    uint64_t uids[UR_UIDS_MAX], part[FAM_COUNT];
+    uint64_t uids[UR_UIDS_MAX];
     unsigned fams[FAM_COUNT], n;
     int64_t argc = x->argc;
 
@@ -407,7 +426,7 @@ void cmd_USER_MBADGE(struct exec_ctx *x)
                     badge_hint_fns[fams[f]](srv, uids[j], s);
         }
         if (i >= 0)
-            reply_int(x->r, badge_of(srv, uids[i], fams, n, part));
+            reply_int(x->r, badge_only(srv, uids[i], fams, n));
     }
 }
 

@@ -226,6 +226,69 @@ def test_many_users_every_shape_and_call_length(via):
     assert via("DEBUG", "AUDIT") == 0
 
 
+def test_many_users_stop_at_the_cap():
+    """USER.MBADGE stops reading a user's families once the sum is past
+    unread-cap, and asks each family only for the room left: users whose
+    sum reaches the cap exactly, passes it by one, passes it in the first
+    family or only in the last, parts far above the cap (CNT at 2^32 - 1
+    in two types) and parts of 0 between, against the model and
+    USER.BADGE, over RESP and binary, under several caps."""
+    rng = random.Random(1718)
+    big = 4294967295
+    for cap in (1, 10, 37):
+        with Server(unread_cap=cap) as srv, srv.resp() as c, srv.bin() as b:
+            def give(uid, parts):
+                cnt, conv, grp, bc, dot, feed = parts
+                for t, v in enumerate([cnt] if cnt <= big else [big, big]):
+                    if v:
+                        c.cmd("CNT.SET", uid, t, v)
+                if conv:
+                    c.cmd("CONV.INCR", uid, uid, conv)
+                if grp:
+                    c.cmd("GRP.JOIN", uid, uid)
+                    for _ in range(grp):
+                        c.cmd("GRP.POST", uid)
+                if bc:
+                    c.cmd("BC.UNREAD", uid, uid)  # registered at the head
+                    for _ in range(bc):
+                        c.cmd("BC.PUBLISH", uid)
+                for d in range(dot):
+                    c.cmd("DOT.CLICK", uid, uid * 100 + d, 1000)
+                    c.cmd("DOT.PUSH", uid * 100 + d, 2000)
+                if feed:
+                    c.cmd("FEED.FOLLOW", uid, uid)
+                    c.cmd("FEED.POST", uid, feed)
+
+            shapes = [
+                [cap - 1, 0, 0, 0, 0, 1],   # exactly the cap, last family
+                [cap, 0, 0, 0, 0, 1],       # cap + 1 in the last family
+                [0, 0, 0, 0, 0, cap + 1],   # only the last family over
+                [cap + 1, 2, 3, 1, 2, 5],   # over in the first family
+                [2 * big, 1, 1, 1, 1, 1],   # far over, then more parts
+                [0, cap, 0, 1, 0, 0],       # over in the middle
+                [1, 0, cap - 1, 0, 0, 0],   # the cap with zeros after
+                [0, 0, 0, 0, 0, 0],
+            ]
+            for _ in range(24):
+                shapes.append([rng.choice([0, 0, 1, cap // 2, cap, cap + 1,
+                                           2 * cap]) for _ in FAMS])
+            shapes[-1][0] = big
+            want = {}
+            for uid, parts in enumerate(shapes, 1):
+                give(uid, parts)
+                want[uid] = badge_of(parts, cap)[0]
+            uids = list(want) + [10**9, 2, 1]
+            want[10**9] = 0
+            rng.shuffle(uids)
+            badges = [want[u] for u in uids]
+            assert c.cmd("USER.MBADGE", *uids) == badges, cap
+            assert b.call("USER.MBADGE", *uids) == badges
+            assert badges == [c.cmd("USER.BADGE", u)[0] for u in uids]
+            for n in range(1, 11):  # shorter than the pipeline, every length
+                assert b.call("USER.MBADGE", *uids[:n]) == badges[:n]
+            assert c.cmd("DEBUG", "AUDIT") == 0
+
+
 @each_way
 def test_a_notice_read_twice_counts_once(via):
     assert via("CNT.INCR", 7, "mention", 1, "ID", 555) == [1, 1]
