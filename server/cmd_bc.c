@@ -69,16 +69,19 @@ void cmd_BC_READ(struct exec_ctx *x)
 
 /* Over the channels the user is registered in: a read registers no one. */
 bool cmd_bc_badge(const struct server *srv, uint64_t uid, uint64_t limit,
-                  uint64_t *part)
+                  uint64_t *part, const union badge_probe *bp)
 {
+    (void)bp;
     if (part == NULL)
         return true;
     *part = bc_user_unread(srv->db.bc, uid, limit);
     return true;
 }
 
-void cmd_bc_badge_hint(const struct server *srv, uint64_t uid, int stage)
+void cmd_bc_badge_hint(const struct server *srv, uint64_t uid, int stage,
+                       union badge_probe *bp)
 {
+    (void)bp;
     bc_prefetch_user(srv->db.bc, uid, stage);
 }
 

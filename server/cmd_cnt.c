@@ -187,18 +187,21 @@ void cmd_CNT_CLEAR(struct exec_ctx *x)
 /* ---- USER.INFO, USER.BADGE --------------------------------------------- */
 
 bool cmd_cnt_badge(const struct server *srv, uint64_t uid, uint64_t limit,
-                   uint64_t *part)
+                   uint64_t *part, const union badge_probe *bp)
 {
+    (void)srv;
+    (void)uid;
     (void)limit;
     if (part == NULL)
         return true;
-    *part = cnt_total(srv->db.cnt, uid);
+    *part = cnt_total_probed(&bp->u);
     return true;
 }
 
-void cmd_cnt_badge_hint(const struct server *srv, uint64_t uid, int stage)
+void cmd_cnt_badge_hint(const struct server *srv, uint64_t uid, int stage,
+                        union badge_probe *bp)
 {
-    cnt_prefetch_user(srv->db.cnt, uid, stage);
+    cnt_probe_user(srv->db.cnt, uid, stage, &bp->u);
 }
 
 struct notice_lines {

@@ -533,21 +533,23 @@ void cmd_CONV_LIST(struct exec_ctx *x)
 
 /* The total CONV.TOTAL answers: muted conversations are out of it. */
 bool cmd_conv_badge(const struct server *srv, uint64_t uid, uint64_t limit,
-                    uint64_t *part)
+                    uint64_t *part, const union badge_probe *bp)
 {
+    (void)srv;
+    (void)uid;
     (void)limit;
     if (part == NULL)
         return true;
-    *part = conv_total(srv->db.conv, uid);
+    *part = conv_total_probed(&bp->w);
     return true;
 }
 
 /* Stages 2 and 3 in place of 1 (conv_prefetch_user): the bucket's lines
  * exactly, where stage 1 asks for as many as the largest bucket has. */
-void cmd_conv_badge_hint(const struct server *srv, uint64_t uid, int stage)
+void cmd_conv_badge_hint(const struct server *srv, uint64_t uid, int stage,
+                         union badge_probe *bp)
 {
-    if (stage != 1)
-        conv_prefetch_user(srv->db.conv, uid, stage);
+    conv_probe_user(srv->db.conv, uid, stage, &bp->w);
 }
 
 /* Seqs shown on a conversation's line, per list. */

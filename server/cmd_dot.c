@@ -87,8 +87,9 @@ void cmd_DOT_CHECK(struct exec_ctx *x)
 /* Among the dots the user clicked: a dot it never touched is everyone's,
  * and counting all of them would cost O(dots) per badge. */
 bool cmd_dot_badge(const struct server *srv, uint64_t uid, uint64_t limit,
-                   uint64_t *part)
+                   uint64_t *part, const union badge_probe *bp)
 {
+    (void)bp;
     (void)limit;
     if (part == NULL)
         return true;
@@ -96,8 +97,10 @@ bool cmd_dot_badge(const struct server *srv, uint64_t uid, uint64_t limit,
     return true;
 }
 
-void cmd_dot_badge_hint(const struct server *srv, uint64_t uid, int stage)
+void cmd_dot_badge_hint(const struct server *srv, uint64_t uid, int stage,
+                        union badge_probe *bp)
 {
+    (void)bp;
     dot_prefetch_user(srv->db.dot, uid, stage);
 }
 

@@ -134,17 +134,19 @@ void cmd_FEED_RESET(struct exec_ctx *x)
 /* ---- USER.INFO, USER.BADGE --------------------------------------------- */
 
 bool cmd_feed_badge(const struct server *srv, uint64_t uid, uint64_t limit,
-                    uint64_t *part)
+                    uint64_t *part, const union badge_probe *bp)
 {
+    (void)uid;
     if (part == NULL)
         return true;
-    *part = feed_unread(srv->db.feed, uid, limit);
+    *part = feed_unread_probed(srv->db.feed, &bp->u, limit);
     return true;
 }
 
-void cmd_feed_badge_hint(const struct server *srv, uint64_t uid, int stage)
+void cmd_feed_badge_hint(const struct server *srv, uint64_t uid, int stage,
+                         union badge_probe *bp)
 {
-    feed_prefetch_user(srv->db.feed, uid, stage);
+    feed_probe_user(srv->db.feed, uid, stage, &bp->u);
 }
 
 static void feed_line(uint64_t author, uint32_t count, uint32_t snapshot,

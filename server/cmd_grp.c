@@ -319,17 +319,19 @@ void cmd_GRP_MENTIONS(struct exec_ctx *x)
 /* Through grp_total, GRP.TOTAL's own sum: what it leaves out (muted
  * groups) the badge leaves out too. */
 bool cmd_grp_badge(const struct server *srv, uint64_t uid, uint64_t limit,
-                   uint64_t *part)
+                   uint64_t *part, const union badge_probe *bp)
 {
+    (void)uid;
     if (part == NULL)
         return true;
-    *part = grp_total(srv->db.grp, uid, limit);
+    *part = grp_total_probed(srv->db.grp, &bp->u, limit);
     return true;
 }
 
-void cmd_grp_badge_hint(const struct server *srv, uint64_t uid, int stage)
+void cmd_grp_badge_hint(const struct server *srv, uint64_t uid, int stage,
+                        union badge_probe *bp)
 {
-    grp_prefetch_user(srv->db.grp, uid, stage);
+    grp_probe_user(srv->db.grp, uid, stage, &bp->u);
 }
 
 static void grp_line(uint64_t gid, const struct grp_state *st, void *ctx)

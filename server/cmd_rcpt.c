@@ -243,8 +243,9 @@ void cmd_RCPT_LIST(struct exec_ctx *x)
 /* No part: receipts say who read the messages a user sent to a group,
  * not what the user has to read. */
 bool cmd_rcpt_badge(const struct server *srv, uint64_t uid, uint64_t limit,
-                    uint64_t *part)
+                    uint64_t *part, const union badge_probe *bp)
 {
+    (void)bp;
     (void)srv;
     (void)uid;
     (void)limit;
@@ -252,8 +253,10 @@ bool cmd_rcpt_badge(const struct server *srv, uint64_t uid, uint64_t limit,
     return false;
 }
 
-void cmd_rcpt_badge_hint(const struct server *srv, uint64_t uid, int stage)
+void cmd_rcpt_badge_hint(const struct server *srv, uint64_t uid, int stage,
+                         union badge_probe *bp)
 {
+    (void)bp;
     (void)srv;
     (void)uid;
     (void)stage;

@@ -218,9 +218,9 @@ void cmd_USER_STATUS(struct exec_ctx *x)
  * six of them at most 6 000 006: no sum can overflow. */
 
 typedef bool (*badge_fn)(const struct server *srv, uint64_t uid, uint64_t limit,
-                         uint64_t *part);
-typedef void (*badge_hint_fn)(const struct server *srv, uint64_t uid,
-                              int stage);
+                         uint64_t *part, const union badge_probe *bp);
+typedef void (*badge_hint_fn)(const struct server *srv, uint64_t uid, int stage,
+                              union badge_probe *bp);
 
 static const badge_fn badge_fns[FAM_COUNT] = {
 #define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
@@ -245,24 +245,26 @@ static uint64_t cap_of(const struct server *srv, uint64_t v)
 
 /* Every hint stage of the families in fams[0..n) for uid, stage by stage,
  * so that the families' misses of one stage overlap (one user: USER.BADGE
- * and the badge channels' probes; USER.MBADGE pipelines its users). */
+ * and the badge channels' probes; USER.MBADGE pipelines its users), the
+ * probe of fams[i] in bp[i]. */
 static void badge_hint(const struct server *srv, uint64_t uid,
-                       const unsigned *fams, unsigned n)
+                       const unsigned *fams, unsigned n, union badge_probe *bp)
 {
     for (int s = 0; s < DB_PREFETCH_STAGES; s++)
         for (unsigned i = 0; i < n; i++)
-            badge_hint_fns[fams[i]](srv, uid, s);
+            badge_hint_fns[fams[i]](srv, uid, s, &bp[i]);
 }
 
-/* The badge over the families in fams[0..n) (each with a part), their
- * parts in part[]. */
+/* The badge over the families in fams[0..n) (each with a part, its probe
+ * in bp[i] after badge_hint), their parts in part[]. */
 static uint64_t badge_of(const struct server *srv, uint64_t uid,
-                         const unsigned *fams, unsigned n, uint64_t *part)
+                         const unsigned *fams, unsigned n,
+                         const union badge_probe *bp, uint64_t *part)
 {
     uint64_t sum = 0, p;
 
     for (unsigned i = 0; i < n; i++) {
-        badge_fns[fams[i]](srv, uid, srv->cfg.unread_cap, &p);
+        badge_fns[fams[i]](srv, uid, srv->cfg.unread_cap, &p, &bp[i]);
         part[i] = cap_of(srv, p);
         sum += part[i];
     }
@@ -275,12 +277,13 @@ static uint64_t badge_of(const struct server *srv, uint64_t uid,
  * left (a part above it puts the sum past the cap: cmd_<f>_badge's limit
  * allows any value there). */
 static uint64_t badge_only(const struct server *srv, uint64_t uid,
-                           const unsigned *fams, unsigned n)
+                           const unsigned *fams, unsigned n,
+                           const union badge_probe *bp)
 {
     uint64_t cap = srv->cfg.unread_cap, sum = 0, p;
 
     for (unsigned i = 0; i < n; i++) {
-        badge_fns[fams[i]](srv, uid, cap - sum, &p);
+        badge_fns[fams[i]](srv, uid, cap - sum, &p, &bp[i]);
         if (p > cap - sum)
             return cap + 1;
         sum += p;
@@ -294,7 +297,7 @@ static unsigned badge_families(const struct server *srv, unsigned *fams)
     unsigned n = 0;
 
     for (unsigned f = 0; f < FAM_COUNT; f++)
-        if (badge_fns[f](srv, 0, 0, NULL))
+        if (badge_fns[f](srv, 0, 0, NULL, NULL))
             fams[n++] = f;
     return n;
 }
@@ -302,12 +305,13 @@ static unsigned badge_families(const struct server *srv, unsigned *fams)
 bool badge_part(const struct server *srv, unsigned fam, uint64_t uid,
                 uint64_t *part)
 {
+    union badge_probe bp;
     uint64_t p;
 
-    if (!badge_fns[fam](srv, uid, 0, NULL))
+    if (!badge_fns[fam](srv, uid, 0, NULL, NULL))
         return false;
-    badge_hint(srv, uid, &fam, 1);
-    badge_fns[fam](srv, uid, srv->cfg.unread_cap, &p);
+    badge_hint(srv, uid, &fam, 1, &bp);
+    badge_fns[fam](srv, uid, srv->cfg.unread_cap, &p, &bp);
     *part = cap_of(srv, p);
     return true;
 }
@@ -332,6 +336,7 @@ uint64_t badge_all(const struct server *srv, uint64_t uid,
 
 void cmd_USER_BADGE(struct exec_ctx *x)
 {
+    union badge_probe bp[FAM_COUNT];
     unsigned fams[FAM_COUNT], n = 0;
     uint64_t uid, part[FAM_COUNT], badge, expired = 0;
     uint32_t seen = 0;
@@ -357,7 +362,7 @@ void cmd_USER_BADGE(struct exec_ctx *x)
                       arg_text(x, i, text, sizeof(text)));
             return;
         }
-        if (!badge_fns[f](x->srv, uid, 0, NULL)) {
+        if (!badge_fns[f](x->srv, uid, 0, NULL, NULL)) {
             reply_err(x->r, UR_E_BADARG, "%s has no part in a badge",
                       db_families[f].name);
             return;
@@ -371,8 +376,8 @@ void cmd_USER_BADGE(struct exec_ctx *x)
     }
     if (n == 0)
         n = badge_families(x->srv, fams);
-    badge_hint(x->srv, uid, fams, n);
-    badge = badge_of(x->srv, uid, fams, n, part);
+    badge_hint(x->srv, uid, fams, n, bp);
+    badge = badge_of(x->srv, uid, fams, n, bp, part);
     for (unsigned i = 0; i < n && with; i++)
         if (expired == 0)
             expired = db_expiry_pending(&x->srv->db, uid, fams[i]);
@@ -396,14 +401,22 @@ void cmd_USER_BADGE(struct exec_ctx *x)
  * walks such a chain one stage at a time in a software pipeline over the
  * users, stage s for the user (DB_PREFETCH_STAGES - s) * MBADGE_AHEAD
  * places ahead of the badge computed, so that every stage reads what the
- * one before loaded and the misses of several users overlap.
+ * one before loaded and the misses of several users overlap. Each user
+ * in flight keeps its families' probes (what each stage found, for the
+ * next and for the read) in a ring of MBADGE_RING users.
  */
 #define MBADGE_AHEAD 2
+/* A power of two above the users in flight. */
+#define MBADGE_RING 16
+_Static_assert(MBADGE_RING > DB_PREFETCH_STAGES * MBADGE_AHEAD &&
+                   (MBADGE_RING & (MBADGE_RING - 1)) == 0,
+               "MBADGE_RING holds every user in flight");
 
 void cmd_USER_MBADGE(struct exec_ctx *x)
 {
     const struct server *srv = x->srv;
     const int64_t lead = DB_PREFETCH_STAGES * MBADGE_AHEAD;
+    union badge_probe bp[MBADGE_RING][FAM_COUNT];
     uint64_t uids[UR_UIDS_MAX];
     unsigned fams[FAM_COUNT], n;
     int64_t argc = x->argc;
@@ -423,10 +436,12 @@ void cmd_USER_MBADGE(struct exec_ctx *x)
 
             if (j >= 0 && j < argc)
                 for (unsigned f = 0; f < n; f++)
-                    badge_hint_fns[fams[f]](srv, uids[j], s);
+                    badge_hint_fns[fams[f]](srv, uids[j], s,
+                                            &bp[j % MBADGE_RING][f]);
         }
         if (i >= 0)
-            reply_int(x->r, badge_only(srv, uids[i], fams, n));
+            reply_int(x->r,
+                      badge_only(srv, uids[i], fams, n, bp[i % MBADGE_RING]));
     }
 }
 

@@ -7,6 +7,7 @@
 #define UR_CMDS_H
 
 #include "exec.h"
+#include "wmap.h"
 
 #define OP(id, name, code, min, max, flags, syn, rep, cost, sum)               \
     void cmd_##id(struct exec_ctx *x);
@@ -43,9 +44,18 @@ void user_lines_more(struct user_lines *L, const char *fam, size_t total);
  * cmd_<f>_badge_hint starts loading into the cache what cmd_<f>_badge
  * will read for uid, in the stages of db_prefetch_user (0 to
  * DB_PREFETCH_STAGES - 1, each a little after the one before), so that
- * USER.MBADGE overlaps the misses of many users. Changes nothing; a
- * family without a part does nothing.
+ * USER.MBADGE overlaps the misses of many users. It keeps what each stage
+ * found in *bp for the next (a family whose store has a probe: the user's
+ * hash, its segment, its slot's value; others leave *bp alone), and
+ * cmd_<f>_badge reads the part from *bp: every stage, in order, runs on
+ * the same *bp for uid before cmd_<f>_badge reads it, with no change to
+ * the store between (bp may be NULL only with part NULL). Changes nothing;
+ * a family without a part does nothing.
  */
+union badge_probe {
+    struct u64map_probe u; /* CNT, GRP, FEED */
+    struct wmap_probe w;   /* CONV */
+};
 /*
  * Badge channels (badges.h) ask each family, with cmd_<f>_badge_key,
  * which one key a write op of the family changes: for a user op
@@ -65,9 +75,10 @@ void user_lines_more(struct user_lines *L, const char *fam, size_t total);
     void cmd_##f##_user_info(struct user_lines *L, const struct server *srv,   \
                              uint64_t uid);                                    \
     bool cmd_##f##_badge(const struct server *srv, uint64_t uid,               \
-                         uint64_t limit, uint64_t *part);                      \
+                         uint64_t limit, uint64_t *part,                       \
+                         const union badge_probe *bp);                         \
     void cmd_##f##_badge_hint(const struct server *srv, uint64_t uid,          \
-                              int stage);                                      \
+                              int stage, union badge_probe *bp);               \
     bool cmd_##f##_badge_key(const struct server *srv, const struct ur_op *op, \
                              uint32_t argc, const struct ur_arg *argv,         \
                              uint64_t *key);                                   \

@@ -505,15 +505,30 @@ uint32_t cnt_get(const struct cnt_store *s, uint64_t uid, unsigned type)
     }
 }
 
-uint64_t cnt_total(const struct cnt_store *s, uint64_t uid)
+static uint64_t total_of(uint64_t w)
 {
-    uint64_t w = u64map_get(s->map, uid);
     struct cnt_user u;
 
     if (w == 0)
         return 0;
     user_decode(w, &u);
     return user_total(&u);
+}
+
+uint64_t cnt_total(const struct cnt_store *s, uint64_t uid)
+{
+    return total_of(u64map_get(s->map, uid));
+}
+
+void cnt_probe_user(const struct cnt_store *s, uint64_t uid, int stage,
+                    struct u64map_probe *p)
+{
+    u64map_probe_rec(s->map, uid, stage, p);
+}
+
+uint64_t cnt_total_probed(const struct u64map_probe *p)
+{
+    return total_of(p->val);
 }
 
 unsigned cnt_getall(const struct cnt_store *s, uint64_t uid, uint8_t *types,

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct u64map_probe;
+
 #define CNT_TYPES 64
 #define CNT_VALUE_MAX UINT32_MAX
 
@@ -70,6 +72,12 @@ uint32_t cnt_get(const struct cnt_store *s, uint64_t uid, unsigned type);
 void cnt_prefetch_user(const struct cnt_store *s, uint64_t uid, int stage);
 
 uint64_t cnt_total(const struct cnt_store *s, uint64_t uid);
+
+/* cnt_prefetch_user and cnt_total over one probe (u64map_probe): the
+ * stages 0 to 2 in order, then the total of the user the probe found. */
+void cnt_probe_user(const struct cnt_store *s, uint64_t uid, int stage,
+                    struct u64map_probe *p);
+uint64_t cnt_total_probed(const struct u64map_probe *p);
 
 /* Fills types[]/vals[] (CNT_TYPES entries each) with the non-zero types in
  * ascending order; returns how many. */

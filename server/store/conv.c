@@ -1786,6 +1786,19 @@ uint64_t conv_total(const struct conv_store *s, uint64_t uid)
     return u ? user_total(u) : 0;
 }
 
+void conv_probe_user(const struct conv_store *s, uint64_t uid, int stage,
+                     struct wmap_probe *p)
+{
+    wmap_probe(s->users, uid, stage, p);
+}
+
+uint64_t conv_total_probed(const struct wmap_probe *p)
+{
+    const struct wmap_val *u = wmap_get_probed(p);
+
+    return u ? user_total(u) : 0;
+}
+
 /* ---- Mark all read ------------------------------------------------------ */
 
 /* Whether marking a compact word read moves it out of the compact form

@@ -55,6 +55,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct wmap_probe;
+
 #define CONV_UNREAD_MAX UINT32_MAX
 /* Recalled seqs remembered per timeline (those above the watermark). */
 #define CONV_RECALL_MAX 1024
@@ -276,6 +278,12 @@ int conv_put_thread(struct conv_store *s, uint64_t uid, uint64_t cid,
  * or 0, 2 and 3 (wmap_prefetch's deeper form: a caller that issues every
  * stage skips 1). */
 void conv_prefetch_user(const struct conv_store *s, uint64_t uid, int stage);
+
+/* conv_prefetch_user and conv_total over one probe (wmap_probe): the
+ * stages 0 to 3 in order, then the total of the user the probe found. */
+void conv_probe_user(const struct conv_store *s, uint64_t uid, int stage,
+                     struct wmap_probe *p);
+uint64_t conv_total_probed(const struct wmap_probe *p);
 
 /* (user, conversation) entries held, and users. */
 size_t conv_entries(const struct conv_store *s);

@@ -243,16 +243,16 @@ static inline bool add_term(const struct feed_store *s, uint32_t idx,
 /* A block whose snapshots are all equal (mv 0: followed before their
  * authors posted, say) has a loop that does not decode them: ~25% fewer
  * instructions per followee. */
-uint64_t feed_unread(const struct feed_store *s, uint64_t uid, uint64_t cap)
+/* The unread over the follows at cursor it (packmap_iter_init), as
+ * feed_unread. */
+static uint64_t unread_at(const struct feed_store *s, struct packmap_iter *it,
+                          uint64_t cap)
 {
-    struct packmap_iter it;
     uint32_t idx, snap;
     uint64_t sum = 0;
 
-    if (packmap_iter_init(s->follows, uid, &it) == 0)
-        return 0;
     do {
-        const struct packmap_blk b = it.b;
+        const struct packmap_blk b = it->b;
         const uint8_t *p = b.bits;
 
         /* A counter, not an end pointer: pairs of a one-pair block may
@@ -273,8 +273,33 @@ uint64_t feed_unread(const struct feed_store *s, uint64_t uid, uint64_t cap)
                     return cap + 1;
             }
         }
-    } while (packmap_iter_next_blk(&it));
+    } while (packmap_iter_next_blk(it));
     return sum;
+}
+
+uint64_t feed_unread(const struct feed_store *s, uint64_t uid, uint64_t cap)
+{
+    struct packmap_iter it;
+
+    if (packmap_iter_init(s->follows, uid, &it) == 0)
+        return 0;
+    return unread_at(s, &it, cap);
+}
+
+void feed_probe_user(const struct feed_store *s, uint64_t uid, int stage,
+                     struct u64map_probe *p)
+{
+    packmap_probe(s->follows, uid, stage, p);
+}
+
+uint64_t feed_unread_probed(const struct feed_store *s,
+                            const struct u64map_probe *p, uint64_t cap)
+{
+    struct packmap_iter it;
+
+    if (packmap_iter_probed(p, &it) == 0)
+        return 0;
+    return unread_at(s, &it, cap);
 }
 
 static uint32_t current_count(uint32_t idx, void *ctx)

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct u64map_probe;
+
 #define FEED_INDEX_BITS 31
 #define FEED_MAX_AUTHORS (UINT32_C(1) << FEED_INDEX_BITS)
 #define FEED_COUNT_MAX UINT32_MAX
@@ -80,6 +82,13 @@ bool feed_unfollow(struct feed_store *s, uint64_t uid, uint64_t author);
 /* uid's unread count, exact up to cap; cap + 1 as soon as the sum passes
  * cap (the rest of the followees are not read). O(follows). */
 uint64_t feed_unread(const struct feed_store *s, uint64_t uid, uint64_t cap);
+
+/* feed_prefetch_user and feed_unread over one probe (u64map_probe): the
+ * stages 0 to 2 in order, then the unread of the user the probe found. */
+void feed_probe_user(const struct feed_store *s, uint64_t uid, int stage,
+                     struct u64map_probe *p);
+uint64_t feed_unread_probed(const struct feed_store *s,
+                            const struct u64map_probe *p, uint64_t cap);
 
 /* Every snapshot of uid := its followee's current count. 0, or
  * FEED_ENOMEM with nothing changed (the new snapshots may need more

@@ -872,22 +872,21 @@ total_w(const struct grp_store *s, const struct ml_iter *it, uint64_t limit,
     return sum;
 }
 
-uint64_t grp_total(const struct grp_store *s, uint64_t uid, uint64_t limit)
+/* The total over uid's list it of n entries (memblist_get). */
+static uint64_t total_of(const struct grp_store *s, const struct ml_iter *it,
+                         uint32_t n, uint64_t limit)
 {
-    struct ml_iter it;
-    uint32_t n = memblist_get(s->members, uid, &it);
-
     if (n == 0)
         return 0;
-    if (it.k == NULL)
-        return memb_muted(it.one)
+    if (it->k == NULL)
+        return memb_muted(it->one)
                    ? 0
-                   : memb_unread(s, memb_gidx(it.one),
-                                 group_at(s, memb_gidx(it.one)), it.one);
+                   : memb_unread(s, memb_gidx(it->one),
+                                 group_at(s, memb_gidx(it->one)), it->one);
 #define TOTAL(wk, wv)                                                          \
     case ((wk)-1) * 4 + (wv)-1:                                                \
-        return total_w(s, &it, limit, wk, wv)
-    switch ((it.wk - 1) * 4 + it.wv - 1) {
+        return total_w(s, it, limit, wk, wv)
+    switch ((it->wk - 1) * 4 + it->wv - 1) {
         TOTAL(1, 1);
         TOTAL(1, 2);
         TOTAL(1, 3);
@@ -904,9 +903,26 @@ uint64_t grp_total(const struct grp_store *s, uint64_t uid, uint64_t limit)
         TOTAL(4, 2);
         TOTAL(4, 3);
     default:
-        return total_w(s, &it, limit, 4, 4);
+        return total_w(s, it, limit, 4, 4);
     }
 #undef TOTAL
+}
+
+uint64_t grp_total(const struct grp_store *s, uint64_t uid, uint64_t limit)
+{
+    struct ml_iter it;
+    uint32_t n = memblist_get(s->members, uid, &it);
+
+    return total_of(s, &it, n, limit);
+}
+
+uint64_t grp_total_probed(const struct grp_store *s,
+                          const struct u64map_probe *p, uint64_t limit)
+{
+    struct ml_iter it;
+    uint32_t n = memblist_get_probed(p, &it);
+
+    return total_of(s, &it, n, limit);
 }
 
 uint32_t grp_groups(const struct grp_store *s, uint64_t uid)
@@ -1255,6 +1271,14 @@ uint32_t grp_user_info(const struct grp_store *s, uint64_t uid, grp_user_fn fn,
 /* Groups whose heads stage 3 asks for: grp_total's first ones. */
 #define PREFETCH_GROUPS 8u
 
+/* The heads of the first groups of uid's list it of n entries. */
+static void prefetch_heads(const struct grp_store *s, const struct ml_iter *it,
+                           uint32_t n)
+{
+    for (uint32_t i = 0; i < n && i < PREFETCH_GROUPS; i++)
+        __builtin_prefetch(group_at(s, memb_gidx(ml_at(it, i))));
+}
+
 void grp_prefetch_user(const struct grp_store *s, uint64_t uid, int stage)
 {
     struct ml_iter it;
@@ -1265,6 +1289,18 @@ void grp_prefetch_user(const struct grp_store *s, uint64_t uid, int stage)
         return;
     }
     n = memblist_get(s->members, uid, &it);
-    for (uint32_t i = 0; i < n && i < PREFETCH_GROUPS; i++)
-        __builtin_prefetch(group_at(s, memb_gidx(ml_at(&it, i))));
+    prefetch_heads(s, &it, n);
+}
+
+void grp_probe_user(const struct grp_store *s, uint64_t uid, int stage,
+                    struct u64map_probe *p)
+{
+    struct ml_iter it;
+
+    if (stage < 3) {
+        memblist_probe(s->members, uid, stage, p);
+        return;
+    }
+    if (stage == 3)
+        prefetch_heads(s, &it, memblist_get_probed(p, &it));
 }

@@ -50,6 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct u64map_probe;
+
 /*
  * Results of the calls that can fail. GRP_ENOMEM: an allocation failed and
  * nothing changed (no seq, membership or count, and no group created on
@@ -177,6 +179,13 @@ void grp_prefetch_user(const struct grp_store *s, uint64_t uid, int stage);
  * exceeds limit: the result is exact when <= limit, else some value >
  * limit. */
 uint64_t grp_total(const struct grp_store *s, uint64_t uid, uint64_t limit);
+
+/* grp_prefetch_user and grp_total over one probe (u64map_probe): the
+ * stages 0 to 3 in order, then the total of the user the probe found. */
+void grp_probe_user(const struct grp_store *s, uint64_t uid, int stage,
+                    struct u64map_probe *p);
+uint64_t grp_total_probed(const struct grp_store *s,
+                          const struct u64map_probe *p, uint64_t limit);
 
 /* The number of uid's unmuted groups with unread (all of them visited). */
 uint32_t grp_chats(const struct grp_store *s, uint64_t uid);

@@ -229,11 +229,8 @@ void memblist_destroy(struct memblist *m)
     mem_free(m->mem.up, m, sizeof(*m));
 }
 
-uint32_t memblist_get(const struct memblist *m, uint64_t uid,
-                      struct ml_iter *it)
+static uint32_t get_of(uint64_t w, struct ml_iter *it)
 {
-    uint64_t w = u64map_get(m->map, uid);
-
     it->ref = NULL;
     if (w == 0) {
         it->n = 0;
@@ -242,6 +239,23 @@ uint32_t memblist_get(const struct memblist *m, uint64_t uid,
     }
     iter_of(w, it);
     return it->n;
+}
+
+uint32_t memblist_get(const struct memblist *m, uint64_t uid,
+                      struct ml_iter *it)
+{
+    return get_of(u64map_get(m->map, uid), it);
+}
+
+void memblist_probe(const struct memblist *m, uint64_t uid, int stage,
+                    struct u64map_probe *p)
+{
+    u64map_probe_rec(m->map, uid, stage, p);
+}
+
+uint32_t memblist_get_probed(const struct u64map_probe *p, struct ml_iter *it)
+{
+    return get_of(p->val, it);
 }
 
 uint32_t memblist_edit(struct memblist *m, uint64_t uid, struct ml_iter *it)

@@ -31,6 +31,8 @@
 
 #include "mem.h"
 
+struct u64map_probe;
+
 #define ML_KEY_BITS 30
 #define ML_KEY_SHIFT 34
 #define ML_FLAG (UINT64_C(1) << 33)
@@ -121,6 +123,12 @@ int memblist_fit(struct memblist *m, uint64_t uid, uint32_t val);
  * u64map_prefetch; stage 2 (reading the slot: issue it later still) the
  * first line of uid's record when it has one (two entries or more). */
 void memblist_prefetch(const struct memblist *m, uint64_t uid, int stage);
+
+/* memblist_prefetch and memblist_get over one probe (u64map_probe): the
+ * stages 0 to 2 in order, then the list of the user the probe found. */
+void memblist_probe(const struct memblist *m, uint64_t uid, int stage,
+                    struct u64map_probe *p);
+uint32_t memblist_get_probed(const struct u64map_probe *p, struct ml_iter *it);
 
 /* uid's entry with this key into *e; false when none. O(log n). */
 bool memblist_lookup(const struct memblist *m, uint64_t uid, uint32_t key,

@@ -937,6 +937,18 @@ uint32_t packmap_iter_init(const struct packmap *m, uint64_t uid,
     return iter_at(u64map_get(m->map, uid), it);
 }
 
+void packmap_probe(const struct packmap *m, uint64_t uid, int stage,
+                   struct u64map_probe *p)
+{
+    u64map_probe_rec(m->map, uid, stage, p);
+}
+
+uint32_t packmap_iter_probed(const struct u64map_probe *p,
+                             struct packmap_iter *it)
+{
+    return iter_at(p->val, it);
+}
+
 bool packmap_iter_next_blk(struct packmap_iter *it)
 {
     const struct pm_rec *r = (const struct pm_rec *)it->rec;

@@ -57,6 +57,8 @@
 
 #include "mem.h"
 
+struct u64map_probe;
+
 #define PACKMAP_KEY_BITS 31
 #define PACKMAP_KEY_MAX ((UINT32_C(1) << PACKMAP_KEY_BITS) - 1)
 #define PACKMAP_BLOCK 128 /* pairs per block at most */
@@ -174,6 +176,14 @@ extern const uint8_t packmap_zero8[8];
  * is 0 and there are no blocks). */
 uint32_t packmap_iter_init(const struct packmap *m, uint64_t uid,
                            struct packmap_iter *it);
+
+/* packmap_prefetch and packmap_iter_init over one probe (u64map_probe):
+ * the stages 0 to 2 in order, then a cursor on the list of the user the
+ * probe found. */
+void packmap_probe(const struct packmap *m, uint64_t uid, int stage,
+                   struct u64map_probe *p);
+uint32_t packmap_iter_probed(const struct u64map_probe *p,
+                             struct packmap_iter *it);
 
 /* Moves the cursor to the next block; false when b was the last. */
 bool packmap_iter_next_blk(struct packmap_iter *it);

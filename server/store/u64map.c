@@ -494,6 +494,49 @@ void u64map_prefetch(const struct u64map *m, uint64_t key, int stage)
     __builtin_prefetch(p + 64);
 }
 
+void u64map_probe(const struct u64map *m, uint64_t key, int stage,
+                  struct u64map_probe *p)
+{
+    const struct seg *s;
+
+    switch (stage) {
+    case 0:
+        p->h = map_hash(key, m->seed);
+        p->seg = s = seg_of(m, p->h);
+        p->val = 0;
+        if (s != NULL)
+            __builtin_prefetch(s);
+        return;
+    case 1:
+        s = p->seg;
+        if (s != NULL) {
+            const char *line = (const char *)&s->slot[seg_home(s, p->h)];
+
+            __builtin_prefetch(line);
+            __builtin_prefetch(line + 64);
+        }
+        return;
+    case 2:
+        s = p->seg;
+        if (s != NULL) {
+            const struct slot *sl = seg_find(s, p->h);
+
+            p->val = sl ? sl->val : 0;
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+void u64map_probe_rec(const struct u64map *m, uint64_t key, int stage,
+                      struct u64map_probe *p)
+{
+    u64map_probe(m, key, stage, p);
+    if (stage == 2 && p->val != 0 && (p->val & 1) == 0)
+        __builtin_prefetch((const void *)(uintptr_t)p->val);
+}
+
 void u64map_prefetch_rec(const struct u64map *m, uint64_t key, int stage)
 {
     uint64_t w;

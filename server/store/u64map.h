@@ -57,6 +57,28 @@ void u64map_prefetch_rec(const struct u64map *m, uint64_t key, int stage);
 void u64map_each_rec(const struct u64map *m, void (*fn)(void *rec, void *ctx),
                      void *ctx);
 
+/*
+ * A lookup in the stages of u64map_prefetch that keeps each stage's work
+ * for the next, for pipelines over many keys (USER.MBADGE): the key is
+ * hashed once and its slot searched once. Stage 0 hashes the key, finds
+ * its segment and starts loading the segment's header; stage 1 (reading
+ * that header: a little later) the lines of the key's home slot; stage 2
+ * (later still) searches the segment: p->val is the key's value, 0 when
+ * absent. u64map_probe_rec adds to stage 2 the record the value points to,
+ * as u64map_prefetch_rec. Stages run in order, each once, on the same
+ * probe, and the map must not change between stage 0 and the last use of
+ * p->val; other stages do nothing.
+ */
+struct u64map_probe {
+    uint64_t h;      /* the key's hash */
+    const void *seg; /* its segment, NULL in a map with none */
+    uint64_t val;    /* stage 2 on: the value, 0 when absent */
+};
+void u64map_probe(const struct u64map *m, uint64_t key, int stage,
+                  struct u64map_probe *p);
+void u64map_probe_rec(const struct u64map *m, uint64_t key, int stage,
+                      struct u64map_probe *p);
+
 /* Pointer to key's value slot, or NULL when absent. The caller may change
  * the value to any non-zero value through it (to 0: use u64map_del). */
 uint64_t *u64map_ref(struct u64map *m, uint64_t key);

@@ -240,6 +240,47 @@ void wmap_prefetch(const struct wmap *m, uint64_t key, int stage)
         __builtin_prefetch((const char *)b + i);
 }
 
+void wmap_probe(const struct wmap *m, uint64_t key, int stage,
+                struct wmap_probe *p)
+{
+    const struct bucket *b;
+
+    switch (stage) {
+    case 0:
+        p->h = hash_u64(key, m->seed);
+        u64map_probe(m->dir, dir_key(bucket_of(m, p->h)), 0, &p->dir);
+        return;
+    case 1:
+        u64map_probe(m->dir, 0, 1, &p->dir);
+        return;
+    case 2:
+        u64map_probe(m->dir, 0, 2, &p->dir);
+        if (p->dir.val != 0)
+            __builtin_prefetch((const void *)(uintptr_t)p->dir.val);
+        return;
+    case 3:
+        b = (const struct bucket *)(uintptr_t)p->dir.val;
+        if (b == NULL)
+            return;
+        for (size_t i = 64; i < bucket_size(b->n); i += 64)
+            __builtin_prefetch((const char *)b + i);
+        return;
+    default:
+        return;
+    }
+}
+
+const struct wmap_val *wmap_get_probed(const struct wmap_probe *p)
+{
+    const struct bucket *b = (const struct bucket *)(uintptr_t)p->dir.val;
+    uint32_t i;
+
+    if (b == NULL)
+        return NULL;
+    i = slot_index(b, p->h);
+    return i < b->n && b->e[i].h == p->h ? &b->e[i].v : NULL;
+}
+
 struct wmap_val *wmap_ref(struct wmap *m, uint64_t key)
 {
     return (struct wmap_val *)wmap_get(m, key);

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "mem.h"
+#include "u64map.h"
 
 struct wmap_val {
     uint64_t a, b;
@@ -57,6 +58,24 @@ struct wmap_val *wmap_ref(struct wmap *m, uint64_t key);
  * entries (reading the header), a third of stage 1's lines on average.
  */
 void wmap_prefetch(const struct wmap *m, uint64_t key, int stage);
+
+/*
+ * A lookup in stages that keeps each stage's work for the next (as
+ * u64map_probe), for pipelines over many keys (USER.MBADGE): stage 0
+ * hashes the key and starts loading its bucket's index entry (the index's
+ * segment header), 1 the entry's lines, 2 reads the entry and loads the
+ * bucket's header, 3 reads the header and loads the lines of its entries;
+ * then wmap_get_probed answers as wmap_get. Stages run in order, each
+ * once, on the same probe, and the map must not change between stage 0
+ * and wmap_get_probed.
+ */
+struct wmap_probe {
+    uint64_t h;              /* the key's hash */
+    struct u64map_probe dir; /* its bucket's index entry */
+};
+void wmap_probe(const struct wmap *m, uint64_t key, int stage,
+                struct wmap_probe *p);
+const struct wmap_val *wmap_get_probed(const struct wmap_probe *p);
 
 /*
  * key's value, inserting {0, 0} when absent (*created tells which). NULL on

@@ -8,6 +8,7 @@
 #include "t.h"
 #include "u64map.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,6 +151,69 @@ static void test_many(void)
     u64map_stats(m, &st);
     CHECK_EQ_U64(st.segments, 0);
     CHECK_EQ_U64(st.depth, 0);
+    u64map_destroy(m);
+}
+
+/* key's lookup through a probe's stages, as USER.MBADGE runs them. */
+static uint64_t probed(const struct u64map *m, uint64_t key, bool rec)
+{
+    struct u64map_probe p;
+
+    for (int s = 0; s < 4; s++)
+        (rec ? u64map_probe_rec : u64map_probe)(m, key, s, &p);
+    return p.val;
+}
+
+/*
+ * A probe answers as u64map_get for present and absent keys, in an empty
+ * map, one of a single small segment, and one deep enough to have split
+ * (every depth on the way), with values that look like records or inline
+ * words; and several probes in flight at once, stages interleaved.
+ */
+static void test_probe(void)
+{
+    struct u64map *m = u64map_create(NULL);
+    struct u64map_probe ring[16]; /* > the 8 keys in flight */
+    uint64_t keys[64];
+    const int64_t nk = 64;
+    size_t bad = 0;
+
+    CHECK_EQ_U64(probed(m, 1, false), 0);
+    CHECK_EQ_U64(probed(m, 0, true), 0);
+    for (uint64_t n = 1; n <= 50000; n = n * 3 / 2 + 1) {
+        while (u64map_count(m) < n) {
+            uint64_t k = t_rng();
+
+            if (u64map_count(m) < nk / 2)
+                keys[u64map_count(m)] = k;
+            bad += u64map_put(m, k, (k & 1) ? k : 0x1000 + (k & 0xfff0)) != 0;
+        }
+        for (int i = 0; i < 200; i++) {
+            uint64_t k = t_rng();
+
+            bad += probed(m, k, i & 1) != u64map_get(m, k);
+        }
+    }
+    CHECK_EQ_U64(bad, 0);
+    /* Keys present and absent, in a pipeline: stage s for
+     * key i + 2 * (4 - s) while key i is read. */
+    {
+        for (int64_t i = nk / 2; i < nk; i++)
+            keys[i] = t_rng(); /* absent, almost surely */
+        for (int64_t i = 0; i < nk / 2; i++)
+            bad += u64map_get(m, keys[i]) == 0;
+        for (int64_t i = -8; i < nk; i++) {
+            for (int s = 0; s < 4; s++) {
+                int64_t j = i + 2 * (4 - s);
+
+                if (j >= 0 && j < nk)
+                    u64map_probe(m, keys[j], s, &ring[j % 16]);
+            }
+            if (i >= 0)
+                bad += ring[i % 16].val != u64map_get(m, keys[i]);
+        }
+    }
+    CHECK_EQ_U64(bad, 0);
     u64map_destroy(m);
 }
 
@@ -425,6 +489,7 @@ int main(void)
     T_RUN(test_basic);
     T_RUN(test_seed);
     T_RUN(test_many);
+    T_RUN(test_probe);
     T_RUN(test_random_vs_reference);
     T_RUN(test_scan_stable);
     T_RUN(test_scan_mutating);

@@ -133,6 +133,45 @@ static void test_grow_and_shrink(void)
     wmap_destroy(m);
 }
 
+/* key's value through a probe's stages, as USER.MBADGE runs them. */
+static const struct wmap_val *probed(const struct wmap *m, uint64_t key)
+{
+    struct wmap_probe p;
+
+    for (int s = 0; s < 4; s++)
+        wmap_probe(m, key, s, &p);
+    return wmap_get_probed(&p);
+}
+
+/* A probe answers as wmap_get (the same entry) for present and absent
+ * keys, at every size on the way up through splits and down through
+ * merges (the split pointer anywhere), and in an empty map. */
+static void test_probe(void)
+{
+    struct wmap *m = wmap_create(NULL);
+    const uint64_t n = 30000;
+    size_t bad = 0;
+
+    CHECK(probed(m, 7) == NULL);
+    for (uint64_t i = 0; i < n; i++) {
+        CHECK_EQ_U64(put(m, i * 0x9e3779b97f4a7c15ULL), 1);
+        if (i % 97 == 0)
+            for (uint64_t k = 0; k < 2 * i + 2; k += 1 + i / 50)
+                bad += probed(m, k * 0x9e3779b97f4a7c15ULL) !=
+                       wmap_get(m, k * 0x9e3779b97f4a7c15ULL);
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        CHECK(wmap_del(m, i * 0x9e3779b97f4a7c15ULL));
+        if (i % 89 == 0)
+            for (uint64_t k = i; k < n + 10; k += 1 + (n - i) / 50)
+                bad += probed(m, k * 0x9e3779b97f4a7c15ULL) !=
+                       wmap_get(m, k * 0x9e3779b97f4a7c15ULL);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK(probed(m, 0) == NULL);
+    wmap_destroy(m);
+}
+
 static void test_random_vs_u64map(void)
 {
     struct wmap *m = wmap_create(NULL);
@@ -225,6 +264,7 @@ int main(void)
     T_RUN(test_empty);
     T_RUN(test_basic);
     T_RUN(test_grow_and_shrink);
+    T_RUN(test_probe);
     T_RUN(test_random_vs_u64map);
     T_RUN(test_scan_under_mutation);
     T_END();
