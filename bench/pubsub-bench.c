@@ -84,6 +84,14 @@ static int ep;
 static bool measuring;
 static struct bench_hist hist;
 static uint64_t writes, messages, errors;
+
+/* The window in slices of SLICE_NS: messages parsed in each, so that a
+ * window still ramping up (or draining) shows as uneven slices. */
+#define SLICE_NS 500000000ull
+#define SLICES_MAX 1024
+static double slice_rate[SLICES_MAX];
+static unsigned nslices;
+static uint64_t slice_end, slice_base, slice_t;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t now_ns(void)
@@ -343,8 +351,13 @@ static void on_readable(struct conn *c)
     for (;;) {
         ssize_t n;
 
-        if (c->in_cap - c->in_len < 65536) {
-            c->in_cap = c->in_cap ? c->in_cap * 2 : 131072;
+        /* A subscriber's messages are small and it is one of thousands:
+         * a small buffer (a large one is an mmap and its page faults per
+         * connection, in the first seconds of the run). */
+        size_t room = c->role == WRITER ? 65536 : 2048;
+
+        if (c->in_cap - c->in_len < room) {
+            c->in_cap = c->in_cap ? c->in_cap * 2 : 2 * room;
             c->in = xrealloc(c->in, c->in_cap);
         }
         n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
@@ -465,6 +478,17 @@ static void loop_until(uint64_t deadline, bool (*done)(void))
 
         if (n < 0 && errno != EINTR)
             die("epoll_wait");
+        if (measuring && nslices < SLICES_MAX) {
+            uint64_t t = now_ns();
+
+            if (t >= slice_end) {
+                slice_rate[nslices++] = (double)(messages - slice_base) * 1e9 /
+                                        (double)(t - slice_t);
+                slice_base = messages;
+                slice_t = t;
+                slice_end = t + SLICE_NS;
+            }
+        }
         for (int i = 0; i < n; i++) {
             struct conn *c = evs[i].data.ptr;
 
@@ -496,6 +520,102 @@ static double cpu_seconds(void)
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
            (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/*
+ * The server's own count of messages handed to subscribers (unreadd's INFO
+ * stats pubsub_delivered), asked on a blocking side connection at the
+ * window's edges: the messages the server sent in the window beside those
+ * the subscribers parsed. -1 when the server has no such field (Redis).
+ */
+static int stats_fd = -1;
+
+static long long info_field(const char *section, const char *field)
+{
+    char req[64], key[64];
+    int rl = snprintf(req, sizeof(req), "*2\r\n$4\r\nINFO\r\n$%zu\r\n%s\r\n",
+                      strlen(section), section);
+    size_t kl = (size_t)snprintf(key, sizeof(key), "\n%s:", field);
+    char buf[65536];
+    size_t len = 0;
+    long long body = -1;
+    const char *f;
+
+    if (stats_fd < 0)
+        return -1;
+    if (write(stats_fd, req, (size_t)rl) != rl)
+        return -1;
+    for (;;) { /* one bulk string: $<n>\r\n<n bytes>\r\n */
+        ssize_t n = read(stats_fd, buf + len, sizeof(buf) - 1 - len);
+        long l;
+
+        if (n <= 0)
+            return -1;
+        len += (size_t)n;
+        buf[len] = '\0';
+        if (body < 0 && (l = line_len(buf, len)) > 0) {
+            if (buf[0] != '$')
+                return -1;
+            body = (long long)l + 2 + strtoll(buf + 1, NULL, 10) + 2;
+        }
+        if (body >= 0 && (long long)len >= body)
+            break;
+        if (len == sizeof(buf) - 1)
+            return -1;
+    }
+    f = strstr(buf, key);
+    return f ? strtoll(f + kl, NULL, 10) : -1;
+}
+
+static long long server_delivered(void)
+{
+    return info_field("stats", "pubsub_delivered");
+}
+
+/* The server's CPU seconds (user + system) when it runs on this host
+ * (INFO server's process_id, /proc/<pid>/stat), else -1. */
+static long long server_pid = -1;
+
+static double server_cpu(void)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long ut, st;
+    FILE *f;
+    size_t n;
+
+    if (server_pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%lld/stat", server_pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return -1;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* after "(comm) ": state, then fields 4..; utime and stime are 14, 15 */
+    if ((p = strrchr(buf, ')')) == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+               &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU seconds the whole machine spent busy (user, nice, system, irq,
+ * softirq: /proc/stat), -1 when unknown. */
+static double machine_busy(void)
+{
+    unsigned long long v[7];
+    FILE *f = fopen("/proc/stat", "r");
+    int n;
+
+    if (f == NULL)
+        return -1;
+    n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+               &v[3], &v[4], &v[5], &v[6]);
+    fclose(f);
+    if (n != 7)
+        return -1;
+    return (double)(v[0] + v[1] + v[2] + v[5] + v[6]) /
+           (double)sysconf(_SC_CLK_TCK);
 }
 
 static void usage(void)
@@ -610,6 +730,10 @@ int main(int argc, char **argv)
                 confirmed, opt.subs);
         return 1;
     }
+    stats_fd = dial();
+    fcntl(stats_fd, F_SETFL, fcntl(stats_fd, F_GETFL) & ~O_NONBLOCK);
+    if (strcmp(opt.host, "127.0.0.1") == 0)
+        server_pid = info_field("server", "process_id");
     for (unsigned i = opt.subs; i < nconns; i++) {
         add_conn(&conns[i], WRITER);
         refill(&conns[i]);
@@ -617,12 +741,34 @@ int main(int argc, char **argv)
     loop_until(now_ns() + (uint64_t)(opt.warmup * 1e9), NULL);
 
     bench_hist_init(&hist);
+    long long sd0 = server_delivered();
+    double scpu0 = server_cpu();
+    double busy0 = machine_busy();
     measuring = true;
     double cpu0 = cpu_seconds();
     uint64_t t0 = now_ns();
+    slice_t = t0;
+    slice_end = t0 + SLICE_NS;
     loop_until(t0 + (uint64_t)(opt.seconds * 1e9), NULL);
     double wall = (double)(now_ns() - t0) / 1e9;
     double cpu = cpu_seconds() - cpu0;
+    long long sd1 = server_delivered();
+    double scpu = scpu0 >= 0 ? server_cpu() - scpu0 : -1;
+    /* Everything else on the machine in the window: other users' noise. */
+    double others =
+        busy0 >= 0 && scpu >= 0 ? machine_busy() - busy0 - scpu - cpu : -1;
+
+    if (others < 0 && others > -0.05 * wall)
+        others = 0; /* the clock ticks' rounding */
+    double smps = sd0 >= 0 && sd1 >= sd0 ? (double)(sd1 - sd0) / wall : -1;
+    double smin = 0, smax = 0;
+
+    for (unsigned i = 0; i < nslices; i++) {
+        if (i == 0 || slice_rate[i] < smin)
+            smin = slice_rate[i];
+        if (i == 0 || slice_rate[i] > smax)
+            smax = slice_rate[i];
+    }
 
     double wps = (double)writes / wall, mps = (double)messages / wall;
     double p50 = (double)bench_hist_quantile(&hist, 0.5) / 1000.0;
@@ -633,12 +779,20 @@ int main(int argc, char **argv)
                "\"pipeline\": %u, \"seconds\": %.3f, \"%s\": %.0f, "
                "\"messages_per_sec\": %.0f, \"latency_samples\": %llu, "
                "\"latency_us\": {\"p50\": %.1f, \"p99\": %.1f, "
-               "\"p999\": %.1f, \"max\": %.1f}, \"client_cpu_cores\": %.3f}\n",
+               "\"p999\": %.1f, \"max\": %.1f}, \"client_cpu_cores\": %.3f, "
+               "\"server_messages_per_sec\": %.0f, \"server_window_cores\": "
+               "%.3f, \"others_window_cores\": %.3f, "
+               "\"slices_messages_per_sec\": [",
                opt.fanout ? "fanout" : "badge", opt.subs, opt.writers,
                opt.pipeline, wall,
                opt.fanout ? "publishes_per_sec" : "writes_per_sec", wps, mps,
                (unsigned long long)hist.count, p50, p99, p999,
-               (double)hist.max / 1000.0, cpu / wall);
+               (double)hist.max / 1000.0, cpu / wall, smps,
+               scpu >= 0 ? scpu / wall : -1.0,
+               others >= 0 ? others / wall : -1.0);
+        for (unsigned i = 0; i < nslices; i++)
+            printf("%s%.0f", i ? ", " : "", slice_rate[i]);
+        printf("]}\n");
     } else {
         printf("%s: %u subscribers, %.0f %s/s, %.0f messages/s delivered, "
                "latency p50 %.1f us p99 %.1f us p99.9 %.1f us (%llu "
@@ -646,6 +800,16 @@ int main(int argc, char **argv)
                opt.fanout ? "fanout" : "badge", opt.subs, wps,
                opt.fanout ? "publishes" : "writes", mps, p50, p99, p999,
                (unsigned long long)hist.count, cpu / wall);
+        printf("  messages/s by %.1f s slice: %.0f-%.0f", SLICE_NS / 1e9, smin,
+               smax);
+        if (smps >= 0)
+            printf("; sent by the server in the window: %.0f/s", smps);
+        if (scpu >= 0 && messages > 0)
+            printf("; server %.2f cores, %.2f us per message", scpu / wall,
+                   scpu / (double)messages * 1e6);
+        if (others >= 0)
+            printf("; others %.2f cores", others / wall);
+        printf("\n");
     }
     return errors ? 2 : 0;
 }

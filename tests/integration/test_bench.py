@@ -517,8 +517,18 @@ def test_pubsub_bench_badge_and_fanout():
         assert r["writes_per_sec"] > 0 and r["messages_per_sec"] > 0
         assert r["messages_per_sec"] <= r["writes_per_sec"] * 1.2
         assert r["latency_samples"] > 0
+        # The server's count over the same window: what the subscribers
+        # parsed, but for what was in flight at the window's edges.
+        assert abs(r["server_messages_per_sec"] - r["messages_per_sec"]) <= \
+            max(0.05 * r["messages_per_sec"], 200 / r["seconds"]), r
+        assert r["slices_messages_per_sec"] == [] or \
+            min(r["slices_messages_per_sec"]) >= 0
+        assert r["server_window_cores"] >= 0 and \
+            r["others_window_cores"] >= 0
         f = run(srv.port, "-m", "fanout", "--payload", "100")
         assert f["publishes_per_sec"] > 0
+        assert abs(f["server_messages_per_sec"] - f["messages_per_sec"]) <= \
+            max(0.05 * f["messages_per_sec"], 200 / f["seconds"]), f
         assert f["messages_per_sec"] > 40 * f["publishes_per_sec"]
     with Server() as srv:
         r = run(srv.port)
@@ -527,6 +537,7 @@ def test_pubsub_bench_badge_and_fanout():
         with redis_server() as port:
             f = run(port, "-m", "fanout")
             assert f["messages_per_sec"] > 0
+            assert f["server_messages_per_sec"] == -1  # no such field
     p = subprocess.run([PUBSUB_BENCH, "-m", "nope"], capture_output=True)
     assert p.returncode == 1
 
