@@ -281,10 +281,15 @@ static void queue_pending(struct conn *c)
     }
 }
 
+/* Set while on_flush publishes the turn's badge messages: it writes every
+ * connection they queue right after, so they need no further flush. */
+static bool flushing_badges;
+
 static void queue_flush(struct conn *c)
 {
     queue_pending(c);
-    event_active(flush_ev, EV_WRITE, 0);
+    if (!flushing_badges)
+        event_active(flush_ev, EV_WRITE, 0);
 }
 
 /* c's output waits for the journal: flushed again in RETRY_MS (or by
@@ -412,8 +417,12 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     write_pending();
     if (badges_pending(&srv->badges)) {
         const struct timeval retry = {0, RETRY_MS * 1000};
+        bool published;
 
-        if (badges_flush(srv))
+        flushing_badges = true;
+        published = badges_flush(srv);
+        flushing_badges = false;
+        if (published)
             write_pending(); /* its messages, in this turn */
         else if (!evtimer_pending(retry_ev, NULL))
             evtimer_add(retry_ev, &retry); /* the journal is behind */
