@@ -548,3 +548,45 @@ def test_protocol_md_example_bytes():
         assert r.read_exact(len(reply)) == reply
         assert pub.cmd("PUBLISH", "news", "hi") == 1
         assert r.read_exact(len(push)) == push
+
+
+def test_one_subscriber_message_bytes():
+    """A channel with one RESP subscriber (every badge channel) gets its
+    message written straight into that subscriber's output: the bytes are
+    Redis's, RESP2 and RESP3, for empty, binary and large payloads and
+    channels, and for a connection publishing to itself (its reply first,
+    then the push)."""
+    def bulk(b):
+        return b"$%d\r\n%s\r\n" % (len(b), b)
+
+    big = bytes(range(256)) * 300 + b"\r\n"
+    cases = [(b"c", b""), (b"", b"x"), (b"a\r\nb", b"\x00\r\n*3\r\n"),
+             (b"badge:18446744073709551615", big), (b"k" * 5000, b"v")]
+    with Server() as srv, srv.resp() as pub:
+        for proto, head in ((2, b"*3\r\n"), (3, b">3\r\n")):
+            with srv.raw() as r:
+                if proto == 3:
+                    # HELLO's map, then a PING's reply as the marker.
+                    r.send(encode_multibulk("HELLO", 3) +
+                           encode_multibulk("PING"))
+                    buf = r.read_exact(1)
+                    assert buf == b"%"
+                    while not buf.endswith(b"+PONG\r\n"):
+                        buf += r.read_exact(1)
+                for ch, msg in cases:
+                    r.send(encode_multibulk("SUBSCRIBE", ch))
+                    conf = head + bulk(b"subscribe") + bulk(ch) + b":1\r\n"
+                    assert r.read_exact(len(conf)) == conf
+                    assert pub.cmd("PUBLISH", ch, msg) == 1
+                    want = head + bulk(b"message") + bulk(ch) + bulk(msg)
+                    assert r.read_exact(len(want)) == want, (proto, ch[:20])
+                    r.send(encode_multibulk("UNSUBSCRIBE", ch))
+                    gone = head + bulk(b"unsubscribe") + bulk(ch) + b":0\r\n"
+                    assert r.read_exact(len(gone)) == gone
+        # RESP3: its own publish, the reply before the message.
+        with srv.resp() as c:
+            c.cmd("HELLO", 3)
+            c.send(encode_multibulk("SUBSCRIBE", "me"))
+            assert c.read_reply() == Push([b"subscribe", b"me", 1])
+            assert c.cmd("PUBLISH", "me", big) == 1
+            assert c.read_reply() == Push([b"message", b"me", big])
