@@ -174,6 +174,12 @@ $(BUILD)/unread-bench: $(call obj,$(BENCH_SRC)) $(BUILD)/libunread.a
 all: $(BUILD)/pubsub-bench
 $(BUILD)/pubsub-bench: $(call obj,bench/pubsub-bench.c bench/bench_hist.c)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^
+# loopback-bound: the kernel's cost of one small send per message to many
+# loopback connections, no server (bench/pubsub.py prints it beside the
+# badge row: the machine's bound at the hour of the run).
+all: $(BUILD)/loopback-bound
+$(BUILD)/loopback-bound: $(call obj,bench/loopback-bound.c)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^
 $(BUILD)/obj/tests/unit/test_bench.o: ALL_CFLAGS += -Ibench
 $(BUILD)/tests/test_bench: $(BUILD)/obj/tests/unit/test_bench.o $(BENCH_OBJ) \
                            $(BUILD)/libunread.a
@@ -204,7 +210,7 @@ bench-shards: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 # 10,000 subscribers, PUBLISH fan-out beside Redis (bench/pubsub.py).
 # PUBSUB_ARGS: e.g. "--reps 5 --subscribers 2000".
 bench-pubsub: deps-quiet $(BUILD)/unread-bench $(BUILD)/pubsub-bench \
-              $(BUILD)/unreadd
+              $(BUILD)/loopback-bound $(BUILD)/unreadd
 	@sh tools/deps.sh bench
 	@python3 bench/pubsub.py --build $(BUILD) $(PUBSUB_ARGS)
 

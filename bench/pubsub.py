@@ -32,7 +32,10 @@
    number fails), the rate by 0.5 s slice (a window still ramping up shows
    as uneven slices), the server's CPU per message and the CPU of
    everything else on the machine (others > 0.1 cores: the rate is a
-   lower bound).
+   lower bound). Before it, bench/loopback-bound.c measures the machine's
+   own bound at that hour: the kernel's CPU per message for one small
+   send to each of as many loopback connections, no server (with write(),
+   and in io_uring batches of 64).
 3. fanout: --subscribers connections on one channel, one publisher
    keeping 16 PUBLISH in flight; unreadd and Redis 7 alternately. Messages
    delivered per second (every subscriber's), beside Redis's.
@@ -202,6 +205,30 @@ def badge(opts, pin):
     return runs
 
 
+def machine_bound(opts, pin):
+    """bench/loopback-bound.c at the hour of the run: the sender's CPU per
+    message for one write() per message to --subscribers loopback
+    connections, and for io_uring batches of 64 (None where the kernel
+    refuses io_uring). The least a server pays per badge message here."""
+    out = {}
+    for name, extra in (("write", []), ("io_uring", ["-u", "64"])):
+        p = subprocess.run([os.path.join(opts.build, "loopback-bound"), "-j",
+                            "-n", str(opts.subscribers), "-d", "3"] + extra,
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            if name == "write":
+                raise Failed("loopback-bound failed:\n%s" % p.stderr)
+            out[name] = None
+            continue
+        out[name] = json.loads(p.stdout)
+        say("  machine: %-8s %d loopback connections, %.2f us per message "
+            "(%.0f per core-second), sender %.2f cores" % (
+                name, out[name]["conns"], out[name]["us_per_message"],
+                out[name]["messages_per_core_second"],
+                out[name]["sender_cores"]))
+    return out
+
+
 def us_per_message(r):
     """The server's CPU per message delivered in the run's window."""
     if r["messages_per_sec"] <= 0 or r["server_window_cores"] < 0:
@@ -272,6 +299,7 @@ def main():
             out["cost"] = cost(opts, pin)
         if "badge" in parts:
             say("badge messages, %d subscribers:" % opts.subscribers)
+            out["bound"] = machine_bound(opts, pin)
             out["badge"] = badge(opts, pin)
         if "fanout" in parts:
             say("PUBLISH fan-out, %d subscribers on one channel:" %
@@ -312,6 +340,12 @@ def main():
                 us, 1e6 / us if us else 0, others,
                 ": a loaded machine, the rate is a lower bound"
                 if others > 0.1 else ""))
+        bw, bu = out["bound"]["write"], out["bound"].get("io_uring")
+        say("         the kernel alone (bench/loopback-bound): %.2f us per "
+            "message with write() (%.0f per core-second)%s" % (
+                bw["us_per_message"], bw["messages_per_core_second"],
+                ", %.2f in io_uring batches of 64" % bu["us_per_message"]
+                if bu else ""))
     if out.get("fanout"):
         f = out["fanout"]
         by = {k: [r for r in f if r["server"] == k] for k in

@@ -542,6 +542,30 @@ def test_pubsub_bench_badge_and_fanout():
     assert p.returncode == 1
 
 
+def test_loopback_bound_measures_the_kernel_path():
+    """bench/loopback-bound.c: messages sent and received, the CPU per
+    message the sender's CPU over its messages, with write() and in
+    io_uring batches (where the kernel allows io_uring); bad options are
+    refused."""
+    tool = os.path.join(BUILD, "loopback-bound")
+    for extra in ([], ["-u", "8"]):
+        p = subprocess.run([tool, "-j", "-n", "40", "-d", "0.3"] + extra,
+                           capture_output=True, text=True, timeout=60)
+        if extra and p.returncode != 0 and "io_uring" in p.stderr:
+            continue  # a kernel or sandbox without io_uring
+        assert p.returncode == 0, p.stdout + p.stderr
+        r = json.loads(p.stdout)
+        assert r["conns"] == 40 and r["bytes"] == 60
+        assert r["io_uring_batch"] == (8 if extra else 0)
+        assert r["messages_per_sec"] > 0 and r["sender_cores"] > 0
+        assert abs(r["us_per_message"] * r["messages_per_core_second"] -
+                   1e6) < 1e3, r
+        assert r["received_per_sec"] > 0, r
+    for bad in (["-n", "0"], ["-m", "5000"], ["-u", "300"], ["-x"]):
+        p = subprocess.run([tool] + bad, capture_output=True, timeout=10)
+        assert p.returncode == 1, bad
+
+
 def test_pubsub_cost_rounds_are_order_balanced():
     """bench/pubsub.py runs the cost phase's servers in a Williams square:
     over every n rounds each server runs once in each position and, n
