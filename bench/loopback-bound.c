@@ -172,8 +172,8 @@ static void ring_setup(unsigned entries)
               PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring.fd,
               IORING_OFF_CQ_RING);
     ring.sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe),
-                     PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-                     ring.fd, IORING_OFF_SQES);
+                     PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring.fd,
+                     IORING_OFF_SQES);
     if (sq == MAP_FAILED || cq == MAP_FAILED || ring.sqes == MAP_FAILED)
         die("mmap io_uring");
     ring.sq_tail = (unsigned *)(void *)(sq + p.sq_off.tail);
@@ -271,8 +271,8 @@ int main(int argc, char **argv)
             usage();
         }
     }
-    if (opt.conns == 0 || opt.msg == 0 || opt.msg > 4096 ||
-        opt.seconds <= 0 || opt.batch > 256)
+    if (opt.conns == 0 || opt.msg == 0 || opt.msg > 4096 || opt.seconds <= 0 ||
+        opt.batch > 256)
         usage();
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
         rl.rlim_cur < 2 * opt.conns + 64) {

@@ -754,12 +754,14 @@ int main(int argc, char **argv)
     double cpu = cpu_seconds() - cpu0;
     long long sd1 = server_delivered();
     double scpu = scpu0 >= 0 ? server_cpu() - scpu0 : -1;
-    /* Everything else on the machine in the window: other users' noise. */
+    /* Everything else on the machine in the window: other users' noise
+     * (-1: unknown). Below 0 is the two clocks' rounding (/proc/stat and
+     * the processes' ticks account a softirq apart): nothing else ran. */
     double others =
         busy0 >= 0 && scpu >= 0 ? machine_busy() - busy0 - scpu - cpu : -1;
 
-    if (others < 0 && others > -0.05 * wall)
-        others = 0; /* the clock ticks' rounding */
+    if (busy0 >= 0 && scpu >= 0 && others < 0)
+        others = 0;
     double smps = sd0 >= 0 && sd1 >= sd0 ? (double)(sd1 - sd0) / wall : -1;
     double smin = 0, smax = 0;
 
