@@ -342,6 +342,7 @@ int main(int argc, char **argv)
 
     for (unsigned i = 0; i < opt.conns; i++)
         close(fds[i]);
+    free(fds);
     waitpid(child, NULL, 0);
     if (n == 0 || cpu <= 0) {
         fprintf(stderr, "loopback-bound: nothing measured\n");
