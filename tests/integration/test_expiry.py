@@ -20,6 +20,10 @@ DAY = 86400
 SPEC_DEFAULT = "grp bc dot feed"
 
 
+def mem(c):
+    return info_dict(c.cmd("INFO", "memory"))["memory"]
+
+
 def expiry(c):
     return info_dict(c.cmd("INFO", "expiry"))["expiry"]
 
@@ -330,9 +334,6 @@ def test_bc_keeps_the_days_of_its_users():
     command, expired, saved and replayed the same, whichever holds it."""
     from test_persistence import Dir
 
-    def mem(c):
-        return info_dict(c.cmd("INFO", "memory"))["memory"]
-
     with Dir() as d:
         srv = d.start(enable_debug_command="yes", journal_fsync="always")
         with srv.resp() as c:
@@ -444,9 +445,6 @@ def test_dot_keeps_the_days_of_its_users():
     commands, expired (a dot it dismissed stays dismissed), saved and
     replayed the same; a command of another family moves it to the table."""
     from test_persistence import Dir
-
-    def mem(c):
-        return info_dict(c.cmd("INFO", "memory"))["memory"]
 
     with Dir() as d:
         srv = d.start(enable_debug_command="yes", journal_fsync="always")
