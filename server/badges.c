@@ -440,21 +440,26 @@ static const struct ps_chan *chan_of(const struct server *srv,
         e->kind == KIND_BADGE ? n->badge : n->fam[e->kind - KIND_FAM], e->id);
 }
 
-static void publish_badge(struct server *srv, const struct badges_entry *e)
+/* badge:<id>'s message, from the probes of the families fams[0..nf)
+ * (every family with a part) that the flush's pipeline ran for e. */
+static void publish_badge(struct server *srv, const struct badges_entry *e,
+                          const unsigned *fams, unsigned nf,
+                          const union badge_probe *bp)
 {
     char ch[32], msg[MSG_MAX], *p = msg, *c = ch;
     uint64_t part[FAM_COUNT];
-    uint16_t has;
-    uint64_t badge = badge_all(srv, e->id, part, &has);
+    uint64_t badge = badge_of(srv, e->id, fams, nf, bp, part);
 
     p = put_u64(put_str(p, "badge "), badge);
-    for (unsigned f = 0; f < FAM_COUNT; f++) {
-        if (!(e->fams & has & (1u << f)))
+    for (unsigned i = 0; i < nf; i++) {
+        unsigned f = fams[i];
+
+        if (!(e->fams & (1u << f)))
             continue;
         *p++ = ' ';
         p = put_str(p, db_families[f].name);
         *p++ = ' ';
-        p = put_u64(p, part[f]);
+        p = put_u64(p, part[i]);
     }
     for (unsigned i = 0; i < e->nkeys; i++) {
         unsigned f = e->key_fam[i];
@@ -488,44 +493,59 @@ static void publish_head(struct server *srv, const struct badges_entry *e)
  * Publishing walks records scattered over the heap: each dirty user's
  * figures in the stores, its channel's record, the subscription, the
  * subscriber's connection and output buffer. The flush knows the whole
- * set up front, so it fetches those a few entries ahead, one pointer
- * level per step (as process() in net.c does for requests): the misses of
- * several entries overlap instead of following one another.
+ * set up front, so it runs each user's badge probes as USER.MBADGE does
+ * (cmds.h, badge_hint_stage: every family's stage s for the user
+ * (DB_PREFETCH_STAGES - s) * PROBE_AHEAD entries ahead of the one
+ * published, each stage reading what the one before loaded, the user's
+ * probes kept in a ring for the read), and fetches the channel's records
+ * a few entries ahead, one pointer level per step: the misses of several
+ * entries overlap instead of following one another. Nothing the probes
+ * read changes during the flush (publishing writes to outputs only).
  */
-#define AHEAD 8
-
-static void prefetch_entry(const struct server *srv,
-                           const struct badges_entry *e, int stage)
-{
-    if (e->epoch != pubsub_epoch(&srv->pubsub))
-        return; /* its record is looked up again: nothing to follow */
-    if (stage == 0 && e->kind == KIND_BADGE)
-        for (unsigned f = 0; f < FAM_COUNT; f++)
-            if (db_prefetchable(f))
-                db_prefetch_user(&srv->db, f, e->id, 0);
-    if (stage == 2 && e->kind == KIND_BADGE)
-        for (unsigned f = 0; f < FAM_COUNT; f++)
-            if (db_prefetchable(f))
-                db_prefetch_user(&srv->db, f, e->id, 1);
-    pubsub_prefetch(e->chan, stage);
-}
+#define PROBE_AHEAD 2
+/* A power of two above the entries in flight. */
+#define PROBE_RING 16
+_Static_assert(PROBE_RING > DB_PREFETCH_STAGES * PROBE_AHEAD &&
+                   (PROBE_RING & (PROBE_RING - 1)) == 0,
+               "PROBE_RING holds every entry in flight");
+/* Channel records: entry i + CHAN_AHEAD - 2k gets pubsub_prefetch's
+ * stage k. */
+#define CHAN_AHEAD 8
 
 bool badges_flush(struct server *srv)
 {
     struct badges *n = &srv->badges;
+    const int64_t lead = DB_PREFETCH_STAGES * PROBE_AHEAD;
+    union badge_probe bp[PROBE_RING][FAM_COUNT];
+    unsigned fams[FAM_COUNT], nf;
+    uint64_t epoch;
+    int64_t count = n->n;
 
     if (n->n == 0)
         return true;
     if (srv->persist != NULL &&
         persist_durable(srv->persist) < persist_appended(srv->persist))
         return false;
-    for (uint32_t i = 0; i < n->n; i++) {
-        /* Entry i + AHEAD - 2k gets its stage k (pubsub_prefetch). */
-        for (int k = 0; k < 4; k++)
-            if (i + AHEAD - 2 * k < n->n)
-                prefetch_entry(srv, &n->e[i + AHEAD - 2 * k], k);
+    nf = badge_families(srv, fams);
+    epoch = pubsub_epoch(&srv->pubsub);
+    for (int64_t i = -lead; i < count; i++) {
+        for (int s = 0; s < DB_PREFETCH_STAGES; s++) {
+            int64_t j = i + (DB_PREFETCH_STAGES - s) * PROBE_AHEAD;
+
+            if (j >= 0 && j < count && n->e[j].kind == KIND_BADGE)
+                badge_hint_stage(srv, n->e[j].id, s, fams, nf,
+                                 bp[j % PROBE_RING]);
+        }
+        if (i < 0)
+            continue;
+        for (int k = 0; k < 4; k++) {
+            int64_t j = i + CHAN_AHEAD - 2 * k;
+
+            if (j < count && n->e[j].epoch == epoch)
+                pubsub_prefetch(n->e[j].chan, k);
+        }
         if (n->e[i].kind == KIND_BADGE)
-            publish_badge(srv, &n->e[i]);
+            publish_badge(srv, &n->e[i], fams, nf, bp[i % PROBE_RING]);
         else
             publish_head(srv, &n->e[i]);
         n->messages++;

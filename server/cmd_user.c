@@ -255,11 +255,17 @@ static void badge_hint(const struct server *srv, uint64_t uid,
             badge_hint_fns[fams[i]](srv, uid, s, &bp[i]);
 }
 
+void badge_hint_stage(const struct server *srv, uint64_t uid, int stage,
+                      const unsigned *fams, unsigned n, union badge_probe *bp)
+{
+    for (unsigned i = 0; i < n; i++)
+        badge_hint_fns[fams[i]](srv, uid, stage, &bp[i]);
+}
+
 /* The badge over the families in fams[0..n) (each with a part, its probe
  * in bp[i] after badge_hint), their parts in part[]. */
-static uint64_t badge_of(const struct server *srv, uint64_t uid,
-                         const unsigned *fams, unsigned n,
-                         const union badge_probe *bp, uint64_t *part)
+uint64_t badge_of(const struct server *srv, uint64_t uid, const unsigned *fams,
+                  unsigned n, const union badge_probe *bp, uint64_t *part)
 {
     uint64_t sum = 0, p;
 
@@ -292,7 +298,7 @@ static uint64_t badge_only(const struct server *srv, uint64_t uid,
 }
 
 /* The families with a part, in families.def order. */
-static unsigned badge_families(const struct server *srv, unsigned *fams)
+unsigned badge_families(const struct server *srv, unsigned *fams)
 {
     unsigned n = 0;
 
@@ -314,24 +320,6 @@ bool badge_part(const struct server *srv, unsigned fam, uint64_t uid,
     badge_fns[fam](srv, uid, srv->cfg.unread_cap, &p, &bp);
     *part = cap_of(srv, p);
     return true;
-}
-
-uint64_t badge_all(const struct server *srv, uint64_t uid,
-                   uint64_t part[FAM_COUNT], uint16_t *has)
-{
-    uint64_t sum = 0;
-    uint16_t with = 0;
-
-    for (unsigned f = 0; f < FAM_COUNT; f++) {
-        part[f] = 0;
-        if (badge_part(srv, f, uid, &part[f])) {
-            sum += part[f];
-            with |= (uint16_t)(1u << f);
-        }
-    }
-    if (has != NULL)
-        *has = with;
-    return cap_of(srv, sum);
 }
 
 void cmd_USER_BADGE(struct exec_ctx *x)

@@ -88,13 +88,24 @@ union badge_probe {
 #undef FAMILY
 
 /* cmd_user.c, for badges.c: family fam's part of uid's badge under
- * USER.BADGE's rule (false: the family has no part), and uid's badge over
- * every family with one, each part in part[fam] (0 for the others), bit
- * fam of *has set for those with a part (has may be NULL). */
+ * USER.BADGE's rule (false: the family has no part). */
 bool badge_part(const struct server *srv, unsigned fam, uint64_t uid,
                 uint64_t *part);
-uint64_t badge_all(const struct server *srv, uint64_t uid,
-                   uint64_t part[FAM_COUNT], uint16_t *has);
+/*
+ * The same over several families, in the stages USER.MBADGE pipelines
+ * its users with, for a caller that overlaps many users' misses (the
+ * badge channels' flush): badge_families lists the families with a part
+ * (families.def order) in fams, returns how many; badge_hint_stage runs
+ * stage `stage` of every family of fams[0..n) for uid, the probe of
+ * fams[i] in bp[i] (stages 0 to DB_PREFETCH_STAGES - 1, in order, on the
+ * same bp, the stores unchanged until badge_of); badge_of then answers
+ * uid's badge over those families, each one's part in part[i].
+ */
+unsigned badge_families(const struct server *srv, unsigned *fams);
+void badge_hint_stage(const struct server *srv, uint64_t uid, int stage,
+                      const unsigned *fams, unsigned n, union badge_probe *bp);
+uint64_t badge_of(const struct server *srv, uint64_t uid, const unsigned *fams,
+                  unsigned n, const union badge_probe *bp, uint64_t *part);
 
 /*
  * Family reads that take [WITHEXPIRY] (docs/OPERATIONS.md, "Users and
