@@ -314,10 +314,11 @@ bool badge_part(const struct server *srv, unsigned fam, uint64_t uid,
     union badge_probe bp;
     uint64_t p;
 
-    if (!badge_fns[fam](srv, uid, 0, NULL, NULL))
-        return false;
+    /* A family without a part hints nothing and answers false (cmds.h):
+     * no separate has-a-part call. */
     badge_hint(srv, uid, &fam, 1, &bp);
-    badge_fns[fam](srv, uid, srv->cfg.unread_cap, &p, &bp);
+    if (!badge_fns[fam](srv, uid, srv->cfg.unread_cap, &p, &bp))
+        return false;
     *part = cap_of(srv, p);
     return true;
 }
