@@ -440,26 +440,34 @@ static const struct ps_chan *chan_of(const struct server *srv,
         e->kind == KIND_BADGE ? n->badge : n->fam[e->kind - KIND_FAM], e->id);
 }
 
-/* badge:<id>'s message, from the probes of the families fams[0..nf)
- * (every family with a part) that the flush's pipeline ran for e. */
+/* The families the flush reads: those with a part (has, a bit per
+ * family) whose store holds some entry (read: fams[0..nf)); the others
+ * with a part have a part of 0 for every user and cost nothing. */
+struct flush_fams {
+    unsigned fams[FAM_COUNT], nf;
+    uint16_t has;
+};
+
+/* badge:<id>'s message, from the probes of the families ff->fams that
+ * the flush's pipeline ran for e. */
 static void publish_badge(struct server *srv, const struct badges_entry *e,
-                          const unsigned *fams, unsigned nf,
+                          const struct flush_fams *ff,
                           const union badge_probe *bp)
 {
     char ch[32], msg[MSG_MAX], *p = msg, *c = ch;
-    uint64_t part[FAM_COUNT];
-    uint64_t badge = badge_of(srv, e->id, fams, nf, bp, part);
+    uint64_t read[FAM_COUNT], part[FAM_COUNT] = {0};
+    uint64_t badge = badge_of(srv, e->id, ff->fams, ff->nf, bp, read);
 
+    for (unsigned i = 0; i < ff->nf; i++)
+        part[ff->fams[i]] = read[i];
     p = put_u64(put_str(p, "badge "), badge);
-    for (unsigned i = 0; i < nf; i++) {
-        unsigned f = fams[i];
-
-        if (!(e->fams & (1u << f)))
+    for (unsigned f = 0; f < FAM_COUNT; f++) {
+        if (!(e->fams & ff->has & (1u << f)))
             continue;
         *p++ = ' ';
         p = put_str(p, db_families[f].name);
         *p++ = ' ';
-        p = put_u64(p, part[i]);
+        p = put_u64(p, part[f]);
     }
     for (unsigned i = 0; i < e->nkeys; i++) {
         unsigned f = e->key_fam[i];
@@ -517,6 +525,7 @@ bool badges_flush(struct server *srv)
     struct badges *n = &srv->badges;
     const int64_t lead = DB_PREFETCH_STAGES * PROBE_AHEAD;
     union badge_probe bp[PROBE_RING][FAM_COUNT];
+    struct flush_fams ff = {.nf = 0, .has = 0};
     unsigned fams[FAM_COUNT], nf;
     uint64_t epoch;
     int64_t count = n->n;
@@ -527,13 +536,18 @@ bool badges_flush(struct server *srv)
         persist_durable(srv->persist) < persist_appended(srv->persist))
         return false;
     nf = badge_families(srv, fams);
+    for (unsigned i = 0; i < nf; i++) {
+        ff.has |= (uint16_t)(1u << fams[i]);
+        if (db_entries(&srv->db, fams[i]) != 0)
+            ff.fams[ff.nf++] = fams[i];
+    }
     epoch = pubsub_epoch(&srv->pubsub);
     for (int64_t i = -lead; i < count; i++) {
         for (int s = 0; s < DB_PREFETCH_STAGES; s++) {
             int64_t j = i + (DB_PREFETCH_STAGES - s) * PROBE_AHEAD;
 
             if (j >= 0 && j < count && n->e[j].kind == KIND_BADGE)
-                badge_hint_stage(srv, n->e[j].id, s, fams, nf,
+                badge_hint_stage(srv, n->e[j].id, s, ff.fams, ff.nf,
                                  bp[j % PROBE_RING]);
         }
         if (i < 0)
@@ -545,7 +559,7 @@ bool badges_flush(struct server *srv)
                 pubsub_prefetch(n->e[j].chan, k);
         }
         if (n->e[i].kind == KIND_BADGE)
-            publish_badge(srv, &n->e[i], fams, nf, bp[i % PROBE_RING]);
+            publish_badge(srv, &n->e[i], &ff, bp[i % PROBE_RING]);
         else
             publish_head(srv, &n->e[i]);
         n->messages++;

@@ -81,6 +81,19 @@ unsigned db_usage(const struct db *db, struct db_usage *out)
     return n;
 }
 
+size_t db_entries(const struct db *db, unsigned fam)
+{
+    switch (fam) {
+#define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
+    case FAM_##ID:                                                             \
+        return f##_entries(db->f);
+#include "families.def"
+#undef FAMILY
+    default:
+        return 0;
+    }
+}
+
 size_t db_bytes(const struct db *db)
 {
     struct db_usage u[DB_USAGE_ROWS];

@@ -123,6 +123,9 @@ struct db_usage {
 unsigned db_usage(const struct db *db, struct db_usage *out);
 /* Bytes held by every store. */
 size_t db_bytes(const struct db *db);
+/* Family fam's entries (db_usage's, O(1)): 0 when no user holds anything
+ * in it, every user's badge part then being 0. */
+size_t db_entries(const struct db *db, unsigned fam);
 
 /* Recomputes every maintained total from its parts and checks every
  * store's invariants; returns the number of mismatches (0 when healthy). */

@@ -405,3 +405,58 @@ def test_channels_that_come_and_go_within_the_turn():
         # Nothing else reached anyone (the marker is the next message).
         marked(s, w)
         assert c.cmd("PING") == "PONG"
+
+
+def test_families_that_hold_nothing_and_many_users_in_one_turn():
+    """The flush reads only the families whose store holds some entry
+    (every user's part is 0 in the others) and pipelines its users' reads
+    (badges.c, badges_flush): a family emptied in the turn still lists
+    its part, 0; a family that holds entries for another user only adds
+    nothing; and a turn of more users than the pipeline holds in flight
+    gives each its own figures, whatever families each has."""
+    with server() as srv, srv.resp() as w:
+        users = list(range(400, 440))
+        s = Sub(srv, ["badge:%d" % u for u in users] +
+                ["badge:%d" % MARK_UID])
+        # Only user 400 in CONV; the CNT write of 401 ignores it.
+        w.cmd("CONV.SEQ", 400, 7, 5)
+        expect(s, badge(400, ("badge", 5), ("conv", 5), ("conv.7", 5)))
+        w.cmd("CNT.INCR", 401, 0, 2)
+        expect(s, badge(401, ("badge", 2), ("cnt", 2), ("cnt.0", 2)))
+        # 401's CLEAR empties CNT (the marker has not written yet).
+        w.cmd("CNT.CLEAR", 401)
+        expect(s, badge(401, ("badge", 0), ("cnt", 0)))
+        # USER.DEL empties CONV: its part is listed, 0.
+        w.cmd("USER.DEL", 400)
+        expect(s, badge(400, ("badge", 0), ("conv", 0)))
+        marked(s, w)
+        # One turn over 40 users, every third with a CONV part, every
+        # fifth with a GRP one too: each message its own user's figures.
+        setup = []
+        for i, u in enumerate(users):
+            if i % 3 == 0:
+                setup.append(("CONV.SEQ", u, 1, i + 1))
+            if i % 5 == 0:
+                setup += [("GRP.JOIN", u, 9)]
+        w.pipeline(setup + [("GRP.POST", 9), ("GRP.POST", 9)])
+        want = {}
+        for i, u in enumerate(users):
+            conv = i + 1 if i % 3 == 0 else 0
+            grp = 2 if i % 5 == 0 else 0
+            if conv or grp:
+                want[u] = (conv, grp)
+        # GRP.POST moves heads (on grp:9, nobody listens), not badges:
+        # the members' badge messages came from CONV.SEQ only.
+        for _ in [u for u in want if want[u][0]]:
+            s.next()
+        marked(s, w)
+        w.pipeline([("CNT.INCR", u, 1, 1 + i % 4)
+                    for i, u in enumerate(users)])
+        got = dict(s.next() for _ in users)
+        for i, u in enumerate(users):
+            conv, grp = want.get(u, (0, 0))
+            cnt = 1 + i % 4
+            assert got["badge:%d" % u] == [
+                ("badge", cnt + conv + grp), ("cnt", cnt),
+                ("cnt.1", cnt)], (u, got["badge:%d" % u])
+        marked(s, w)
