@@ -88,6 +88,7 @@ int badges_setup(struct server *srv)
         if (i < 0)
             return -1;
         n->fam[f] = (unsigned)i;
+        n->name_len[f] = (uint8_t)strlen(db_families[f].name);
     }
     n->ready = true;
     return 0;
@@ -103,13 +104,30 @@ void badges_teardown(struct server *srv)
     memset(n, 0, sizeof(*n));
 }
 
+/* Every write of a watched user passes here once or twice (its uid, its
+ * key): up to 19 digits, which cannot overflow 64 bits, are read without
+ * ur_parse_uint's per-digit overflow test, with the same answer. */
 bool badges_arg_u64(const struct ur_arg *a, uint64_t *out)
 {
+    uint64_t v = 0;
+
     if (a->kind == UR_ARG_INT) {
         *out = a->num;
         return true;
     }
-    return ur_parse_uint(a->str, a->len, UR_INT_MAX, out) == UR_NUM_OK;
+    if (a->len == 0 || a->len > 19)
+        return ur_parse_uint(a->str, a->len, UR_INT_MAX, out) == UR_NUM_OK;
+    for (size_t i = 0; i < a->len; i++) {
+        uint32_t d = (uint32_t)(unsigned char)a->str[i] - '0';
+
+        if (d > 9)
+            return false;
+        v = v * 10 + d;
+    }
+    if (v > UR_INT_MAX)
+        return false;
+    *out = v;
+    return true;
 }
 
 bool badges_arg_ctype(const struct server *srv, const struct ur_arg *a,
@@ -421,6 +439,15 @@ static char *put_str(char *p, const char *s)
     return p + k;
 }
 
+/* Family f's name (its length kept by badges_setup). */
+static char *put_name(const struct server *srv, char *p, unsigned f)
+{
+    size_t k = srv->badges.name_len[f];
+
+    memcpy(p, db_families[f].name, k);
+    return p + k;
+}
+
 static char *put_u64(char *p, uint64_t v)
 {
     return p + ur_fmt_u64(p, v);
@@ -461,11 +488,11 @@ static void publish_badge(struct server *srv, const struct badges_entry *e,
     for (unsigned i = 0; i < ff->nf; i++)
         part[ff->fams[i]] = read[i];
     p = put_u64(put_str(p, "badge "), badge);
-    for (unsigned f = 0; f < FAM_COUNT; f++) {
-        if (!(e->fams & ff->has & (1u << f)))
-            continue;
+    for (unsigned fams = e->fams & ff->has; fams != 0; fams &= fams - 1) {
+        unsigned f = (unsigned)__builtin_ctz(fams);
+
         *p++ = ' ';
-        p = put_str(p, db_families[f].name);
+        p = put_name(srv, p, f);
         *p++ = ' ';
         p = put_u64(p, part[f]);
     }
@@ -473,7 +500,7 @@ static void publish_badge(struct server *srv, const struct badges_entry *e,
         unsigned f = e->key_fam[i];
 
         *p++ = ' ';
-        p = put_str(p, db_families[f].name);
+        p = put_name(srv, p, f);
         *p++ = '.';
         p = put_u64(p, e->keys[i]);
         *p++ = ' ';
@@ -489,7 +516,7 @@ static void publish_head(struct server *srv, const struct badges_entry *e)
     unsigned f = e->kind - KIND_FAM;
     char ch[48], msg[32], *p = msg, *c = ch;
 
-    c = put_str(c, db_families[f].name);
+    c = put_name(srv, c, f);
     *c++ = ':';
     c = put_u64(c, e->id);
     p = put_u64(put_str(p, "head "), value_fns[f](srv, true, 0, e->id));

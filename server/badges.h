@@ -63,10 +63,11 @@ struct badges_entry;
 struct badges_snap;
 
 struct badges {
-    bool ready;              /* badges_setup ran */
-    unsigned badge;          /* pubsub prefix index of "badge:" */
-    unsigned fam[FAM_COUNT]; /* ... of "<family>:" */
-    struct badges_entry *e;  /* the turn's dirty users and objects */
+    bool ready;                  /* badges_setup ran */
+    unsigned badge;              /* pubsub prefix index of "badge:" */
+    unsigned fam[FAM_COUNT];     /* ... of "<family>:" */
+    uint8_t name_len[FAM_COUNT]; /* strlen(db_families[f].name) */
+    struct badges_entry *e;      /* the turn's dirty users and objects */
     uint32_t n, cap;
     uint32_t *index; /* open addressing over e: entry + 1, 0 free */
     uint32_t index_mask;

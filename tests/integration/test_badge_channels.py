@@ -9,7 +9,7 @@ A write that must publish nothing is followed by a marker write that
 must: the marker is then the next message, so "nothing" is checked
 without waiting for anything."""
 
-from harness import Push, Server, encode_multibulk, info_flat
+from harness import Err, Push, Server, encode_multibulk, info_flat
 
 DAY = 86400
 MARK_UID = 999999  # a user whose CNT writes serve as markers
@@ -459,4 +459,21 @@ def test_families_that_hold_nothing_and_many_users_in_one_turn():
             assert got["badge:%d" % u] == [
                 ("badge", cnt + conv + grp), ("cnt", cnt),
                 ("cnt.1", cnt)], (u, got["badge:%d" % u])
+        marked(s, w)
+
+
+def test_uids_and_keys_as_text():
+    """The probe reads the uid and the key from the request's text
+    (badges_arg_u64) with the handler's rules: leading zeros, the largest
+    uid, and a uid past it (the write fails: no message)."""
+    top = 2 ** 63 - 1
+    with server() as srv, srv.resp() as w:
+        s = Sub(srv, ["badge:42", "badge:%d" % top, "badge:%d" % MARK_UID])
+        assert w.cmd("CNT.INCR", "00042", "0002") == [1, 1]
+        expect(s, badge(42, ("badge", 1), ("cnt", 1), ("cnt.2", 1)))
+        assert w.cmd("CNT.INCR", str(top), "0") == [1, 1]
+        expect(s, badge(top, ("badge", 1), ("cnt", 1), ("cnt.0", 1)))
+        for bad in (str(top + 1), "1" * 20, "4x2", "-42"):
+            r = w.cmd("CNT.INCR", bad, 0)
+            assert isinstance(r, Err), (bad, r)
         marked(s, w)
