@@ -494,8 +494,11 @@ void u64map_prefetch(const struct u64map *m, uint64_t key, int stage)
     __builtin_prefetch(p + 64);
 }
 
-void u64map_probe(const struct u64map *m, uint64_t key, int stage,
-                  struct u64map_probe *p)
+/* u64map_probe's body, inlined into u64map_probe_rec too: the badges'
+ * probes run it for every family of every user at every stage. */
+static inline __attribute__((always_inline)) void
+probe_stage(const struct u64map *m, uint64_t key, int stage,
+            struct u64map_probe *p)
 {
     const struct seg *s;
 
@@ -529,10 +532,16 @@ void u64map_probe(const struct u64map *m, uint64_t key, int stage,
     }
 }
 
+void u64map_probe(const struct u64map *m, uint64_t key, int stage,
+                  struct u64map_probe *p)
+{
+    probe_stage(m, key, stage, p);
+}
+
 void u64map_probe_rec(const struct u64map *m, uint64_t key, int stage,
                       struct u64map_probe *p)
 {
-    u64map_probe(m, key, stage, p);
+    probe_stage(m, key, stage, p);
     if (stage == 2 && p->val != 0 && (p->val & 1) == 0)
         __builtin_prefetch((const void *)(uintptr_t)p->val);
 }
