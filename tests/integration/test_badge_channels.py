@@ -417,7 +417,7 @@ def test_families_that_hold_nothing_and_many_users_in_one_turn():
     with server() as srv, srv.resp() as w:
         users = list(range(400, 440))
         s = Sub(srv, ["badge:%d" % u for u in users] +
-                ["badge:%d" % MARK_UID])
+                ["bc:3", "badge:%d" % MARK_UID])
         # Only user 400 in CONV; the CNT write of 401 ignores it.
         w.cmd("CONV.SEQ", 400, 7, 5)
         expect(s, badge(400, ("badge", 5), ("conv", 5), ("conv.7", 5)))
@@ -450,9 +450,11 @@ def test_families_that_hold_nothing_and_many_users_in_one_turn():
         for _ in [u for u in want if want[u][0]]:
             s.next()
         marked(s, w)
-        w.pipeline([("CNT.INCR", u, 1, 1 + i % 4)
-                    for i, u in enumerate(users)])
-        got = dict(s.next() for _ in users)
+        # A global write amid the users: its head message among theirs.
+        writes = [("CNT.INCR", u, 1, 1 + i % 4) for i, u in enumerate(users)]
+        w.pipeline(writes[:17] + [("BC.PUBLISH", 3)] + writes[17:])
+        got = dict(s.next() for _ in range(len(users) + 1))
+        assert got.pop("bc:3") == [("head", 1)]
         for i, u in enumerate(users):
             conv, grp = want.get(u, (0, 0))
             cnt = 1 + i % 4
