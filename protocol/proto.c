@@ -86,20 +86,41 @@ bool ur_parse_u64(const char *s, size_t len, uint64_t *out)
     return true;
 }
 
+/*
+ * Every integer argument of the text protocol comes through here, some
+ * several times a request (the handler, the activity mark, the badge
+ * probe), so the common case is kept short: once the leading zeros are
+ * skipped, at most 19 digits cannot overflow (10^19 - 1 < 2^64) and need
+ * no per-digit check. Longer ones take the careful loop, which keeps
+ * scanning past an overflow so that a non-digit later still says SYNTAX.
+ */
 enum ur_num ur_parse_uint(const char *s, size_t len, uint64_t max,
                           uint64_t *out)
 {
     const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0;
+    const unsigned char *end = u + len;
     uint64_t v = 0;
     bool over = false;
 
     if (len == 0)
         return UR_NUM_SYNTAX;
-    while (i + 1 < len && u[i] == '0')
-        i++;
-    for (; i < len; i++) {
-        uint32_t d = (uint32_t)u[i] - '0';
+    while (end - u > 1 && *u == '0')
+        u++;
+    if (end - u <= 19) {
+        for (; u < end; u++) {
+            uint32_t d = (uint32_t)*u - '0';
+
+            if (d > 9)
+                return UR_NUM_SYNTAX;
+            v = v * 10 + d;
+        }
+        if (v > max)
+            return UR_NUM_RANGE;
+        *out = v;
+        return UR_NUM_OK;
+    }
+    for (; u < end; u++) {
+        uint32_t d = (uint32_t)*u - '0';
 
         if (d > 9)
             return UR_NUM_SYNTAX;

@@ -222,6 +222,83 @@ static void test_parse_uint(void)
           v == 9);
 }
 
+/* The old one-loop ur_parse_uint, kept as the reference the fast path
+ * (at most 19 significant digits) and the careful loop are checked
+ * against. */
+static enum ur_num ref_parse_uint(const char *s, size_t len, uint64_t max,
+                                  uint64_t *res)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    uint64_t v = 0;
+    bool over = false;
+
+    if (len == 0)
+        return UR_NUM_SYNTAX;
+    while (i + 1 < len && u[i] == '0')
+        i++;
+    for (; i < len; i++) {
+        uint32_t d = (uint32_t)u[i] - '0';
+
+        if (d > 9)
+            return UR_NUM_SYNTAX;
+        if (v > (UINT64_MAX - d) / 10)
+            over = true;
+        else
+            v = v * 10 + d;
+    }
+    if (over || v > max)
+        return UR_NUM_RANGE;
+    *res = v;
+    return UR_NUM_OK;
+}
+
+/* Both paths at their edges, then random digit strings (leading zeros,
+ * 0..26 significant digits, now and then a junk byte) against the
+ * reference. */
+static void test_parse_uint_paths(void)
+{
+    static const char junk[] = " -+x/:\r\n\0\xff";
+    const uint64_t maxes[] = {UINT64_MAX, UR_INT_MAX, 9, 0, 4294967295u};
+    uint64_t v = 7;
+    int mismatches = 0;
+
+    CHECK(ur_parse_uint("9999999999999999999", 19, UINT64_MAX, &v) ==
+              UR_NUM_OK &&
+          v == 9999999999999999999ull);
+    CHECK(ur_parse_uint("00009999999999999999999", 23, UINT64_MAX, &v) ==
+              UR_NUM_OK &&
+          v == 9999999999999999999ull);
+    CHECK(ur_parse_uint("0000", 4, 0, &v) == UR_NUM_OK && v == 0);
+    CHECK(ur_parse_uint("99999999999999999999x", 21, UINT64_MAX, &v) ==
+          UR_NUM_SYNTAX);
+    CHECK(ur_parse_uint("999999999x999999999", 19, UINT64_MAX, &v) ==
+          UR_NUM_SYNTAX);
+    CHECK(ur_parse_uint("10", 2, 9, &v) == UR_NUM_RANGE);
+    v = 7;
+    CHECK(ur_parse_uint("12a", 3, UINT64_MAX, &v) == UR_NUM_SYNTAX && v == 7);
+    for (int k = 0; k < 200000; k++) {
+        char s[64];
+        size_t zeros = t_rng() % 4 == 0 ? t_rng() % 8 : 0;
+        size_t digits = t_rng() % 27, len = 0;
+        uint64_t max = maxes[t_rng() % 5];
+        uint64_t a = 1, b = 2;
+        enum ur_num sa, sb;
+
+        while (len < zeros)
+            s[len++] = '0';
+        for (size_t i = 0; i < digits; i++)
+            s[len++] = (char)('0' + (i == 0 ? 1 + t_rng() % 9 : t_rng() % 10));
+        if (len > 0 && t_rng() % 8 == 0)
+            s[t_rng() % len] = junk[t_rng() % (sizeof(junk) - 1)];
+        sa = ur_parse_uint(s, len, max, &a);
+        sb = ref_parse_uint(s, len, max, &b);
+        if (sa != sb || (sa == UR_NUM_OK && a != b))
+            mismatches++;
+    }
+    CHECK_EQ_U64(mismatches, 0);
+}
+
 static void test_slowlog(void)
 {
     struct slowlog sl = {0};
@@ -332,6 +409,7 @@ static void test_config_rewrite(void)
 int main(void)
 {
     T_RUN(test_integers);
+    T_RUN(test_parse_uint_paths);
     T_RUN(test_aggregates);
     T_RUN(test_scalars);
     T_RUN(test_push_frame);
