@@ -65,6 +65,32 @@ static enum ur_parse read_count(const char *p, size_t avail, uint64_t *v,
     return avail >= NUM_LINE_MAX ? UR_PARSE_INVALID : UR_PARSE_NEED_MORE;
 }
 
+/*
+ * The usual header, a count or length of one or two digits with its CRLF
+ * all there, read without read_count's loop. false: anything else (longer,
+ * partial, malformed), which read_count then decides.
+ */
+static inline bool short_count(const char *p, size_t avail, uint64_t *v,
+                               size_t *used)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    uint32_t d0, d1;
+
+    if (avail < 3 || (d0 = (uint32_t)u[0] - '0') > 9)
+        return false;
+    if (u[1] == '\r' && u[2] == '\n') {
+        *v = d0;
+        *used = 3;
+        return true;
+    }
+    if (avail < 4 || d0 == 0 || (d1 = (uint32_t)u[1] - '0') > 9 ||
+        u[2] != '\r' || u[3] != '\n')
+        return false;
+    *v = d0 * 10 + d1;
+    *used = 4;
+    return true;
+}
+
 static enum ur_parse parse_multibulk(const char *buf, size_t len,
                                      const struct ur_limits *lim,
                                      struct ur_arg *args, uint32_t *argc,
@@ -75,11 +101,13 @@ static enum ur_parse parse_multibulk(const char *buf, size_t len,
     size_t pos, used;
     uint32_t i;
 
-    st = read_count(buf + 1, len - 1, &n, &used);
-    if (st == UR_PARSE_NEED_MORE)
-        goto need_more;
-    if (st != UR_PARSE_OK)
-        return st;
+    if (!short_count(buf + 1, len - 1, &n, &used)) {
+        st = read_count(buf + 1, len - 1, &n, &used);
+        if (st == UR_PARSE_NEED_MORE)
+            goto need_more;
+        if (st != UR_PARSE_OK)
+            return st;
+    }
     if (n < 1)
         return UR_PARSE_INVALID;
     if (n > (uint64_t)lim->max_args + 1)
@@ -87,19 +115,19 @@ static enum ur_parse parse_multibulk(const char *buf, size_t len,
     pos = 1 + used;
 
     for (i = 0; i < n; i++) {
-        uint64_t after = (n - i - 1) * BULK_MIN;
-
         if (pos == len) {
-            *hint = hint_of((uint64_t)pos + BULK_MIN + after);
+            *hint = hint_of((uint64_t)pos + BULK_MIN + (n - i - 1) * BULK_MIN);
             return UR_PARSE_NEED_MORE;
         }
         if (buf[pos] != '$')
             return UR_PARSE_INVALID;
-        st = read_count(buf + pos + 1, len - pos - 1, &blen, &used);
-        if (st == UR_PARSE_NEED_MORE)
-            goto need_more;
-        if (st != UR_PARSE_OK)
-            return st;
+        if (!short_count(buf + pos + 1, len - pos - 1, &blen, &used)) {
+            st = read_count(buf + pos + 1, len - pos - 1, &blen, &used);
+            if (st == UR_PARSE_NEED_MORE)
+                goto need_more;
+            if (st != UR_PARSE_OK)
+                return st;
+        }
         /* The bulks together, like a binary frame's body, fit max_frame:
          * else max_args bulks of max_frame bytes each could be buffered. */
         if (blen > lim->max_frame - payload)
@@ -109,7 +137,7 @@ static enum ur_parse parse_multibulk(const char *buf, size_t len,
         if (len - pos < blen + 2) {
             if (len - pos > blen && buf[pos + blen] != '\r')
                 return UR_PARSE_INVALID;
-            *hint = hint_of((uint64_t)pos + blen + 2 + after);
+            *hint = hint_of((uint64_t)pos + blen + 2 + (n - i - 1) * BULK_MIN);
             return UR_PARSE_NEED_MORE;
         }
         if (buf[pos + blen] != '\r' || buf[pos + blen + 1] != '\n')

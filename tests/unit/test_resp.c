@@ -3,6 +3,7 @@
  * partial, malformed, oversized), reply encoders byte for byte, and the reply
  * parser.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,6 +144,23 @@ static void test_multibulk_malformed(void)
         "*2\r\n$1\r\na\r\n*1\r\n",
         "*2\r\n$1\r\na\r\nPING\r\n",
         "*1x",
+        /* the one- and two-digit headers' shortcut, and past it */
+        "*1\r\n$1\rX",
+        "*1\r\n$1\n\r",
+        "*1\r\n$12\rX",
+        "*1\r\n$12\n",
+        "*1\r\n$1X\r\n",
+        "*1\r\n$00\r\n",
+        "*1\r\n$012\r\n",
+        "*1\r\n$123\rX",
+        "*1\r\n$1:\r\n",
+        "*1\r\n$/\r\n",
+        "*1\r\n$ 1\r\n",
+        "*1\rX",
+        "*12\rX",
+        "*1/\r\n",
+        "*:\r\n",
+        "*1\r\n$2\r\nab\r\r",
         /* header lines are bounded: 32 digits without a CR */
         "*11111111111111111111111111111111",
         "*1\r\n$11111111111111111111111111111111",
@@ -191,6 +209,64 @@ static void test_multibulk_too_big(void)
               UR_PARSE_NEED_MORE);
         CHECK_EQ_U64(hint, 11 + 1024 + 2);
     }
+}
+
+/*
+ * Counts and lengths of one, two and three digits (the first two read by
+ * a shortcut, the third by the loop) on their edges: each request parses
+ * whole and every prefix of it asks for more; a bulk's length one off
+ * either way is refused.
+ */
+static void test_header_widths(void)
+{
+    static const uint32_t lens[] = {0, 1, 9, 10, 11, 42, 99, 100, 101, 999};
+    static char payload[1000];
+    char hdr[32];
+    struct ur_buf b;
+    uint32_t argc;
+    size_t consumed, hint;
+
+    memset(payload, 'p', sizeof(payload));
+    ur_buf_init(&b);
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        for (uint32_t n = 1; n <= MAX_ARGS + 1; n += 4) {
+            const char *v[MAX_ARGS + 1];
+            size_t l[MAX_ARGS + 1];
+
+            for (uint32_t k = 0; k < n; k++) {
+                v[k] = payload;
+                l[k] = k == n - 1 ? lens[i] : 1; /* under max_frame */
+            }
+            b.len = 0;
+            CHECK(ur_resp_put_request(&b, n, v, l) == 0);
+            check_all_prefixes(b.data, b.len);
+            CHECK(req_n(b.data, b.len, &argc, &consumed, &hint) ==
+                      UR_PARSE_OK &&
+                  argc == n && args[n - 1].len == lens[i] &&
+                  args[n - 1].str + lens[i] + 2 == b.data + b.len);
+        }
+        /* The length says one byte less, then one more, than follows. */
+        b.len = 0;
+        CHECK(ur_buf_append(&b, hdr,
+                            (size_t)snprintf(hdr, sizeof(hdr), "*1\r\n$%u\r\n",
+                                             lens[i] + 1)) == 0);
+        CHECK(ur_buf_append(&b, payload, lens[i]) == 0);
+        CHECK(ur_buf_append(&b, "\r\n\r\n", 4) == 0);
+        CHECK(req_n(b.data, b.len, &argc, &consumed, &hint) ==
+              UR_PARSE_INVALID);
+        if (lens[i] > 0) {
+            b.len = 0;
+            CHECK(ur_buf_append(&b, hdr,
+                                (size_t)snprintf(hdr, sizeof(hdr),
+                                                 "*1\r\n$%u\r\n",
+                                                 lens[i] - 1)) == 0);
+            CHECK(ur_buf_append(&b, payload, lens[i]) == 0);
+            CHECK(ur_buf_append(&b, "\r\n", 2) == 0);
+            CHECK(req_n(b.data, b.len, &argc, &consumed, &hint) ==
+                  UR_PARSE_INVALID);
+        }
+    }
+    ur_buf_deinit(&b);
 }
 
 static void test_inline(void)
@@ -580,6 +656,7 @@ int main(void)
     T_RUN(test_prefixes);
     T_RUN(test_multibulk_malformed);
     T_RUN(test_multibulk_too_big);
+    T_RUN(test_header_widths);
     T_RUN(test_inline);
     T_RUN(test_inline_limits);
     T_RUN(test_inline_quotes);
