@@ -702,7 +702,7 @@ static size_t process(struct conn *c, const char *data, size_t len)
             look_ahead(&la, data, len);
             st = ur_frame_parse_request(data + off, len - off, &lim, args, &req,
                                         &used, &hint);
-            if (st == UR_PARSE_OK &&
+            if (st == UR_PARSE_OK && srv->pause_end_ms != 0 &&
                 pause_holds(c, req.op == UR_FRAME_OP_BATCH
                                    ? NULL
                                    : ur_op_by_code(req.op))) {
@@ -721,7 +721,9 @@ static size_t process(struct conn *c, const char *data, size_t len)
             uint32_t argc = 0;
             st = ur_resp_parse_request(data + off, len - off, &lim, args, &argc,
                                        &used, &hint);
-            if (st == UR_PARSE_OK && argc > 0 &&
+            /* The op is looked up here only while a pause is on: exec_text
+             * looks it up anyway. */
+            if (st == UR_PARSE_OK && argc > 0 && srv->pause_end_ms != 0 &&
                 pause_holds(c, ur_op_by_name(args[0].str, args[0].len))) {
                 break;
             } else if (st == UR_PARSE_OK && argc > 0) {
