@@ -24,7 +24,7 @@ void ur_buf_deinit(struct ur_buf *b)
     ur_buf_init(b);
 }
 
-int ur_buf_reserve(struct ur_buf *b, size_t extra)
+int ur_buf_grow(struct ur_buf *b, size_t extra)
 {
     size_t need, cap;
     char *p;

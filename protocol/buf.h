@@ -16,8 +16,15 @@ struct ur_buf {
 void ur_buf_init(struct ur_buf *b);
 /* Frees the storage; the buffer is empty and reusable afterwards. */
 void ur_buf_deinit(struct ur_buf *b);
-/* Ensures room for `extra` more bytes. 0, or -1 on allocation failure. */
-int ur_buf_reserve(struct ur_buf *b, size_t extra);
+/* Grows the storage for `extra` more bytes: ur_buf_reserve's slow path. */
+int ur_buf_grow(struct ur_buf *b, size_t extra);
+/* Ensures room for `extra` more bytes. 0, or -1 on allocation failure.
+ * Inline: every reply encoder calls it, and the room is nearly always
+ * there already. */
+static inline int ur_buf_reserve(struct ur_buf *b, size_t extra)
+{
+    return b->cap - b->len >= extra ? 0 : ur_buf_grow(b, extra);
+}
 /* Appends n bytes. 0, or -1 on allocation failure (buffer unchanged). */
 int ur_buf_append(struct ur_buf *b, const void *p, size_t n);
 /* Drops the first n bytes (n <= len), keeping the rest at data[0]. */

@@ -284,6 +284,26 @@ int ur_resp_put_arr(struct ur_buf *b, uint32_t count)
     return put_num_line(b, '*', count);
 }
 
+int ur_resp_put_int_pair(struct ur_buf *b, uint64_t x, uint64_t y)
+{
+    char *p;
+
+    /* ur_fmt_u64 writes up to 20 digits and a NUL: 21 bytes each. */
+    if (ur_buf_reserve(b, 5 + 21 + 3 + 21 + 2) != 0)
+        return -1;
+    p = b->data + b->len;
+    memcpy(p, "*2\r\n:", 5);
+    p += 5;
+    p += ur_fmt_u64(p, x);
+    memcpy(p, "\r\n:", 3);
+    p += 3;
+    p += ur_fmt_u64(p, y);
+    p[0] = '\r';
+    p[1] = '\n';
+    b->len = (size_t)(p + 2 - b->data);
+    return 0;
+}
+
 int ur_resp_put_nil(struct ur_buf *b)
 {
     return ur_buf_append(b, "$-1\r\n", 5);

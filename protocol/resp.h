@@ -46,6 +46,9 @@ enum ur_parse ur_resp_parse_request(const char *buf, size_t len,
 int ur_resp_put_int(struct ur_buf *b, uint64_t v);
 int ur_resp_put_str(struct ur_buf *b, const char *s, size_t n);
 int ur_resp_put_arr(struct ur_buf *b, uint32_t count);
+/* "*2\r\n:<x>\r\n:<y>\r\n", a pair of integers (CNT.INCR's value and
+ * total, ...) in one reservation; x and y are written as put_int does. */
+int ur_resp_put_int_pair(struct ur_buf *b, uint64_t x, uint64_t y);
 int ur_resp_put_nil(struct ur_buf *b);
 /* "+<s>\r\n"; s must not contain CR or LF. */
 int ur_resp_put_status(struct ur_buf *b, const char *s, size_t n);

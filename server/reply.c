@@ -225,6 +225,13 @@ void reply_status(struct reply *r, const char *s)
 
 void reply_pair(struct reply *r, uint64_t a, uint64_t b)
 {
+    if (r->proto != REPLY_BIN && a <= (uint64_t)INT64_MAX &&
+        b <= (uint64_t)INT64_MAX) {
+        /* Every CNT write's reply: one reservation, no per-value
+         * dispatch. RESP2 and RESP3 spell it alike. */
+        check(r, ur_resp_put_int_pair(r->out, a, b));
+        return;
+    }
     reply_arr(r, 2);
     reply_int(r, a);
     reply_int(r, b);

@@ -68,6 +68,68 @@ static void test_integers(void)
     CHECK(body_is(&r, "\x07\xfe\xff\xff\xff\xff\xff\xff\xff", 9));
 }
 
+/* reply_pair's one-reservation path (RESP, both values in Redis's range)
+ * writes what an array of two reply_ints writes, byte for byte, in every
+ * protocol and on each side of INT64_MAX; and it grows a full buffer. */
+static void test_pair(void)
+{
+    static const uint64_t vals[] = {0,
+                                    1,
+                                    9,
+                                    10,
+                                    99,
+                                    100,
+                                    4294967295u,
+                                    9999999999999999999ull / 10,
+                                    9223372036854775807ull,
+                                    9223372036854775808ull,
+                                    18446744073709551615ull};
+    static const enum reply_proto protos[] = {REPLY_RESP, REPLY_RESP3,
+                                              REPLY_BIN};
+    const size_t nv = sizeof(vals) / sizeof(vals[0]);
+    struct ur_buf want, tiny;
+    struct reply r;
+    size_t full;
+    int bad = 0;
+
+    ur_buf_init(&want);
+    for (size_t p = 0; p < 3; p++) {
+        for (size_t i = 0; i < nv; i++) {
+            for (size_t j = 0; j < nv; j++) {
+                want.len = 0;
+                reply_begin(&r, &want, protos[p], 9);
+                reply_arr(&r, 2);
+                reply_int(&r, vals[i]);
+                reply_int(&r, vals[j]);
+                reply_end(&r);
+                begin(&r, protos[p]);
+                reply_pair(&r, vals[i], vals[j]);
+                reply_end(&r);
+                if (out.len != want.len ||
+                    memcmp(out.data, want.data, want.len) != 0)
+                    bad++;
+            }
+        }
+    }
+    CHECK_EQ_U64(bad, 0);
+    begin(&r, REPLY_RESP);
+    reply_pair(&r, 3, 1234567);
+    CHECK(strcmp(text(&r), "*2\r\n:3\r\n:1234567\r\n") == 0);
+    /* Appended after what the buffer holds, the buffer full to the byte. */
+    ur_buf_init(&tiny);
+    CHECK(ur_buf_reserve(&tiny, 1) == 0);
+    memset(tiny.data, 'x', tiny.cap);
+    tiny.len = full = tiny.cap;
+    reply_begin(&r, &tiny, REPLY_RESP3, 0);
+    reply_pair(&r, 18, 9223372036854775807ull);
+    reply_end(&r);
+    CHECK(!r.oom && tiny.len == full + 31 &&
+          memcmp(tiny.data + full, "*2\r\n:18\r\n:9223372036854775807\r\n",
+                 31) == 0);
+    ur_buf_deinit(&tiny);
+    ur_buf_deinit(&want);
+}
+
 static void test_aggregates(void)
 {
     struct reply r;
@@ -410,6 +472,7 @@ int main(void)
 {
     T_RUN(test_integers);
     T_RUN(test_parse_uint_paths);
+    T_RUN(test_pair);
     T_RUN(test_aggregates);
     T_RUN(test_scalars);
     T_RUN(test_push_frame);
