@@ -195,10 +195,42 @@ static inline bool badges_watching(const struct server *srv,
            !pubsub_idle(&srv->pubsub) && !srv->loading;
 }
 
+/* A user command with at most this many arguments gets its uid parsed
+ * once (uid_once); a longer one parses it where it is used, as before. */
+#define UID_ONCE_ARGS 8
+
+/*
+ * A user command's first argument is its uid (OPF_USER), and over RESP
+ * it is text: the handler, the activity mark (users.c) and the badge
+ * probe (badges.c) would each parse it. It is parsed once here instead:
+ * when it is a valid uid (0..UR_INT_MAX), the command runs on a copy of
+ * its arguments whose first is that number, as the binary protocol sends
+ * it, which every consumer already takes. Only the running sees the copy:
+ * the journal record (staged before), MONITOR and SLOWLOG keep the
+ * arguments as received. A uid that does not parse stays text, so the
+ * handler refuses it with the same message as before. Returns the
+ * arguments to run with: argv, or own filled.
+ */
+static const struct ur_arg *uid_once(const struct ur_op *op, uint32_t argc,
+                                     const struct ur_arg *argv,
+                                     struct ur_arg own[UID_ONCE_ARGS])
+{
+    uint64_t uid;
+
+    if ((op->flags & (OPF_USER | OPF_ADMIN)) != OPF_USER || argc == 0 ||
+        argc > UID_ONCE_ARGS || argv[0].kind != UR_ARG_STR ||
+        ur_parse_uint(argv[0].str, argv[0].len, UR_INT_MAX, &uid) != UR_NUM_OK)
+        return argv;
+    memcpy(own, argv, argc * sizeof(*argv));
+    own[0] = (struct ur_arg){.kind = UR_ARG_INT, .num = uid};
+    return own;
+}
+
 void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
              uint32_t argc, const struct ur_arg *argv, struct reply *r)
 {
     struct exec_ctx x = {srv, sess, op, argc, argv, r, false};
+    struct ur_arg own[UID_ONCE_ARGS];
     bool pinned = exec_clock_pin(srv);
     uint64_t t0 = srv->cmd_clock ? srv->cmd_ns : server_mono_ns();
     bool ran = false;
@@ -220,14 +252,15 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
         struct badges_probe np;
         bool watch = badges_watching(srv, op);
 
+        x.argv = uid_once(op, argc, argv, own);
         if (watch)
-            badges_before(srv, op, argc, argv, &np);
+            badges_before(srv, op, argc, x.argv, &np);
         ran = true;
         handlers[op->index](&x);
         /* A replica's clients change nothing, activity included: only
          * the primary's records write there (repl.h). */
         if (r->status == UR_E_OK && !(srv->readonly_data && !srv->loading))
-            x.dirty |= users_mark_active(srv, op, argc, argv,
+            x.dirty |= users_mark_active(srv, op, argc, x.argv,
                                          x.dirty || (op->flags & OPF_WRITE));
         if (journaled(srv, op)) {
             persist_feed(srv->persist, x.dirty || ((op->flags & OPF_WRITE) &&
