@@ -94,8 +94,8 @@ bool ur_parse_u64(const char *s, size_t len, uint64_t *out)
  * no per-digit check. Longer ones take the careful loop, which keeps
  * scanning past an overflow so that a non-digit later still says SYNTAX.
  */
-enum ur_num ur_parse_uint(const char *s, size_t len, uint64_t max,
-                          uint64_t *out)
+enum ur_num ur_parse_uint_any(const char *s, size_t len, uint64_t max,
+                              uint64_t *out)
 {
     const unsigned char *u = (const unsigned char *)s;
     const unsigned char *end = u + len;

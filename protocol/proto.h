@@ -117,8 +117,26 @@ bool ur_parse_u64(const char *s, size_t len, uint64_t *out);
  * decimal; UR_NUM_RANGE when it is one but larger than max.
  */
 enum ur_num { UR_NUM_OK = 0, UR_NUM_SYNTAX = 1, UR_NUM_RANGE = 2 };
-enum ur_num ur_parse_uint(const char *s, size_t len, uint64_t max,
-                          uint64_t *out);
+enum ur_num ur_parse_uint_any(const char *s, size_t len, uint64_t max,
+                              uint64_t *out);
+
+/* ur_parse_uint_any, with the one-digit arguments (counter types, deltas
+ * of 1, flags) answered inline: several per request on the text path. */
+static inline enum ur_num ur_parse_uint(const char *s, size_t len, uint64_t max,
+                                        uint64_t *out)
+{
+    if (len == 1) {
+        uint32_t d = (uint32_t)(unsigned char)s[0] - '0';
+
+        if (d > 9)
+            return UR_NUM_SYNTAX;
+        if (d > max)
+            return UR_NUM_RANGE;
+        *out = d;
+        return UR_NUM_OK;
+    }
+    return ur_parse_uint_any(s, len, max, out);
+}
 
 /* Writes v in decimal to buf (at least 21 bytes), NUL-terminated; returns
  * the length (without the NUL). */

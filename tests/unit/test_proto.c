@@ -112,6 +112,18 @@ static void test_fmt_u64(void)
             CHECK(n == strlen(want) && strcmp(buf, want) == 0);
         }
     }
+    /* Every power of two and its neighbours: the edges of the digit
+     * count's estimate from the bit length. */
+    for (k = 0; k < 64; k++) {
+        uint64_t p2 = 1ull << k;
+        uint64_t around[3] = {p2 - 1, p2, p2 + 1};
+
+        for (int j = 0; j < 3; j++) {
+            n = ur_fmt_u64(buf, around[j]);
+            snprintf(want, sizeof(want), "%llu", (unsigned long long)around[j]);
+            CHECK(n == strlen(want) && strcmp(buf, want) == 0);
+        }
+    }
     /* Random values round-trip through the parser. */
     srand(1234);
     for (i = 0; i < 10000; i++) {

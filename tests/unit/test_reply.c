@@ -320,6 +320,7 @@ static enum ur_num ref_parse_uint(const char *s, size_t len, uint64_t max,
  * reference. */
 static void test_parse_uint_paths(void)
 {
+    static const char one[] = "0123456789/:a \xff";
     static const char junk[] = " -+x/:\r\n\0\xff";
     const uint64_t maxes[] = {UINT64_MAX, UR_INT_MAX, 9, 0, 4294967295u};
     uint64_t v = 7;
@@ -339,6 +340,17 @@ static void test_parse_uint_paths(void)
     CHECK(ur_parse_uint("10", 2, 9, &v) == UR_NUM_RANGE);
     v = 7;
     CHECK(ur_parse_uint("12a", 3, UINT64_MAX, &v) == UR_NUM_SYNTAX && v == 7);
+    /* One byte, every max that matters. */
+    for (size_t i = 0; i < sizeof(one) - 1; i++) {
+        for (uint64_t max = 0; max <= 10; max++) {
+            uint64_t a = 99, b = 98;
+            enum ur_num sa = ur_parse_uint(&one[i], 1, max, &a);
+            enum ur_num sb = ref_parse_uint(&one[i], 1, max, &b);
+
+            if (sa != sb || (sa == UR_NUM_OK && a != b))
+                mismatches++;
+        }
+    }
     for (int k = 0; k < 200000; k++) {
         char s[64];
         size_t zeros = t_rng() % 4 == 0 ? t_rng() % 8 : 0;
@@ -355,6 +367,10 @@ static void test_parse_uint_paths(void)
             s[t_rng() % len] = junk[t_rng() % (sizeof(junk) - 1)];
         sa = ur_parse_uint(s, len, max, &a);
         sb = ref_parse_uint(s, len, max, &b);
+        if (sa != sb || (sa == UR_NUM_OK && a != b))
+            mismatches++;
+        /* The out-of-line path alone (the inline one answers one digit). */
+        sa = ur_parse_uint_any(s, len, max, &a);
         if (sa != sb || (sa == UR_NUM_OK && a != b))
             mismatches++;
     }
