@@ -221,7 +221,10 @@ static const struct ur_arg *uid_once(const struct ur_op *op, uint32_t argc,
         argc > UID_ONCE_ARGS || argv[0].kind != UR_ARG_STR ||
         ur_parse_uint(argv[0].str, argv[0].len, UR_INT_MAX, &uid) != UR_NUM_OK)
         return argv;
-    memcpy(own, argv, argc * sizeof(*argv));
+    /* A loop of struct copies: a few arguments, where memcpy of a
+     * variable length costs more than the copy. */
+    for (uint32_t i = 1; i < argc; i++)
+        own[i] = argv[i];
     own[0] = (struct ur_arg){.kind = UR_ARG_INT, .num = uid};
     return own;
 }
