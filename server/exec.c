@@ -305,10 +305,37 @@ static void unknown(struct server *srv, struct reply *r, const char *fmt,
     reply_err(r, UR_E_UNKNOWN, fmt, what);
 }
 
+/*
+ * The last command name looked up, as sent, and its op: a pipeline is
+ * mostly of one command, and comparing the name with the last one costs
+ * less than hashing it (ur_op_by_name). Names are compared byte for byte,
+ * so another spelling ("cnt.incr") just takes the lookup; the op table
+ * never changes, so the entry never goes stale.
+ */
+#define LAST_NAME_MAX 16
+static char last_name[LAST_NAME_MAX];
+static uint32_t last_len; /* 0: nothing cached */
+static const struct ur_op *last_op;
+
+static const struct ur_op *op_by_name(const char *name, uint32_t len)
+{
+    const struct ur_op *op;
+
+    if (len == last_len && memcmp(name, last_name, len) == 0)
+        return last_op;
+    op = ur_op_by_name(name, len);
+    if (op != NULL && len <= LAST_NAME_MAX) {
+        memcpy(last_name, name, len);
+        last_len = len;
+        last_op = op;
+    }
+    return op;
+}
+
 void exec_text(struct server *srv, struct session *sess, uint32_t argc,
                const struct ur_arg *argv, struct reply *r)
 {
-    const struct ur_op *op = ur_op_by_name(argv[0].str, argv[0].len);
+    const struct ur_op *op = op_by_name(argv[0].str, argv[0].len);
     if (op == NULL) {
         char name[65];
         printable(name, sizeof(name), argv[0].str, argv[0].len);

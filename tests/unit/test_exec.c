@@ -65,6 +65,28 @@ static void test_cnt_text(void)
     text("CNT.CLEAR 42");
 }
 
+/* exec_text's last-name cache: a name one byte off the cached one, the
+ * same name in another case, names longer than the cache holds, and
+ * unknown names between known ones each get their own answer. */
+static void test_name_cache(void)
+{
+    CHECK(strcmp(text("CNT.INCR 9001 0"), "*2\r\n:1\r\n:1\r\n") == 0);
+    CHECK(strcmp(text("CNT.INCR 9001 0"), "*2\r\n:2\r\n:2\r\n") == 0);
+    CHECK(starts(text("CNT.INCX 9001 0"), "-ERR unknown command 'CNT.INCX'"));
+    CHECK(strcmp(text("CNT.INCR 9001 0"), "*2\r\n:3\r\n:3\r\n") == 0);
+    CHECK(strcmp(text("CNT.DECR 9001 0"), "*2\r\n:2\r\n:2\r\n") == 0);
+    CHECK(strcmp(text("cnt.decr 9001 0"), "*2\r\n:1\r\n:1\r\n") == 0);
+    CHECK(strcmp(text("CNT.GET 9001 0"), ":1\r\n") == 0);
+    CHECK(starts(text("CNT.GETX 9001 0"), "-ERR unknown command"));
+    CHECK(starts(text("CNT.GE 9001 0"), "-ERR unknown command"));
+    CHECK(strcmp(text("CNT.GET 9001 0"), ":1\r\n") == 0);
+    /* Longer than the cache's 16 bytes: looked up every time. */
+    CHECK(starts(text("CONV.MENTIONSXXXXXXX 9001"), "-ERR unknown command"));
+    CHECK(strcmp(text("CONV.MENTIONS 9001"), ":0\r\n") == 0);
+    CHECK(starts(text("CONV.MENTIONSXXXXXXX 9001"), "-ERR unknown command"));
+    CHECK(strcmp(text("CNT.GET 9001 0"), ":1\r\n") == 0);
+}
+
 static void test_errors(void)
 {
     CHECK(starts(text("NOPE 1"), "-ERR unknown command 'NOPE'"));
@@ -227,6 +249,7 @@ int main(void)
         return 1;
     ur_buf_init(&out);
     T_RUN(test_cnt_text);
+    T_RUN(test_name_cache);
     T_RUN(test_errors);
     T_RUN(test_saturation);
     T_RUN(test_admin);
