@@ -104,30 +104,13 @@ void badges_teardown(struct server *srv)
     memset(n, 0, sizeof(*n));
 }
 
-/* Every write of a watched user passes here once or twice (its uid, its
- * key): up to 19 digits, which cannot overflow 64 bits, are read without
- * ur_parse_uint's per-digit overflow test, with the same answer. */
 bool badges_arg_u64(const struct ur_arg *a, uint64_t *out)
 {
-    uint64_t v = 0;
-
     if (a->kind == UR_ARG_INT) {
         *out = a->num;
         return true;
     }
-    if (a->len == 0 || a->len > 19)
-        return ur_parse_uint(a->str, a->len, UR_INT_MAX, out) == UR_NUM_OK;
-    for (size_t i = 0; i < a->len; i++) {
-        uint32_t d = (uint32_t)(unsigned char)a->str[i] - '0';
-
-        if (d > 9)
-            return false;
-        v = v * 10 + d;
-    }
-    if (v > UR_INT_MAX)
-        return false;
-    *out = v;
-    return true;
+    return ur_parse_uint(a->str, a->len, UR_INT_MAX, out) == UR_NUM_OK;
 }
 
 bool badges_arg_ctype(const struct server *srv, const struct ur_arg *a,
