@@ -243,6 +243,13 @@ static uint64_t cap_of(const struct server *srv, uint64_t v)
     return v > cap ? cap + 1 : v;
 }
 
+void badge_hint_stage(const struct server *srv, uint64_t uid, int stage,
+                      const unsigned *fams, unsigned n, union badge_probe *bp)
+{
+    for (unsigned i = 0; i < n; i++)
+        badge_hint_fns[fams[i]](srv, uid, stage, &bp[i]);
+}
+
 /* Every hint stage of the families in fams[0..n) for uid, stage by stage,
  * so that the families' misses of one stage overlap (one user: USER.BADGE
  * and the badge channels' probes; USER.MBADGE pipelines its users), the
@@ -251,15 +258,7 @@ static void badge_hint(const struct server *srv, uint64_t uid,
                        const unsigned *fams, unsigned n, union badge_probe *bp)
 {
     for (int s = 0; s < DB_PREFETCH_STAGES; s++)
-        for (unsigned i = 0; i < n; i++)
-            badge_hint_fns[fams[i]](srv, uid, s, &bp[i]);
-}
-
-void badge_hint_stage(const struct server *srv, uint64_t uid, int stage,
-                      const unsigned *fams, unsigned n, union badge_probe *bp)
-{
-    for (unsigned i = 0; i < n; i++)
-        badge_hint_fns[fams[i]](srv, uid, stage, &bp[i]);
+        badge_hint_stage(srv, uid, s, fams, n, bp);
 }
 
 /* The badge over the families in fams[0..n) (each with a part, its probe
@@ -424,9 +423,7 @@ void cmd_USER_MBADGE(struct exec_ctx *x)
             int64_t j = i + (DB_PREFETCH_STAGES - s) * MBADGE_AHEAD;
 
             if (j >= 0 && j < argc)
-                for (unsigned f = 0; f < n; f++)
-                    badge_hint_fns[fams[f]](srv, uids[j], s,
-                                            &bp[j % MBADGE_RING][f]);
+                badge_hint_stage(srv, uids[j], s, fams, n, bp[j % MBADGE_RING]);
         }
         if (i >= 0)
             reply_int(x->r,
