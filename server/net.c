@@ -567,11 +567,12 @@ static bool out_full(struct conn *c)
  * OPF_WRITE, EXEC and batch frames, op NULL) is left unparsed and the
  * connection stops reading until the pause ends (pause_release). CLIENT
  * itself and QUIT never wait, so a paused server can be unpaused.
+ * Called only while a pause is on (srv->pause_end_ms != 0): process()
+ * tests that first, so that no request looks its op up for this when
+ * there is no pause.
  */
 static bool pause_holds(struct conn *c, const struct ur_op *op)
 {
-    if (srv->pause_end_ms == 0)
-        return false;
     if (server_mono_ms() >= srv->pause_end_ms) {
         srv->pause_end_ms = 0;
         return false;
@@ -721,8 +722,8 @@ static size_t process(struct conn *c, const char *data, size_t len)
             uint32_t argc = 0;
             st = ur_resp_parse_request(data + off, len - off, &lim, args, &argc,
                                        &used, &hint);
-            /* The op is looked up here only while a pause is on: exec_text
-             * looks it up anyway. */
+            /* The op is looked up here only while a pause is on
+             * (pause_holds): exec_text looks it up anyway. */
             if (st == UR_PARSE_OK && argc > 0 && srv->pause_end_ms != 0 &&
                 pause_holds(c, ur_op_by_name(args[0].str, args[0].len))) {
                 break;
