@@ -2,8 +2,9 @@
  * bench_dot.c - DOT workloads (red dots: a global push time per dot, a
  * last-click time per user and dot).
  *
- * A key is one click entry, (user k / DOT_PER_USER, that user's dot number
- * k % DOT_PER_USER), so `-r` counts what `make bench-memory` divides by.
+ * A key is one click entry, (user k / n, that user's dot number k % n) with
+ * n = DOT_PER_USER or --per-user (1 for bench-memory's single-entry
+ * shapes), so `-r` counts what `make bench-memory` divides by.
  * There are DOT_DOTS dots; the load step clicks the key's dot at a time
  * spread over the DOT_DOTS minutes after T0 and keys 0..DOT_DOTS-1 also
  * push their dot at T0 + dot minutes, so about half of the preloaded dots
@@ -56,11 +57,19 @@ static const char dot_library[] =
     "end)\n";
 
 _Static_assert(DOT_CHECKED + 5 <= BENCH_MAX_ARGS, "FCALL f 2 k k dots");
+_Static_assert(BENCH_PER_USER_MAX <= DOT_DOTS, "a user's dots distinct");
 
-/* Dot number j (0..DOT_PER_USER-1) of a user: distinct for each j. */
-static uint64_t dot_of(uint64_t uid, uint64_t j)
+/* Click entries per user (keys per user). */
+static uint64_t per_user(const struct bench_ctx *x)
 {
-    return (uid * 7 + j * (DOT_DOTS / DOT_PER_USER)) % DOT_DOTS;
+    return x->per_user ? x->per_user : DOT_PER_USER;
+}
+
+/* Dot number j (0..n-1, n entries per user) of a user: distinct for each
+ * j, spread over the dots. */
+static uint64_t dot_of(uint64_t uid, uint64_t j, uint64_t n)
+{
+    return (uid * 7 + j * (DOT_DOTS / n)) % DOT_DOTS;
 }
 
 /* DOT.CLICK uid dot ts  |  FCALL dot_click 1 dot:click:<uid> dot ts */
@@ -96,10 +105,10 @@ static void push(const struct bench_ctx *x, struct bench_cmd *c, uint64_t dot,
 static unsigned dot_click(const struct bench_ctx *x, uint64_t key,
                           struct bench_rng *r, struct bench_cmd *out)
 {
-    uint64_t uid = key / DOT_PER_USER;
+    uint64_t n = per_user(x), uid = key / n;
 
     (void)r;
-    click(x, out, uid, dot_of(uid, key % DOT_PER_USER), bench_clock_ms());
+    click(x, out, uid, dot_of(uid, key % n, n), bench_clock_ms());
     return 1;
 }
 
@@ -108,7 +117,7 @@ static unsigned dot_click(const struct bench_ctx *x, uint64_t key,
 static unsigned dot_check(const struct bench_ctx *x, uint64_t key,
                           struct bench_rng *r, struct bench_cmd *out)
 {
-    uint64_t uid = key / DOT_PER_USER, d = bench_rng_below(r, DOT_DOTS);
+    uint64_t uid = key / per_user(x), d = bench_rng_below(r, DOT_DOTS);
 
     if (x->dialect == BENCH_UNREADD) {
         bench_cmd_unreadd(out, UR_OP_DOT_CHECK, BX_ARR);
@@ -137,10 +146,10 @@ static unsigned dot_push(const struct bench_ctx *x, uint64_t key,
 static unsigned dot_load(const struct bench_ctx *x, uint64_t key,
                          struct bench_cmd *out)
 {
-    uint64_t uid = key / DOT_PER_USER;
+    uint64_t n = per_user(x), uid = key / n;
     uint64_t ts = DOT_T0 + key * 7919 % (DOT_DOTS * DOT_MINUTE);
 
-    click(x, out, uid, dot_of(uid, key % DOT_PER_USER), ts);
+    click(x, out, uid, dot_of(uid, key % n, n), ts);
     if (key >= DOT_DOTS)
         return 1;
     push(x, &out[1], key, DOT_T0 + key * DOT_MINUTE);

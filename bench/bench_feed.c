@@ -2,10 +2,11 @@
  * bench_feed.c - FEED workloads ("N new posts": a post count per author,
  * per user a snapshot of each followee's count).
  *
- * A key is one follow edge: user k / FEED_FOLLOWS follows author
- * author_of(user, k % FEED_FOLLOWS), one of FEED_AUTHORS authors, so `-r`
- * counts what `make bench-memory` divides by (1,000,000 keys: 5,000 users
- * following 200 authors each). The load step follows the key's author;
+ * A key is one follow edge: user k / n follows author author_of(user,
+ * k % n), one of FEED_AUTHORS authors, with n = FEED_FOLLOWS or --per-user
+ * (1 for bench-memory's single-entry shapes), so `-r` counts what `make
+ * bench-memory` divides by (1,000,000 keys: 5,000 users following 200
+ * authors each). The load step follows the key's author;
  * no author has posted yet, so every snapshot is 0 on both servers
  * whatever the order of the steps, and feed-unread then walks all 200
  * followees of a user on every call (no early stop: the worst case) until
@@ -27,7 +28,9 @@
 #define SNAP "feed:snap:"
 #define COUNT "feed:count"
 
-_Static_assert(FEED_FOLLOWS <= FEED_AUTHORS, "a user's followees distinct");
+_Static_assert(FEED_FOLLOWS <= FEED_AUTHORS &&
+                   BENCH_PER_USER_MAX <= FEED_AUTHORS,
+               "a user's followees distinct");
 
 static const char feed_library[] =
     "#!lua name=feed\n"
@@ -60,7 +63,13 @@ static const char feed_library[] =
     "  return 1\n"
     "end)\n";
 
-/* Followee j (0..FEED_FOLLOWS-1) of a user: distinct for each j. */
+/* Follow edges per user (keys per user). */
+static uint64_t per_user(const struct bench_ctx *x)
+{
+    return x->per_user ? x->per_user : FEED_FOLLOWS;
+}
+
+/* Followee j (0..per_user-1) of a user: distinct for each j. */
 static uint64_t author_of(uint64_t uid, uint64_t j)
 {
     return (uid * 7919 + j) % FEED_AUTHORS;
@@ -89,7 +98,7 @@ static void follow(const struct bench_ctx *x, struct bench_cmd *c, uint64_t uid,
 static unsigned feed_unread(const struct bench_ctx *x, uint64_t key,
                             struct bench_rng *r, struct bench_cmd *out)
 {
-    uint64_t uid = key / FEED_FOLLOWS;
+    uint64_t uid = key / per_user(x);
 
     (void)r;
     if (x->dialect == BENCH_UNREADD) {
@@ -129,7 +138,7 @@ static unsigned feed_post(const struct bench_ctx *x, uint64_t key,
 static unsigned feed_follow(const struct bench_ctx *x, uint64_t key,
                             struct bench_rng *r, struct bench_cmd *out)
 {
-    uint64_t uid = key / FEED_FOLLOWS;
+    uint64_t uid = key / per_user(x);
     uint64_t author = FEED_AUTHORS + bench_rng_below(r, FEED_AUTHORS);
 
     follow(x, &out[0], uid, author);
@@ -148,9 +157,9 @@ static unsigned feed_follow(const struct bench_ctx *x, uint64_t key,
 static unsigned feed_load(const struct bench_ctx *x, uint64_t key,
                           struct bench_cmd *out)
 {
-    uint64_t uid = key / FEED_FOLLOWS;
+    uint64_t uid = key / per_user(x);
 
-    follow(x, out, uid, author_of(uid, key % FEED_FOLLOWS));
+    follow(x, out, uid, author_of(uid, key % per_user(x)));
     return 1;
 }
 

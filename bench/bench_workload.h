@@ -35,15 +35,20 @@
 #include "bench_keys.h"
 #include "bench_wire.h"
 
-#define BENCH_OP_MAX 104    /* commands one operation may send */
-#define BENCH_LOAD_MAX 4096 /* commands one load step may send */
-#define BENCH_TYPES_MAX 8   /* --types: counter types in play */
-#define BENCH_SHA_LEN 40    /* a Redis script's SHA1 in hex */
+#define BENCH_OP_MAX 104      /* commands one operation may send */
+#define BENCH_LOAD_MAX 4096   /* commands one load step may send */
+#define BENCH_TYPES_MAX 8     /* --types: counter types in play */
+#define BENCH_SHA_LEN 40      /* a Redis script's SHA1 in hex */
+#define BENCH_PER_USER_MAX 64 /* --per-user: DOT has 64 dots */
 
 /* What a row's functions may read. */
 struct bench_ctx {
     enum bench_dialect dialect;
-    unsigned types;              /* counter types in play: 0..types-1 */
+    unsigned types; /* counter types in play: 0..types-1 */
+    /* --per-user: entries per user of the rows whose key is one entry
+     * (DOT's clicks, FEED's follows): key k is entry k % per_user of user
+     * k / per_user. 0: the row's own (DOT 4, FEED 200). */
+    unsigned per_user;
     char sha[BENCH_SHA_LEN + 1]; /* Redis: the row's script, once loaded */
 };
 

@@ -59,6 +59,8 @@ static void usage(FILE *f)
         "  -r, --keys N         key space: ids 0..N-1 (100000)\n"
         "      --zipf S         Zipf keys with exponent S (default uniform)\n"
         "      --types N        counter types in play, 1..%d (2)\n"
+        "      --per-user N     DOT, FEED: entries (keys) per user, 1..%d\n"
+        "                       (DOT 4, FEED 200)\n"
         "      --preload        the load step of every key, then the run\n"
         "      --load           only the load step of every key\n"
         "      --audit          then DEBUG AUDIT on unreadd (must be 0)\n"
@@ -67,7 +69,7 @@ static void usage(FILE *f)
         "      --list           the workloads and their Redis equivalents\n"
         "Exit status 1 on a usage or connection failure, 2 when a reply\n"
         "was an error or of the wrong kind or the audit found mismatches.\n",
-        BENCH_TYPES_MAX);
+        BENCH_TYPES_MAX, BENCH_PER_USER_MAX);
 }
 
 static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -96,6 +98,7 @@ enum {
     OPT_WARMUP = 256,
     OPT_ZIPF,
     OPT_TYPES,
+    OPT_PER_USER,
     OPT_PRELOAD,
     OPT_LOAD,
     OPT_AUDIT,
@@ -120,6 +123,7 @@ static const struct option longopts[] = {
     {"keys", required_argument, NULL, 'r'},
     {"zipf", required_argument, NULL, OPT_ZIPF},
     {"types", required_argument, NULL, OPT_TYPES},
+    {"per-user", required_argument, NULL, OPT_PER_USER},
     {"preload", no_argument, NULL, OPT_PRELOAD},
     {"load", no_argument, NULL, OPT_LOAD},
     {"audit", no_argument, NULL, OPT_AUDIT},
@@ -184,6 +188,8 @@ static bool set_opt(struct opts *o, int ch, const char *arg, uint64_t *keys,
         return parse_real(arg, zipf) && *zipf > 0 && *zipf <= 10;
     case OPT_TYPES:
         return parse_unsigned(arg, BENCH_TYPES_MAX, &p->ctx.types);
+    case OPT_PER_USER:
+        return parse_unsigned(arg, BENCH_PER_USER_MAX, &p->ctx.per_user);
     case OPT_SEED:
         return parse_u64(arg, 0, UINT64_MAX, &p->seed);
     case OPT_PRELOAD:
@@ -408,11 +414,12 @@ static void report_json(const struct opts *o, const struct bench_result *r,
     else
         printf("null");
     printf(",\"port\":%u,\"connections\":%u,\"pipeline\":%u,\"threads\":%u,"
-           "\"keys\":%" PRIu64 ",\"zipf\":%g,\"types\":%u,\"mode\":\"%s\","
+           "\"keys\":%" PRIu64 ",\"zipf\":%g,\"types\":%u,\"per_user\":%u,"
+           "\"mode\":\"%s\","
            "\"seconds\":%.3f,\"ops\":%" PRIu64 ",\"ops_per_sec\":%.1f,"
            "\"errors\":%" PRIu64 ",\"first_error\":",
            p->port, p->conns, p->pipeline, p->threads, p->keys.n,
-           p->keys.zipf ? p->keys.s : 0.0, p->ctx.types,
+           p->keys.zipf ? p->keys.s : 0.0, p->ctx.types, p->ctx.per_user,
            p->load       ? "load"
            : p->requests ? "requests"
                          : "duration",

@@ -136,7 +136,7 @@ static unsigned encode_op(const char *name, enum bench_target t, uint64_t key,
                           unsigned types, struct ur_buf *b)
 {
     const struct bench_workload *w = bench_workload_find(name);
-    struct bench_ctx x = {bench_dialect_of(t), types, {0}};
+    struct bench_ctx x = {bench_dialect_of(t), types, 0, {0}};
     struct bench_cmd cmds[BENCH_OP_MAX];
     struct bench_rng r;
     unsigned n;
@@ -229,8 +229,8 @@ static void test_every_row_encodes(void)
 static void test_load_step(void)
 {
     const struct bench_workload *w = bench_workload_find("cnt-get");
-    struct bench_ctx u = {BENCH_UNREADD, 3, {0}},
-                     r = {BENCH_REDIS_CMDS, 2, {0}};
+    struct bench_ctx u = {BENCH_UNREADD, 3, 0, {0}},
+                     r = {BENCH_REDIS_CMDS, 2, 0, {0}};
     struct bench_cmd cmds[BENCH_OP_MAX];
     struct ur_buf b;
 
@@ -271,8 +271,8 @@ static void test_encode_fcall(void)
 static void test_conv_seqs(void)
 {
     const struct bench_workload *w = bench_workload_find("conv-seq");
-    struct bench_ctx u = {BENCH_UNREADD, 1, {0}},
-                     r = {BENCH_REDIS_CMDS, 1, {0}};
+    struct bench_ctx u = {BENCH_UNREADD, 1, 0, {0}},
+                     r = {BENCH_REDIS_CMDS, 1, 0, {0}};
     struct bench_cmd cmds[BENCH_OP_MAX];
     static struct bench_cmd load[BENCH_LOAD_MAX];
     struct bench_rng rng;
@@ -307,7 +307,7 @@ static void test_conv_seqs(void)
 static void test_grp_load(void)
 {
     const struct bench_workload *w = bench_workload_find("grp-post");
-    struct bench_ctx u = {BENCH_UNREADD, 3, {0}};
+    struct bench_ctx u = {BENCH_UNREADD, 3, 0, {0}};
     static struct bench_cmd load[BENCH_LOAD_MAX];
     uint64_t now = bench_clock_ms();
     struct ur_buf b;
@@ -411,7 +411,7 @@ static void test_dot_feed_rcpt_rows(void)
         CHECK(w != NULL && w->script != NULL);
         for (int t = BENCH_BINARY; w && t <= BENCH_REDIS; t++) {
             struct bench_ctx x = {
-                bench_dialect_of((enum bench_target)t), 2, {0}};
+                bench_dialect_of((enum bench_target)t), 2, 0, {0}};
             struct bench_rng r;
 
             bench_rng_seed(&r, 3);
@@ -438,8 +438,8 @@ static void test_dot_feed_rcpt_rows(void)
 static void test_rcpt_load(void)
 {
     const struct bench_workload *w = bench_workload_find("rcpt-count");
-    struct bench_ctx u = {BENCH_UNREADD, 2, {0}},
-                     r = {BENCH_REDIS_CMDS, 2, {0}};
+    struct bench_ctx u = {BENCH_UNREADD, 2, 0, {0}},
+                     r = {BENCH_REDIS_CMDS, 2, 0, {0}};
     static struct bench_cmd c[BENCH_LOAD_MAX];
     unsigned n;
 
