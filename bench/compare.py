@@ -28,7 +28,10 @@ step for its keyspace into both (deep-pipelined), then bytes per entry from
 the RSS growth (/proc/<pid>/status VmRSS) and from each server's own
 accounting (unreadd INFO memory <family>_bytes, Redis used_memory growth);
 then the goals as met/missed: issue 21's, of RSS growth per entry
-(MEMORY_RSS_GOAL), and the earlier ones of own accounting.
+(MEMORY_RSS_GOAL), and the earlier ones of own accounting. Then the
+single-entry shapes (SHAPES, issue 21 part 4): users with one entry of a
+family, or one in each of five, loaded by several load steps into the
+same pair of servers; bytes per user, both servers, and the ratio.
 
 On a machine with 2+ cores the servers run on CPU 0 and the client on the
 others (taskset), so the client never steals the server's core; the client
@@ -36,7 +39,7 @@ CPU column says whether it kept up. Any error reply, a DEBUG AUDIT mismatch
 or a Redis hash whose total is not the sum of its parts fails the run.
 
 Adding a family: its workloads to WORKLOADS (and goals to GOALS if it has
-any), a row to MEMORY. Python 3 standard library only.
+any), a row to MEMORY, its one-entry step to ONE_ENTRY and SHAPES. Python 3 standard library only.
 """
 
 import argparse
@@ -150,6 +153,37 @@ MEMORY = [
     ("rcpt", "rcpt-lag", 1000000, "message"),
     ("rcpt", "rcpt-half", 1000000, "message"),
 ]
+
+# Issue 21 part 4, single-entry shapes: users with exactly ONE entry of a
+# family, and users with one in each of five families (the same uids). A
+# row: its name (what --workloads selects), what it stands for, and its
+# load steps, run one after the other into the same pair of servers. A
+# step: (family, the workload whose load step it runs, unit, the
+# unread-bench options that give every user one entry), each key one user
+# in every step, so the row's figures are bytes per user. SHAPE_USERS
+# users, or --memory-keys.
+SHAPE_USERS = 1000000
+ONE_ENTRY = {
+    "cnt": ("cnt", "cnt-get", "user", ["--types", 1]),
+    "conv": ("conv", "conv-seq", "conversation", ["--types", 1]),
+    "grp": ("grp", "grp-unread", "membership", ["--types", 1]),
+    "dot": ("dot", "dot-check", "click", ["--per-user", 1]),
+    "feed": ("feed", "feed-unread", "follow", ["--per-user", 1]),
+}
+SHAPES = [
+    ("shape-grp", "one group", [ONE_ENTRY["grp"]]),
+    ("shape-dot", "one dot", [ONE_ENTRY["dot"]]),
+    ("shape-feed", "one follow", [ONE_ENTRY["feed"]]),
+    ("shape-conv", "one conversation", [ONE_ENTRY["conv"]]),
+    ("shape-cnt", "CNT, one type", [ONE_ENTRY["cnt"]]),
+    ("shape-mix", "one each of cnt, conv, grp, dot, feed",
+     [ONE_ENTRY[f] for f in ("cnt", "conv", "grp", "dot", "feed")]),
+]
+# Redis, after a shape's load: the family's per-user hash (bench_<f>.c)
+# and its field count when the user has one entry (CNT: the type and
+# `total`; CONV: the unread, m<cid>, r<cid> and `total`). Sampled.
+REDIS_ONE_ENTRY = {"cnt": ("u:", 2), "conv": ("c:", 4), "grp": ("gs:", 1),
+                   "dot": ("dot:click:", 1), "feed": ("feed:snap:", 1)}
 
 # Families whose Redis hashes keep a total beside their parts (the fields
 # named by a number): their key prefix. Sampled after the runs and loads.
@@ -594,6 +628,109 @@ def memory_rows(opts):
     return rows
 
 
+def shape_rows(opts):
+    """The SHAPES rows named in --workloads, with their user count."""
+    users = opts.memory_keys or SHAPE_USERS
+    return [row + (users,) for row in SHAPES if row[0] in opts.workloads]
+
+
+def memory_shape(opts, pin, name, what, steps, users):
+    """One SHAPES row: fresh servers, every step's load of `users` keys
+    into both, then bytes per user: RSS growth (the activity table
+    included) and own accounting (unreadd: the steps' families' _bytes,
+    and activity_bytes beside; Redis: used_memory growth). unreadd must
+    hold exactly one entry per user in each family (INFO memory
+    <family>_<unit>s), and track every user's activity; Redis one entry in
+    each sampled user's hash."""
+    servers = [Server("unreadd", opts.build, pin),
+               Server("redis", opts.build, pin)]
+    unr, red = servers
+    load = ["--load", "-r", users, "-c", 8, "-P", 256]
+    try:
+        rss0 = {s.kind: proc_rss(s.pid) for s in servers}
+        used0 = int(red.info("memory")["used_memory"])
+        for family, workload, unit, extra in steps:
+            for srv in servers:
+                t0 = time.monotonic()
+                bench(opts.build, pin, srv, workload, load + extra)
+                say("  %s: loaded %-8s %d users, one %s each (%s load "
+                    "step, %s) in %.1f s" % (
+                        name, srv.kind, users, family, workload,
+                        " ".join(str(a) for a in extra),
+                        time.monotonic() - t0))
+        rss1 = {s.kind: proc_rss(s.pid) for s in servers}
+        uinfo = unr.info("memory")
+        own_u = 0
+        for family, workload, unit, extra in steps:
+            held = int(uinfo["%s_%ss" % (family, unit)])
+            if held != users:
+                raise Failed("%s: unreadd holds %d %s %ss, expected %d (one "
+                             "per user)" % (name, held, family, unit, users))
+            own_u += int(uinfo["%s_bytes" % family])
+        # The activity table holds each user once, or no one when the
+        # families keep the day in their own records (CONV, DOT).
+        if int(uinfo.get("activity_users", 0)) not in (0, users):
+            raise Failed("%s: unreadd's activity table holds %s users, "
+                         "expected %d or none" % (
+                             name, uinfo["activity_users"], users))
+        activity = int(uinfo.get("activity_bytes", 0))
+        own_r = int(red.info("memory")["used_memory"]) - used0
+        for family, workload, unit, extra in steps:
+            check_redis_one_entry(red, name, family, users)
+            if family in REDIS_TOTALS:
+                check_redis_totals(red, family, users)
+        say("  %s: unreadd own %.1f B per user (%s), activity table %.1f" % (
+            name, own_u / users, " + ".join(
+                "%s_bytes %.1f" % (f, int(uinfo["%s_bytes" % f]) / users)
+                for f, _, _, _ in steps), activity / users))
+    finally:
+        for srv in servers:
+            srv.stop()
+    return {
+        "shape": name, "what": what, "users": users,
+        "families": [step[0] for step in steps],
+        "rss_unreadd": (rss1["unreadd"] - rss0["unreadd"]) / users,
+        "rss_redis": (rss1["redis"] - rss0["redis"]) / users,
+        "own_unreadd": own_u / users, "activity_unreadd": activity / users,
+        "own_redis": own_r / users,
+    }
+
+
+def check_redis_one_entry(srv, name, family, users, samples=1000):
+    """Each sampled user's hash of the family (REDIS_ONE_ENTRY) holds one
+    entry's fields: Redis was loaded with the shape unreadd was."""
+    prefix, fields = REDIS_ONE_ENTRY[family]
+    uids = range(0, users, max(1, users // samples))
+    with Resp(srv.port, 30) as c:
+        lens = c.pipeline([("HLEN", "%s%d" % (prefix, u)) for u in uids])
+    for uid, n in zip(uids, lens):
+        if n != fields:
+            raise Failed("%s: redis %s%d has %d fields, expected %d" % (
+                name, prefix, uid, n, fields))
+
+
+def print_shapes(rows):
+    """The single-entry shapes' table: bytes per user on both servers."""
+    if not rows:
+        return
+    say("")
+    say("Single-entry shapes (issue 21 part 4): bytes per user")
+    say("| shape | users | unreadd RSS | Redis RSS | RSS unreadd / Redis "
+        "| unreadd own (families + activity table) | Redis used_memory "
+        "| own unreadd / Redis |")
+    say("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        own = r["own_unreadd"] + r["activity_unreadd"]
+        say("| %s (%s) | %d | %.1f | %.1f | %.3f | %.1f (%.1f + %.1f) | %.1f "
+            "| %.3f |" % (
+                r["what"], r["shape"], r["users"], r["rss_unreadd"],
+                r["rss_redis"], r["rss_unreadd"] / r["rss_redis"], own,
+                r["own_unreadd"], r["activity_unreadd"], r["own_redis"],
+                own / r["own_redis"]))
+    say("RSS growth includes the activity table (every user's last active "
+        "day, for expiry).")
+
+
 def memory_row(opts, pin, family, workload, keys, unit, types=None):
     servers = [Server("unreadd", opts.build, pin),
                Server("redis", opts.build, pin)]
@@ -716,11 +853,12 @@ def main():
                     help="preloaded keyspace (1000000)")
     ap.add_argument("--memory-keys", type=int, default=0,
                     help="with --memory, keys of every row instead of its "
-                    "own (1000000): smaller runs for tests, figures less "
-                    "exact")
+                    "own (1000000), users of every shape row: smaller runs "
+                    "for tests, figures less exact")
     ap.add_argument("--workloads", default=None,
                     help="the workloads to run; with --memory, the MEMORY "
-                    "rows whose load step is one of them (all)")
+                    "rows whose load step is one of them and the SHAPES rows "
+                    "named (shape-grp, ..., shape-mix) (all)")
     ap.add_argument("--retry-budget", type=float, default=20,
                     help="seconds that reruns of noisy pairs may take in "
                     "all (20)")
@@ -730,7 +868,8 @@ def main():
     opts.build = os.path.join(REPO, opts.build)
     if opts.workloads is None:  # every row (the memory-only load steps too)
         opts.workloads = ",".join(
-            [row[1] for row in MEMORY] if opts.memory else WORKLOADS)
+            [row[1] for row in MEMORY] + [row[0] for row in SHAPES]
+            if opts.memory else WORKLOADS)
     opts.workloads = [w for w in opts.workloads.split(",") if w]
     if shutil.which("redis-server") is None:
         say("compare: redis-server not found (sh tools/deps.sh bench)")
@@ -745,8 +884,15 @@ def main():
     try:
         if opts.memory:
             rows = [memory_row(opts, pin, *row) for row in memory_rows(opts)]
-            print_memory(rows)
-            out["memory"] = rows
+            shapes = [memory_shape(opts, pin, *row)
+                      for row in shape_rows(opts)]
+            if not rows and not shapes:
+                raise Failed("no memory row among --workloads %s" %
+                             ",".join(opts.workloads))
+            if rows:
+                print_memory(rows)
+            print_shapes(shapes)
+            out["memory"], out["shapes"] = rows, shapes
         else:
             say("%d connections, pipelines %s, runs of %.2f s after %.2f s "
                 "of warm-up (%s; others %.2f + %.2f s), %d keys uniform, %d "

@@ -87,7 +87,8 @@ def test_bench_error_replies_fail_the_run():
 
 def test_bench_bad_usage():
     for args in (["-w", "no-such"], ["-P", "0"], ["-t", "nope"],
-                 ["--types", "9"], ["-d", "x"]):
+                 ["--types", "9"], ["-d", "x"], ["--per-user", "0"],
+                 ["--per-user", "65"]):
         p = subprocess.run([UNREAD_BENCH] + args, capture_output=True,
                            text=True, timeout=10)
         assert p.returncode == 1, (args, p.stdout, p.stderr)
@@ -347,6 +348,31 @@ def test_bench_dot_feed_rcpt_load_steps():
             assert c.cmd("RCPT.COUNT", 1, 1) == [199, 0]
             assert c.cmd("RCPT.COUNT", 0, 990) == [40, 159]  # sender 130
             assert c.cmd("RCPT.COUNT", 0, 955) == [175, 24]  # sender 85
+
+
+def test_bench_per_user_load_steps():
+    """--per-user n: DOT's and FEED's key k is entry k % n of user k / n,
+    so -r keys load keys / n users with n entries each, on both
+    protocols' counts; the default stays the families' own."""
+    for n in (1, 3):
+        with Server() as srv:
+            for wl in ("dot-check", "feed-unread"):
+                r, _ = bench(srv.port, "-w", wl, "--load", "-r", 600,
+                             "--per-user", n)
+                assert r["errors"] == 0 and r["per_user"] == n, r
+            with srv.resp() as c:
+                info = c.cmd("INFO", "memory").decode()
+                assert "dot_clicks:600\r" in info, info
+                assert "feed_follows:600\r" in info, info
+                # FEED: user u follows authors (7919 u + j) % 10000, j < n
+                u, last = 600 // n - 1, (7919 * (600 // n - 1) + n - 1) % 10000
+                assert c.cmd("FEED.FOLLOW", u, last) == 0  # already
+                assert c.cmd("FEED.FOLLOW", u + 1, last) == 1  # a new user
+                c.cmd("FEED.POST", last, 4)
+                c.cmd("FEED.POST", (last + 1) % 10000, 5)  # not u's
+                assert c.cmd("FEED.UNREAD", u) == 4
+                assert c.cmd("FEED.UNREAD", u + 2) == 0
+                assert c.cmd("DEBUG", "AUDIT") == 0
 
 
 def dot_state(c, redis, users=100):
@@ -667,3 +693,94 @@ def test_compare_memory_prints_issue_21_goals():
 
 
 test_compare_memory_prints_issue_21_goals.timeout = 300
+
+
+def load_compare():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "compare_bench_py", os.path.join(REPO, "bench", "compare.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_compare_memory_single_entry_shapes():
+    """bench/compare.py --memory's single-entry shapes (issue 21 part 4)
+    end to end at 3,000 users: each row loads every user with one entry
+    of its families into both servers (unreadd's INFO counts checked by
+    compare.py), the table is printed, and the figures are sane: positive,
+    the mixed row's families cost what they cost alone (the same data)."""
+    if shutil.which("redis-server") is None:
+        return
+    shapes = ["shape-grp", "shape-dot", "shape-feed", "shape-conv",
+              "shape-cnt", "shape-mix"]
+    users = 3000
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "mem.json")
+        p = subprocess.run(
+            ["python3", os.path.join(REPO, "bench", "compare.py"),
+             "--build", BUILD, "--memory", "--workloads", ",".join(shapes),
+             "--memory-keys", str(users), "--no-pin", "--json", out],
+            capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+        with open(out) as f:
+            got = json.load(f)
+    assert got["memory"] == [], got["memory"]  # no MEMORY row was named
+    rows = {r["shape"]: r for r in got["shapes"]}
+    assert list(rows) == shapes, rows
+    lines = p.stdout.split("Single-entry shapes (issue 21 part 4): bytes "
+                           "per user\n")
+    assert len(lines) == 2, p.stdout
+    for name, r in rows.items():
+        assert r["users"] == users, r
+        row = [l for l in lines[1].splitlines() if "(%s) |" % name in l]
+        assert len(row) == 1, (name, p.stdout)
+        cells = [c.strip() for c in row[0].strip("|").split("|")]
+        assert cells[1] == str(users), row
+        assert float(cells[2]) == round(r["rss_unreadd"], 1), row
+        assert abs(float(cells[4]) - r["rss_unreadd"] / r["rss_redis"]) \
+            < 0.001, row
+        # a user costs something on both, and less than a kilobyte per
+        # family on either
+        n = len(r["families"])
+        for k in ("own_unreadd", "own_redis", "rss_redis"):
+            assert 1 < r[k] < 1024 * n, (name, k, r)
+        assert 0 <= r["activity_unreadd"] < 64, r
+    assert rows["shape-mix"]["families"] == ["cnt", "conv", "grp", "dot",
+                                             "feed"]
+    alone = sum(rows["shape-" + f]["own_unreadd"]
+                for f in rows["shape-mix"]["families"])
+    mix = rows["shape-mix"]["own_unreadd"]
+    assert abs(mix - alone) <= 0.1 * alone, (mix, alone)
+    assert rows["shape-mix"]["own_redis"] > max(
+        rows["shape-" + f]["own_redis"] for f in rows["shape-mix"]["families"])
+
+
+test_compare_memory_single_entry_shapes.timeout = 150
+
+
+def test_compare_shape_fails_on_wrong_entry_counts():
+    """A shape whose load leaves users with more than one entry fails the
+    run: unreadd's count (2 GRP memberships a user) or, where unreadd's
+    count of entries still matches the keys (2 DOT clicks a user over half
+    the users), its count of users or Redis's per-user hashes."""
+    if shutil.which("redis-server") is None:
+        return
+    mod = load_compare()
+
+    class Opts:
+        build = BUILD
+
+    pin = mod.Pinning(False)
+    for step, needles in (
+            (("grp", "grp-unread", "membership", ["--types", 2]),
+             ["unreadd holds 2000 grp memberships, expected 1000"]),
+            (("dot", "dot-check", "click", ["--per-user", 2]),
+             ["activity table holds 500 users, expected 1000",
+              "redis dot:click:0 has 2 fields, expected 1"])):
+        try:
+            mod.memory_shape(Opts, pin, "bad", "bad", [step], 1000)
+        except mod.Failed as e:
+            assert any(n in str(e) for n in needles), (needles, str(e))
+        else:
+            assert False, "a wrong shape passed: %r" % (step,)
