@@ -653,7 +653,7 @@ def memory_shape(opts, pin, name, what, steps, users):
             for srv in servers:
                 t0 = time.monotonic()
                 bench(opts.build, pin, srv, workload, load + extra)
-                say("  %s: loaded %-8s %d users, one %s each (%s load "
+                say("  %s: loaded %-8s %d users, one %s entry each (%s load "
                     "step, %s) in %.1f s" % (
                         name, srv.kind, users, family, workload,
                         " ".join(str(a) for a in extra),
