@@ -39,7 +39,8 @@ CPU column says whether it kept up. Any error reply, a DEBUG AUDIT mismatch
 or a Redis hash whose total is not the sum of its parts fails the run.
 
 Adding a family: its workloads to WORKLOADS (and goals to GOALS if it has
-any), a row to MEMORY, its one-entry step to ONE_ENTRY and SHAPES. Python 3 standard library only.
+any), a row to MEMORY, its one-entry step to ONE_ENTRY and SHAPES.
+Python 3 standard library only.
 """
 
 import argparse
@@ -640,8 +641,8 @@ def memory_shape(opts, pin, name, what, steps, users):
     included) and own accounting (unreadd: the steps' families' _bytes,
     and activity_bytes beside; Redis: used_memory growth). unreadd must
     hold exactly one entry per user in each family (INFO memory
-    <family>_<unit>s), and track every user's activity; Redis one entry in
-    each sampled user's hash."""
+    <family>_<unit>s) and each user once in its activity table, if there;
+    Redis one entry in each sampled user's hash."""
     servers = [Server("unreadd", opts.build, pin),
                Server("redis", opts.build, pin)]
     unr, red = servers
