@@ -53,7 +53,11 @@ struct seg {
 };
 
 struct u64map {
-    struct xdir dir;     /* hash prefix -> struct seg */
+    struct xdir dir;    /* hash prefix -> struct seg */
+    bool tagged;        /* a u16 tag per slot, after the slots (Tags) */
+    size_t ntagged;     /* entries whose tag is not 0 */
+    u64map_tag_fn drop; /* told of a non-zero tag its entry's delete drops */
+    void *drop_ctx;
     struct mem_acct mem; /* directory, segments and the spare */
     void *spare;         /* the last unmapped segment's pages, for reuse */
     size_t spare_size;
@@ -100,9 +104,26 @@ static inline uint32_t seg_slack(uint32_t cap)
     return 4 + cap / 128;
 }
 
-static inline size_t seg_size(uint32_t nslots)
+/*
+ * Tags. A tagged map keeps a u16 per slot in an array after the slots (2
+ * bytes a slot, ~2.3 an entry), moved with its slot by every insert,
+ * delete and rebuild: state its owner reads with the entry, such as the
+ * activity day GRP and FEED keep (days.h), which an entry of its own
+ * elsewhere would cost ~12 bytes. An untagged map's segments have no array.
+ */
+static inline size_t slot_bytes(bool tagged)
 {
-    return sizeof(struct seg) + (size_t)nslots * sizeof(struct slot);
+    return sizeof(struct slot) + (tagged ? sizeof(uint16_t) : 0);
+}
+
+static inline size_t seg_size(const struct u64map *m, uint32_t nslots)
+{
+    return sizeof(struct seg) + (size_t)nslots * slot_bytes(m->tagged);
+}
+
+static inline uint16_t *seg_tags(const struct seg *s)
+{
+    return (uint16_t *)(uintptr_t)&s->slot[s->nslots];
 }
 
 static inline uint32_t seg_home(const struct seg *s, uint64_t h)
@@ -174,9 +195,18 @@ static size_t page_size(void)
 }
 
 /* Whether a segment of this many slots lives in its own mapping. */
-static inline bool seg_mapped(uint32_t nslots)
+static inline bool seg_mapped(const struct u64map *m, uint32_t nslots)
 {
-    return seg_size(nslots) >= SEG_MMAP_MIN;
+    return seg_size(m, nslots) >= SEG_MMAP_MIN;
+}
+
+/* The bytes a segment of nslots slots holds: whole pages when mapped (a
+ * tagged map's 18-byte slots do not divide a page: the rest is unused). */
+static size_t seg_bytes(const struct u64map *m, uint32_t nslots)
+{
+    size_t size = seg_size(m, nslots), ps = page_size();
+
+    return size >= SEG_MMAP_MIN ? (size + ps - 1) / ps * ps : size;
 }
 
 static void spare_drop(struct u64map *m)
@@ -216,14 +246,12 @@ static void pages_put(struct u64map *m, void *p, size_t size)
 static struct seg *seg_alloc(struct u64map *m, uint32_t cap, uint8_t depth)
 {
     uint32_t slack = seg_slack(cap), nslots = cap + slack;
-    size_t size = seg_size(nslots);
+    size_t size = seg_bytes(m, nslots);
     struct seg *s;
 
     if (size >= SEG_MMAP_MIN) {
-        size_t ps = page_size();
-
-        size = (size + ps - 1) / ps * ps;
-        nslots = (uint32_t)((size - sizeof(struct seg)) / sizeof(struct slot));
+        nslots =
+            (uint32_t)((size - sizeof(struct seg)) / slot_bytes(m->tagged));
         cap = nslots - slack;
         s = pages_get(m, size);
     } else {
@@ -244,9 +272,9 @@ static void seg_free(struct u64map *m, struct seg *s)
 
     if (s == NULL)
         return;
-    size = seg_size(s->nslots);
+    size = seg_bytes(m, s->nslots);
     m->nsegs--;
-    if (seg_mapped(s->nslots))
+    if (seg_mapped(m, s->nslots))
         pages_put(m, s, size);
     else
         mem_free(&m->mem, s, size);
@@ -260,8 +288,9 @@ static void seg_free(struct u64map *m, struct seg *s)
  * increasing order (*next: first free position, start at 0). -1 when a run
  * would spill past the slack; d is then partly filled and must be dropped.
  */
-static int seg_append(struct seg *d, const struct seg *src, uint32_t from,
-                      uint32_t to, uint32_t *next)
+static int seg_append(const struct u64map *m, struct seg *d,
+                      const struct seg *src, uint32_t from, uint32_t to,
+                      uint32_t *next)
 {
     for (uint32_t i = from; i < to; i++) {
         const struct slot *sl = &src->slot[i];
@@ -275,6 +304,8 @@ static int seg_append(struct seg *d, const struct seg *src, uint32_t from,
         if (p >= d->nslots)
             return -1;
         d->slot[p] = *sl;
+        if (m->tagged)
+            seg_tags(d)[p] = seg_tags(src)[i];
         d->count++;
         *next = p + 1;
     }
@@ -296,8 +327,8 @@ static struct seg *seg_build(struct u64map *m, uint8_t depth, uint32_t cap,
 
         if (s == NULL)
             return NULL;
-        if (seg_append(s, a, afrom, ato, &next) == 0 &&
-            (b == NULL || seg_append(s, b, bfrom, bto, &next) == 0))
+        if (seg_append(m, s, a, afrom, ato, &next) == 0 &&
+            (b == NULL || seg_append(m, s, b, bfrom, bto, &next) == 0))
             return s;
         /* A spill at 80% load is very unlikely; retry with more room. */
         seg_free(m, s);
@@ -432,10 +463,10 @@ void u64map_destroy(struct u64map *m)
     for (size_t i = 0; (n = xdir_walk(&m->dir, &i)) != NULL;) {
         struct seg *s = (struct seg *)n;
 
-        if (seg_mapped(s->nslots))
-            mem_unmap(&m->mem, s, seg_size(s->nslots));
+        if (seg_mapped(m, s->nslots))
+            mem_unmap(&m->mem, s, seg_bytes(m, s->nslots));
         else
-            mem_free(&m->mem, s, seg_size(s->nslots));
+            mem_free(&m->mem, s, seg_bytes(m, s->nslots));
     }
     xdir_deinit(&m->dir, &m->mem);
     spare_drop(m);
@@ -597,7 +628,8 @@ uint64_t *u64map_ref(struct u64map *m, uint64_t key)
  * Inserts absent key into s at its sorted position, shifting the rest of its
  * run right by one. -1 (s unchanged) when the run would pass the slack.
  */
-static int seg_insert(struct seg *s, uint64_t val, uint64_t h)
+static int seg_insert(const struct u64map *m, struct seg *s, uint64_t val,
+                      uint64_t h)
 {
     uint32_t p = seg_home(s, h), e;
 
@@ -610,6 +642,12 @@ static int seg_insert(struct seg *s, uint64_t val, uint64_t h)
     memmove(&s->slot[p + 1], &s->slot[p], (e - p) * sizeof(struct slot));
     s->slot[p].h = h;
     s->slot[p].val = val;
+    if (m->tagged) {
+        uint16_t *t = seg_tags(s);
+
+        memmove(&t[p + 1], &t[p], (e - p) * sizeof(*t));
+        t[p] = 0;
+    }
     s->count++;
     return 0;
 }
@@ -634,7 +672,7 @@ int u64map_put(struct u64map *m, uint64_t key, uint64_t val)
             sl->val = val;
             return 0;
         }
-        if (s->count < SEG_MAX_LOAD(s->cap) && seg_insert(s, val, h) == 0) {
+        if (s->count < SEG_MAX_LOAD(s->cap) && seg_insert(m, s, val, h) == 0) {
             m->count++;
             return 0;
         }
@@ -649,6 +687,7 @@ bool u64map_del(struct u64map *m, uint64_t key)
     struct seg *s = seg_of(m, h);
     struct slot *sl = s ? seg_find(s, h) : NULL;
     uint32_t p, e;
+    uint16_t tag = 0;
 
     if (sl == NULL)
         return false;
@@ -661,9 +700,19 @@ bool u64map_del(struct u64map *m, uint64_t key)
     memmove(&s->slot[p], &s->slot[p + 1], (e - p - 1) * sizeof(struct slot));
     s->slot[e - 1].h = 0;
     s->slot[e - 1].val = 0;
+    if (m->tagged) {
+        uint16_t *t = seg_tags(s);
+
+        tag = t[p];
+        memmove(&t[p], &t[p + 1], (e - p - 1) * sizeof(*t));
+        t[e - 1] = 0;
+        m->ntagged -= tag != 0;
+    }
     s->count--;
     m->count--;
     seg_trim(m, s, h);
+    if (tag != 0 && m->drop != NULL)
+        m->drop(key, tag, m->drop_ctx);
     return true;
 }
 
@@ -696,8 +745,8 @@ void u64map_stats(const struct u64map *m, struct u64map_stats *st)
  * but never change that order. Walking resumes at the cursor's segment and
  * its home slot there (entries at or past the cursor are never before it).
  */
-size_t u64map_scan(const struct u64map *m, uint64_t *cursor, size_t max,
-                   u64map_visit_fn fn, void *ctx)
+static size_t scan_walk(const struct u64map *m, uint64_t *cursor, size_t max,
+                        u64map_visit_fn fn, u64map_tag_fn tfn, void *ctx)
 {
     uint64_t h = *cursor;
     size_t n = 0;
@@ -720,7 +769,10 @@ size_t u64map_scan(const struct u64map *m, uint64_t *cursor, size_t max,
                 *cursor = hs;
                 return n;
             }
-            fn(hash_u64_inv(hs, m->seed), sl->val, ctx);
+            if (tfn == NULL)
+                fn(hash_u64_inv(hs, m->seed), sl->val, ctx);
+            else if (seg_tags(s)[p] != 0)
+                tfn(hash_u64_inv(hs, m->seed), seg_tags(s)[p], ctx);
             n++;
         }
         /* Next segment: the first hash after this one's prefix range. */
@@ -731,9 +783,70 @@ size_t u64map_scan(const struct u64map *m, uint64_t *cursor, size_t max,
     }
 }
 
+int u64map_set_tagged(struct u64map *m, u64map_tag_fn drop, void *ctx)
+{
+    if (m->count != 0 || m->nsegs != 0)
+        return -1;
+    m->tagged = true;
+    m->drop = drop;
+    m->drop_ctx = ctx;
+    return 0;
+}
+
+/* key's slot in a tagged map and its tag's place, or NULL. */
+static struct slot *tag_find(const struct u64map *m, uint64_t key,
+                             uint16_t **tag)
+{
+    uint64_t h = map_hash(key, m->seed);
+    const struct seg *s = seg_of(m, h);
+    struct slot *sl = s ? seg_find(s, h) : NULL;
+
+    if (sl != NULL)
+        *tag = &seg_tags(s)[sl - s->slot];
+    return sl;
+}
+
+bool u64map_get_tag(const struct u64map *m, uint64_t key, uint16_t *tag)
+{
+    uint16_t *t;
+
+    if (tag_find(m, key, &t) == NULL)
+        return false;
+    *tag = *t;
+    return true;
+}
+
+bool u64map_set_tag(struct u64map *m, uint64_t key, uint16_t tag)
+{
+    uint16_t *t;
+
+    if (tag_find(m, key, &t) == NULL)
+        return false;
+    m->ntagged += (size_t)(tag != 0) - (size_t)(*t != 0);
+    *t = tag;
+    return true;
+}
+
+size_t u64map_tagged(const struct u64map *m)
+{
+    return m->ntagged;
+}
+
+size_t u64map_scan_tags(const struct u64map *m, uint64_t *cursor, size_t max,
+                        u64map_tag_fn fn, void *ctx)
+{
+    return scan_walk(m, cursor, max, NULL, fn, ctx);
+}
+
+size_t u64map_scan(const struct u64map *m, uint64_t *cursor, size_t max,
+                   u64map_visit_fn fn, void *ctx)
+{
+    return scan_walk(m, cursor, max, fn, NULL, ctx);
+}
+
 struct audit_ctx {
     const struct u64map *m;
-    size_t count, bytes;
+    size_t count, bytes, tagged;
 };
 
 /* One segment, at directory entries [first, first + span): its entries
@@ -753,6 +866,10 @@ static size_t seg_audit(const struct xdir *x, const struct xdir_node *n,
         uint64_t hs;
         uint32_t home;
 
+        if (ac->m->tagged) {
+            bad += sl->val == 0 && seg_tags(s)[p] != 0;
+            ac->tagged += sl->val != 0 && seg_tags(s)[p] != 0;
+        }
         if (sl->val == 0) {
             bad += sl->h != 0;
             continue;
@@ -767,16 +884,17 @@ static size_t seg_audit(const struct xdir *x, const struct xdir_node *n,
     }
     bad += c != s->count;
     ac->count += c;
-    ac->bytes += seg_size(s->nslots);
+    ac->bytes += seg_bytes(ac->m, s->nslots);
     return bad;
 }
 
 size_t u64map_audit(const struct u64map *m)
 {
-    struct audit_ctx ac = {m, 0, m->spare_size + xdir_bytes(&m->dir)};
+    struct audit_ctx ac = {m, 0, m->spare_size + xdir_bytes(&m->dir), 0};
     size_t nsegs, bad = xdir_audit(&m->dir, seg_audit, &ac, &nsegs);
 
     bad += ac.count != m->count;
+    bad += ac.tagged != m->ntagged;
     bad += ac.bytes != m->mem.bytes;
     bad += nsegs != m->nsegs;
     return bad;

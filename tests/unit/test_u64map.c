@@ -484,6 +484,196 @@ static void test_random_failures(void)
     free(vals);
 }
 
+/* ---- Tags ---------------------------------------------------------------- */
+
+struct tag_ref {
+    const uint64_t *keys;
+    uint16_t *tags; /* the reference's tag per key index */
+    size_t pool;
+    size_t drops, bad; /* drop callbacks, and those not expected */
+    uint64_t want_key; /* the key u64map_del is deleting, its tag */
+    uint16_t want_tag;
+};
+
+static void on_drop(uint64_t key, uint16_t tag, void *ctx)
+{
+    struct tag_ref *r = ctx;
+
+    r->drops++;
+    r->bad += key != r->want_key || tag != r->want_tag || tag == 0;
+}
+
+struct tag_seen {
+    const struct tag_ref *r;
+    size_t calls, wrong;
+    uint8_t *seen; /* per key index */
+};
+
+static void tag_seen_visit(uint64_t key, uint16_t tag, void *ctx)
+{
+    struct tag_seen *ts = ctx;
+    /* keys are i * 7919 + 1: the index is found without a search */
+    size_t i = (key - 1) / 7919;
+
+    ts->calls++;
+    if ((key - 1) % 7919 != 0 || i >= ts->r->pool || tag == 0 ||
+        ts->r->tags[i] != tag) {
+        ts->wrong++;
+        return;
+    }
+    ts->seen[i]++;
+}
+
+/* A tagged map against a reference of values and tags through waves of
+ * inserts and deletes that grow, split, merge and shrink its segments
+ * (mapped ones included): tags follow their keys through every move,
+ * u64map_put and u64map_ref keep them, u64map_del reports each non-zero one
+ * once, u64map_scan_tags visits exactly the tagged entries, and the tagged
+ * count and the audit (tags of empty slots, bytes of 18-byte slots) hold. */
+static void test_tags_vs_reference(void)
+{
+    enum { POOL = 60000, OPS = 400000 };
+    uint64_t *keys = malloc(POOL * sizeof(*keys));
+    uint64_t *vals = calloc(POOL, sizeof(*vals));
+    uint16_t *tags = calloc(POOL, sizeof(*tags));
+    struct tag_ref r = {keys, tags, POOL, 0, 0, 0, 0};
+    struct u64map *m = u64map_create(NULL);
+    size_t bad = 0, audits = 0, tagged = 0, dropped = 0, max_live = 0, live = 0;
+
+    for (size_t i = 0; i < POOL; i++)
+        keys[i] = i * 7919 + 1;
+    CHECK(u64map_set_tagged(m, on_drop, &r) == 0);
+    for (size_t op = 0; op < OPS; op++) {
+        size_t i = t_rng() % POOL;
+        unsigned x = (unsigned)(t_rng() % 100);
+        bool filling = (op / 50000) % 2 == 0;
+        uint16_t t;
+
+        if (x < (filling ? 50u : 15u)) {
+            uint64_t v = t_rng() | 1;
+
+            bad += u64map_put(m, keys[i], v) != 0;
+            live += vals[i] == 0;
+            vals[i] = v; /* a present key keeps its tag */
+        } else if (x < (filling ? 60u : 75u)) {
+            bool had = vals[i] != 0;
+
+            r.want_key = keys[i];
+            r.want_tag = tags[i];
+            dropped += had && tags[i] != 0;
+            tagged -= had && tags[i] != 0;
+            bad += u64map_del(m, keys[i]) != had;
+            live -= had;
+            vals[i] = 0;
+            tags[i] = 0;
+        } else if (x < 85) {
+            uint16_t nt = (uint16_t)(t_rng() % 4 == 0 ? 0 : t_rng());
+
+            bad += u64map_set_tag(m, keys[i], nt) != (vals[i] != 0);
+            if (vals[i] != 0) {
+                tagged += (nt != 0) - (tags[i] != 0);
+                tags[i] = nt;
+            }
+        } else if (x < 90) {
+            uint64_t *p = u64map_ref(m, keys[i]);
+
+            bad += (p != NULL) != (vals[i] != 0);
+            if (p != NULL)
+                *p = vals[i] = t_rng() | 2;
+        } else {
+            bool has = u64map_get_tag(m, keys[i], &t);
+
+            bad += has != (vals[i] != 0) || (has && t != tags[i]);
+            bad += u64map_get(m, keys[i]) != vals[i];
+        }
+        bad += u64map_count(m) != live || u64map_tagged(m) != tagged;
+        if (live > max_live)
+            max_live = live;
+        if (op % 40000 == 0) {
+            struct tag_seen ts = {&r, 0, 0, calloc(POOL, 1)};
+            uint64_t cursor = 0;
+            size_t looked = 0;
+
+            do
+                looked +=
+                    u64map_scan_tags(m, &cursor, 1000, tag_seen_visit, &ts);
+            while (cursor != 0);
+            bad += looked != live || ts.calls != tagged || ts.wrong != 0;
+            for (size_t k = 0; k < POOL; k++)
+                bad += ts.seen[k] != (vals[k] != 0 && tags[k] != 0);
+            free(ts.seen);
+            audits += u64map_audit(m);
+        }
+    }
+    CHECK(max_live > 20000); /* segments past 16 KiB: mapped pages */
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(audits, 0);
+    CHECK_EQ_U64(r.bad, 0);
+    CHECK_EQ_U64(r.drops, dropped);
+    for (size_t k = 0; k < POOL; k++) {
+        uint16_t t = 0;
+
+        bad += u64map_get(m, keys[k]) != vals[k];
+        bad += u64map_get_tag(m, keys[k], &t) != (vals[k] != 0) ||
+               (vals[k] != 0 && t != tags[k]);
+    }
+    CHECK_EQ_U64(bad, 0);
+    /* Deleting everything drops each remaining tag once, and frees all. */
+    for (size_t k = 0; k < POOL; k++) {
+        r.want_key = keys[k];
+        r.want_tag = tags[k];
+        dropped += vals[k] != 0 && tags[k] != 0;
+        bad += u64map_del(m, keys[k]) != (vals[k] != 0);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(r.bad, 0);
+    CHECK_EQ_U64(r.drops, dropped);
+    CHECK_EQ_U64(u64map_tagged(m), 0);
+    CHECK_EQ_U64(u64map_count(m), 0);
+    CHECK_EQ_U64(u64map_audit(m), 0);
+    u64map_destroy(m);
+    free(keys);
+    free(vals);
+    free(tags);
+}
+
+/* Tagging is for an empty map only; an untagged map's bytes are as before
+ * (16-byte slots), a tagged one's 18 a slot. */
+static void test_tags_setup_and_bytes(void)
+{
+    struct u64map *a = u64map_create(NULL), *b = u64map_create(NULL);
+    struct u64map_stats sa, sb;
+    uint16_t t = 7;
+
+    CHECK(u64map_set_tagged(b, NULL, NULL) == 0);
+    CHECK(u64map_put(a, 1, 1) == 0);
+    CHECK(u64map_set_tagged(a, NULL, NULL) == -1);
+    CHECK(u64map_del(a, 1));
+    for (uint64_t k = 1; k <= 100000; k++) {
+        CHECK(u64map_put(a, k, k) == 0 || !"put");
+        CHECK(u64map_put(b, k, k) == 0 || !"put");
+    }
+    CHECK(u64map_get_tag(b, 5, &t) && t == 0);
+    CHECK(!u64map_get_tag(b, 100001, &t));
+    CHECK(!u64map_set_tag(b, 100001, 3));
+    CHECK(u64map_set_tag(b, 5, 3) && u64map_tagged(b) == 1);
+    CHECK(u64map_set_tag(b, 5, 3) && u64map_tagged(b) == 1);
+    CHECK(u64map_put(b, 5, 99) == 0);
+    CHECK(u64map_get_tag(b, 5, &t) && t == 3);
+    CHECK(u64map_set_tag(b, 5, 0) && u64map_tagged(b) == 0);
+    u64map_stats(a, &sa);
+    u64map_stats(b, &sb);
+    /* 16 and 18 bytes a slot, plus headers, the directory and the page
+     * rounding of mapped segments (less than a page a segment) */
+    CHECK(sa.bytes >= sa.slots * 16 && sb.bytes >= sb.slots * 18);
+    CHECK(sa.bytes - sa.slots * 16 < sa.segments * 4096 + 65536);
+    CHECK(sb.bytes - sb.slots * 18 < sb.segments * 4096 + 65536);
+    CHECK_EQ_U64(u64map_audit(a), 0);
+    CHECK_EQ_U64(u64map_audit(b), 0);
+    u64map_destroy(a);
+    u64map_destroy(b);
+}
+
 int main(void)
 {
     T_RUN(test_basic);
@@ -495,5 +685,7 @@ int main(void)
     T_RUN(test_scan_mutating);
     T_RUN(test_failed_split);
     T_RUN(test_random_failures);
+    T_RUN(test_tags_vs_reference);
+    T_RUN(test_tags_setup_and_bytes);
     T_END();
 }
