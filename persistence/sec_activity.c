@@ -2,14 +2,15 @@
  * sec_activity.c - the user activity section of the snapshot
  * (sections.def, id 8): the days expiry reads (server/users.h), those of
  * the activity table and those the families keep in their entries alike
- * (days.h: DOT, BC). Loading after DOT's and BC's sections (ids 5 and 4),
- * a user with clicks gets its day back in DOT's entry, else one registered
- * in a channel in BC's entries, else one in the table, whichever kept it
- * when the snapshot was written (so snapshots of every version, written
- * before DOT or BC kept days, load into the new layout).
+ * (days.h: DOT, GRP, FEED, BC). Loading after the families' sections (ids
+ * 1-7), a user with clicks gets its day back in DOT's entry, else one with
+ * groups in GRP's, else one with follows in FEED's, else one registered in
+ * a channel in BC's entries, else one in the table, whichever kept it when
+ * the snapshot was written (so snapshots of every version, written before
+ * those families kept days, load into the new layout).
  *
  * Raw bytes: one record per tracked user, in the walk order of
- * db_scan_days (the table, then DOT's days, then BC's):
+ * db_scan_days (the table, then the days of DOT, GRP, FEED and BC):
  *   u64 uid, varint day (the UTC day of its last activity, ms / 86400000,
  *   at most 4294967295)
  * 11 bytes a user before compression.

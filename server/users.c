@@ -54,6 +54,15 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
     if (changed && fam < FAM_COUNT && srv->db.expired_pending[fam] != 0)
         db_expiry_rebuilt(&srv->db, uid, fam);
     day = users_day(server_clock_ms(srv));
+    /* A family that keeps days (days.h) keeps the day of a user with a
+     * record in it while the user's commands are that family's, or of no
+     * family (USER.BADGE). Its store is asked first: the command just used
+     * it, so the lookup is in cache, and a day kept there is in no other
+     * place. */
+    own = db_day_holder_of(fam);
+    in_own = own != NULL && own->get(&srv->db, uid, &tag);
+    if (in_own && tag != 0)
+        return refresh_held(srv, own, uid, tag, day);
     ref = u32map_ref(srv->db.active, uid);
     if (ref != NULL) {
         if (*ref >= day)
@@ -61,14 +70,6 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
         *ref = day;
         return true;
     }
-    /* A family that keeps days (days.h) keeps the day of a user with a
-     * record in it while the user's commands are that family's (one
-     * lookup, in the store the command just used), or of no family
-     * (USER.BADGE). */
-    own = db_day_holder_of(fam);
-    in_own = own != NULL && own->get(&srv->db, uid, &tag);
-    if (in_own && tag != 0)
-        return refresh_held(srv, own, uid, tag, day);
     held = db_day_held(&srv->db, uid, own, &tag);
     if (held == NULL) {
         /* Not tracked yet: only a family of expire-families starts it. */

@@ -7,7 +7,8 @@
  * Activity: the UTC day (ms / 86400000) of the user's last command naming
  * it as the reader, kept in one place (days.h): the entries of a family
  * that keeps days while the user's commands are that family's (DOT's map
- * entry, dot.h; BC's entries, bc.h: 1 byte a subscription), else in
+ * entry, dot.h; BC's entries, bc.h: 1 byte a subscription; the tag of
+ * GRP's and FEED's map slot, 2 bytes: u64map.h, "Tags"), else in
  * db->active, a u32map entry of ~12 bytes (db_active_day). Only users with
  * something to expire are in it: a user enters through a command of a family in
  * expire-families, and from then on any user command keeps it active; a user of
@@ -16,8 +17,8 @@
  * journals a read that marks a user active only then (x->dirty), and replay
  * rebuilds the table exactly.
  *
- * Expiry: a sweep walks the activity table, then the days DOT and BC
- * keep (db_scan_days: each tracked user once), with a cursor, a bounded
+ * Expiry: a sweep walks the activity table, then the days DOT, GRP, FEED
+ * and BC keep (db_scan_days: each tracked user once), with a cursor, a bounded
  * slice
  * per timer run (users_expire_cycle), and expires each user inactive for
  * more than inactive-days whole days by running USER.EXPIRE through the

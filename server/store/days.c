@@ -5,7 +5,10 @@
 
 #include "bc.h"
 #include "dot.h"
+#include "feed.h"
+#include "grp.h"
 #include "u32map.h"
+#include "u64map.h"
 
 /* ---- The holders ----------------------------------------------------------
  */
@@ -75,12 +78,87 @@ static size_t bc_days(const struct db *db, uint64_t pos[2], size_t max,
     return n;
 }
 
-/* DOT first: its lookup is one map probe, BC's may walk the user's
- * channels (bc.h), and db_day_held asks them in this order. */
+/* GRP and FEED keep the day in the tag of their uid-keyed map's slot
+ * (u64map.h, "Tags"), the same calls over either map. */
+static bool map_get(const struct u64map *m, uint64_t uid, uint16_t *day)
+{
+    return u64map_get_tag(m, uid, day);
+}
+
+static int map_set(struct u64map *m, uint64_t uid, uint16_t day)
+{
+    return u64map_set_tag(m, uid, day) ? 1 : 0;
+}
+
+static size_t map_days(const struct u64map *m, uint64_t pos[2], size_t max,
+                       db_day_fn fn, void *ctx, bool *done)
+{
+    struct fn_ctx fc = {fn, ctx};
+    size_t n = u64map_scan_tags(m, &pos[0], max, tag_visit, &fc);
+
+    *done = pos[0] == 0;
+    return n;
+}
+
+static bool grp_get(const struct db *db, uint64_t uid, uint16_t *day)
+{
+    return map_get(grp_user_map(db->grp), uid, day);
+}
+
+static int grp_set(struct db *db, uint64_t uid, uint16_t day)
+{
+    return map_set(grp_user_map(db->grp), uid, day);
+}
+
+static size_t grp_tracked(const struct db *db)
+{
+    return u64map_tagged(grp_user_map(db->grp));
+}
+
+static size_t grp_days(const struct db *db, uint64_t pos[2], size_t max,
+                       db_day_fn fn, void *ctx, bool *done)
+{
+    return map_days(grp_user_map(db->grp), pos, max, fn, ctx, done);
+}
+
+static bool feed_get(const struct db *db, uint64_t uid, uint16_t *day)
+{
+    return map_get(feed_user_map(db->feed), uid, day);
+}
+
+static int feed_set(struct db *db, uint64_t uid, uint16_t day)
+{
+    return map_set(feed_user_map(db->feed), uid, day);
+}
+
+static size_t feed_tracked(const struct db *db)
+{
+    return u64map_tagged(feed_user_map(db->feed));
+}
+
+static size_t feed_days(const struct db *db, uint64_t pos[2], size_t max,
+                        db_day_fn fn, void *ctx, bool *done)
+{
+    return map_days(feed_user_map(db->feed), pos, max, fn, ctx, done);
+}
+
+/* Map probes first (DOT, GRP, FEED: one each), BC last: its lookup may
+ * walk the user's channels (bc.h); db_day_held asks them in this order. */
 const struct db_day_holder db_day_holders[DB_DAY_HOLDERS] = {
     {FAM_DOT, dot_get, dot_set, dot_tracked, dot_days},
+    {FAM_GRP, grp_get, grp_set, grp_tracked, grp_days},
+    {FAM_FEED, feed_get, feed_set, feed_tracked, feed_days},
     {FAM_BC, bc_get, bc_set, bc_tracked, bc_days},
 };
+
+/* A day dropped with a GRP or FEED list (the user's last group left, last
+ * author unfollowed) moves to the activity table (ctx), so that the user
+ * stays tracked for what it keeps elsewhere. Best effort, as every move to
+ * the table: if it cannot grow, the user is no longer tracked. */
+void db_day_dropped(uint64_t uid, uint16_t day, void *ctx)
+{
+    (void)u32map_put(ctx, uid, day);
+}
 
 const struct db_day_holder *db_day_holder_of(unsigned fam)
 {
@@ -97,7 +175,10 @@ const struct db_day_holder *db_day_held(const struct db *db, uint64_t uid,
     for (unsigned i = 0; i < DB_DAY_HOLDERS; i++) {
         const struct db_day_holder *h = &db_day_holders[i];
 
-        if (h != skip && h->get(db, uid, day) && *day != 0)
+        /* A holder that keeps no day costs no lookup: GRP's and FEED's
+         * stay out of the way of CNT's writers while nobody expires. */
+        if (h != skip && h->tracked(db) != 0 && h->get(db, uid, day) &&
+            *day != 0)
             return h;
     }
     return NULL;

@@ -2,7 +2,15 @@
  * days.h - where the users' activity days live (server/users.h, "Activity"):
  * the activity table (db->active, a u32map entry of ~12 bytes a user) and
  * the day holders, the families whose per-user records keep the day in a
- * u16 tag at no extra cost (DOT: dot.h, BC: bc.h, "Activity days").
+ * u16 tag at little or no extra cost (DOT: dot.h, BC: bc.h, "Activity
+ * days"; GRP and FEED: the tag of their uid-keyed map's slot, u64map.h,
+ * "Tags", 2 bytes a slot).
+ *
+ * A holder may lose a user's record while the user keeps state elsewhere
+ * (GRP.LEAVE of the last group, FEED.UNFOLLOW of the last author): GRP's
+ * and FEED's maps hand the day of a slot they delete to db_day_dropped,
+ * which moves it to the table. (DOT and BC only lose a user whole, with
+ * USER.DEL or USER.EXPIRE, which untrack it anyway.)
  *
  * Invariant (DEBUG AUDIT, db_day_audit): a tracked user's day is kept in
  * exactly one place, the table or one holder; the other holders keep 0 for
@@ -42,7 +50,7 @@ struct db_day_holder {
                    db_day_fn fn, void *ctx, bool *done);
 };
 
-#define DB_DAY_HOLDERS 2
+#define DB_DAY_HOLDERS 4
 extern const struct db_day_holder db_day_holders[DB_DAY_HOLDERS];
 
 /* The holder of family fam, or NULL when fam keeps no days. */
@@ -69,6 +77,10 @@ size_t db_scan_days(const struct db *db, struct db_day_cursor *cur, size_t max,
 /* uid's day dropped from the holders whose family is not in mask (those
  * in mask forget the user's records with it). */
 void db_day_forget(struct db *db, uint64_t uid, uint32_t mask);
+
+/* u64map_tag_fn of the maps of GRP and FEED (db_init): the dropped day of
+ * uid goes to the activity table, ctx (db->active). */
+void db_day_dropped(uint64_t uid, uint16_t day, void *ctx);
 
 /* Users tracked by the holders. */
 size_t db_day_tracked(const struct db *db);

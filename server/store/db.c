@@ -8,6 +8,8 @@
 #include <strings.h>
 
 #include "days.h"
+#include "feed.h"
+#include "grp.h"
 #include "u32map.h"
 #include "u64map.h"
 
@@ -38,15 +40,19 @@ int db_family_by_name(const char *name, size_t len)
 int db_init(struct db *db)
 {
     *db = (struct db){0};
+    db->active = u32map_create(NULL);
+    db->expired = u64map_create(NULL);
+    if (db->active == NULL || db->expired == NULL)
+        goto error;
 #define FAMILY(f, ID, lo, hi, unit, expiry, prefetch, title)                   \
     if ((db->f = f##_create()) == NULL)                                        \
         goto error;
 #include "families.def"
 #undef FAMILY
-    db->active = u32map_create(NULL);
-    db->expired = u64map_create(NULL);
-    if (db->active == NULL || db->expired == NULL)
-        goto error;
+    /* GRP and FEED keep days in their maps' tags (days.h); ctx is the
+     * table itself, not db, which FLUSHALL copies. */
+    u64map_on_drop(grp_user_map(db->grp), db_day_dropped, db->active);
+    u64map_on_drop(feed_user_map(db->feed), db_day_dropped, db->active);
     return 0;
 
 error:
@@ -73,7 +79,8 @@ unsigned db_usage(const struct db *db, struct db_usage *out)
         (struct db_usage){#f, unit, f##_entries(db->f), f##_bytes(db->f)};
 #include "families.def"
 #undef FAMILY
-    /* The days BC and DOT keep in their entries are in their bytes. */
+    /* The days DOT, GRP, FEED and BC keep in their entries are in their
+     * bytes. */
     out[n++] = (struct db_usage){"activity", "user", db_active_users(db),
                                  u32map_bytes(db->active)};
     out[n++] = (struct db_usage){"expired", "user", u64map_count(db->expired),
@@ -150,7 +157,8 @@ uint64_t db_forget_user(struct db *db, uint64_t uid, uint32_t mask,
 #include "families.def"
 #undef FAMILY
     u32map_del(db->active, uid);
-    /* Erased from the activity table, the days BC and DOT keep included:
+    /* Erased from the activity table, the days the families keep included
+     * (a day GRP or FEED dropped with the user's list went to the table):
      * the user is no longer tracked, whatever entries it keeps. */
     db_day_forget(db, uid, mask);
     return sum;

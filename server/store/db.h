@@ -95,9 +95,9 @@ void db_deinit(struct db *db);
 
 /*
  * Activity (server/users.h): a tracked user's day is kept in one place,
- * the entries of a family that keeps days (days.h: DOT's map entry, BC's
- * entries) or else the activity table. db_active_day: whether uid is
- * tracked, with *day. db_active_users: the users tracked. A day in a
+ * the entries of a family that keeps days (days.h: DOT's, GRP's and FEED's
+ * map entries, BC's entries) or else the activity table. db_active_day: whether
+ * uid is tracked, with *day. db_active_users: the users tracked. A day in a
  * family's entries is a u16: db_day_tag is the day kept for day (1..65535,
  * the year 2149).
  */

@@ -27,6 +27,7 @@
 #include "denseid.h"
 #include "mem.h"
 #include "packmap.h"
+#include "u64map.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,9 @@ struct feed_store *feed_create(void)
     mem_acct_init(&s->mem, NULL);
     s->authors = denseid_create(&s->mem, sizeof(uint32_t), FEED_MAX_AUTHORS);
     s->follows = packmap_create(&s->mem);
-    if (s->authors == NULL || s->follows == NULL) {
+    /* Each follower's slot keeps its activity day in a tag (days.h). */
+    if (s->authors == NULL || s->follows == NULL ||
+        u64map_set_tagged(feed_user_map(s)) != 0) {
         feed_destroy(s);
         return NULL;
     }
@@ -392,6 +395,11 @@ size_t feed_authors(const struct feed_store *s)
 size_t feed_bytes(const struct feed_store *s)
 {
     return sizeof(*s) + s->mem.bytes;
+}
+
+struct u64map *feed_user_map(const struct feed_store *s)
+{
+    return packmap_user_map(s->follows);
 }
 
 static size_t check_edge(uint32_t idx, uint32_t snap, const void *ctx)

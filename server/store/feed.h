@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct u64map;
+
 struct u64map_probe;
 
 #define FEED_INDEX_BITS 31
@@ -102,6 +104,10 @@ size_t feed_authors(const struct feed_store *s);
 
 /* Bytes held by the store (requested sizes, as u64map counts them). */
 size_t feed_bytes(const struct feed_store *s);
+
+/* The map of the follow lists, keyed by uid, for its tags: the user's
+ * activity day (days.h), kept in a u16 beside its list (packmap.h). */
+struct u64map *feed_user_map(const struct feed_store *s);
 
 /*
  * Walking and loading (snapshots). Authors are numbered 0 ..

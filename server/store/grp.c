@@ -457,8 +457,9 @@ struct grp_store *grp_create(void)
     s->members = memblist_create(&s->mem);
     s->recs = u64map_create(&s->mem);
     s->ment = u64map_create(&s->mem);
+    /* Each member's slot keeps its activity day in a tag (days.h). */
     if (s->groups == NULL || s->members == NULL || s->recs == NULL ||
-        s->ment == NULL) {
+        s->ment == NULL || u64map_set_tagged(grp_user_map(s)) != 0) {
         grp_destroy(s);
         return NULL;
     }
@@ -1142,6 +1143,11 @@ size_t grp_entries(const struct grp_store *s)
 size_t grp_bytes(const struct grp_store *s)
 {
     return sizeof(*s) + s->mem.bytes;
+}
+
+struct u64map *grp_user_map(const struct grp_store *s)
+{
+    return memblist_user_map(s->members);
 }
 
 /* memblist_audit's per-entry rule: a known group, seen not ahead of it. */

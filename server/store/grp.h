@@ -50,6 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct u64map;
+
 struct u64map_probe;
 
 /*
@@ -280,6 +282,10 @@ size_t grp_users(const struct grp_store *s);
 /* Bytes held: tables, groups, windows, membership records (requested
  * sizes). */
 size_t grp_bytes(const struct grp_store *s);
+
+/* The map of the members' lists, keyed by uid, for its tags: the user's
+ * activity day (days.h), kept in a u16 beside its list (memblist.h). */
+struct u64map *grp_user_map(const struct grp_store *s);
 
 /*
  * Checks every invariant: membership records canonical and sorted, seen

@@ -195,6 +195,11 @@ void memblist_decode(const struct ml_iter *it, uint32_t from, uint32_t k,
 
 #undef DEC
 
+struct u64map *memblist_user_map(const struct memblist *m)
+{
+    return m->map;
+}
+
 struct memblist *memblist_create(struct mem_acct *owner)
 {
     struct memblist *m = mem_zalloc(owner, sizeof(*m));

@@ -162,6 +162,11 @@ size_t memblist_users(const struct memblist *m);
 /* The struct and its account (map, records). */
 size_t memblist_bytes(const struct memblist *m);
 
+/* The uid-keyed map under the lists, for its tags only (u64map.h, "Tags":
+ * u64map_set_tagged while it is empty): state its owner keeps per user at
+ * 2 bytes a slot (GRP: the activity day, days.h). */
+struct u64map *memblist_user_map(const struct memblist *m);
+
 /* Every invariant (inline iff one entry, keys strictly ascending, widths
  * 1..4, counts, bytes), and check(entry, ctx) on every entry; the number
  * of violations. O(entries). */

@@ -546,6 +546,11 @@ static void pair_remove(struct packmap *m, uint64_t *ref, uint32_t j,
 
 /* ---- The map ------------------------------------------------------------- */
 
+struct u64map *packmap_user_map(const struct packmap *m)
+{
+    return m->map;
+}
+
 struct packmap *packmap_create(struct mem_acct *owner)
 {
     struct packmap *m = mem_zalloc(owner, sizeof(*m));

@@ -132,6 +132,11 @@ size_t packmap_users(const struct packmap *m);
  * sizes). */
 size_t packmap_bytes(const struct packmap *m);
 
+/* The uid-keyed map under the lists, for its tags only (u64map.h, "Tags":
+ * u64map_set_tagged while it is empty): state its owner keeps per user at
+ * 2 bytes a slot (FEED: the activity day, days.h). */
+struct u64map *packmap_user_map(const struct packmap *m);
+
 /*
  * Checks every invariant: one pair inline and more in records; per record
  * the counts, the index (first keys ascending, offsets where the blocks

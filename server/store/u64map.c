@@ -783,14 +783,18 @@ static size_t scan_walk(const struct u64map *m, uint64_t *cursor, size_t max,
     }
 }
 
-int u64map_set_tagged(struct u64map *m, u64map_tag_fn drop, void *ctx)
+int u64map_set_tagged(struct u64map *m)
 {
     if (m->count != 0 || m->nsegs != 0)
         return -1;
     m->tagged = true;
+    return 0;
+}
+
+void u64map_on_drop(struct u64map *m, u64map_tag_fn drop, void *ctx)
+{
     m->drop = drop;
     m->drop_ctx = ctx;
-    return 0;
 }
 
 /* key's slot in a tagged map and its tag's place, or NULL. */

@@ -144,13 +144,16 @@ void u64map_stats(const struct u64map *m, struct u64map_stats *st);
  * Tags (u64map.c, "Tags"): a map made tagged, while it is still empty,
  * keeps a u16 beside every value, 0 for a new key, kept by u64map_put and
  * u64map_ref's changes, dropped with the key: 2 bytes a slot (~2.3 an
- * entry) on top of the 16. drop (or NULL) is called by u64map_del with the
- * key and its tag when the tag was not 0, after the delete (it may not
- * change this map). u64map_set_tagged: 0, or -1 when the map is not empty.
- * Only a tagged map may be given to the other calls here.
+ * entry) on top of the 16. u64map_set_tagged: 0, or -1 when the map is not
+ * empty. Only a tagged map may be given to the other calls here.
+ *
+ * u64map_on_drop: drop (NULL: none) is called by u64map_del with the key
+ * and its tag when the tag was not 0, after the delete (it may not change
+ * this map); not by u64map_destroy.
  */
 typedef void (*u64map_tag_fn)(uint64_t key, uint16_t tag, void *ctx);
-int u64map_set_tagged(struct u64map *m, u64map_tag_fn drop, void *ctx);
+int u64map_set_tagged(struct u64map *m);
+void u64map_on_drop(struct u64map *m, u64map_tag_fn drop, void *ctx);
 /* false when key is absent; else true and *tag. */
 bool u64map_get_tag(const struct u64map *m, uint64_t key, uint16_t *tag);
 /* Sets key's tag: false (nothing changed) when key is absent. */

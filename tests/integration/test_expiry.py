@@ -542,3 +542,143 @@ def test_user_in_bc_and_dot_is_swept_once():
         time.sleep(0.3)
         assert expiry(c)["expired_users"] == "4"
         assert c.cmd("DEBUG", "AUDIT") == 0
+
+
+# GRP and FEED keep a user's day in the tag of their map's slot: how a
+# user gets into each family, how it leaves it, and the entry's name.
+LISTS = {
+    "grp": (lambda c, uid, x: c.cmd("GRP.JOIN", uid, x),
+            lambda c, uid, x: c.cmd("GRP.LEAVE", uid, x),
+            lambda c, uid, x: c.cmd("GRP.UNREAD", uid, x), "grp_memberships"),
+    "feed": (lambda c, uid, x: c.cmd("FEED.FOLLOW", uid, x),
+             lambda c, uid, x: c.cmd("FEED.UNFOLLOW", uid, x),
+             lambda c, uid, x: c.cmd("FEED.UNREAD", uid), "feed_follows"),
+}
+
+
+def test_grp_and_feed_keep_the_days_of_their_users():
+    """A user of GRP or FEED alone keeps its day beside its list in the
+    family's map (days.h), not in the activity table: tracked, refreshed
+    by the family's commands, expired, saved and replayed the same. A
+    command of another family moves it to the table; a user who leaves its
+    last group (unfollows its last author) keeps its day, in the table."""
+    from test_persistence import Dir
+
+    for fam, (enter, leave, read, entries) in sorted(LISTS.items()):
+        with Dir() as d:
+            srv = d.start(enable_debug_command="yes", journal_fsync="always")
+            with srv.resp() as c:
+                empty = int(mem(c)["activity_bytes"])
+                for uid in (1, 2, 3):
+                    enter(c, uid, 10 + uid)
+                enter(c, 2, 20)                        # a list of two
+                assert expiry(c)["active_users"] == "3"
+                assert int(mem(c)["activity_bytes"]) == empty, fam
+                assert c.cmd("USER.STATUS", 1)[0] == b"active"
+                enter(c, 4, 11)
+                assert c.cmd("CNT.GET", 4, 0) == 0     # to the table
+                assert int(mem(c)["activity_bytes"]) > empty
+                enter(c, 5, 11)
+                enter(c, 5, 12)
+                leave(c, 5, 11)
+                day5 = c.cmd("USER.STATUS", 5)
+                leave(c, 5, 12)                        # its list is gone:
+                assert expiry(c)["active_users"] == "5"  # still tracked
+                assert c.cmd("USER.STATUS", 5) == day5
+                assert c.cmd("USER.STATUS", 5)[0] == b"active"
+                assert c.cmd("DEBUG", "AUDIT") == 0
+                c.cmd("SAVE")
+                c.cmd("DEBUG", "ADVANCE-CLOCK", 20 * DAY)
+                read(c, 2, 12)                         # refreshed in place
+                today = c.cmd("USER.STATUS", 2)[1]
+                c.cmd("DEBUG", "ADVANCE-CLOCK", 11 * DAY)
+                e = wait_expired(srv, c, 4)            # 1, 3, 4 and 5
+                assert e["active_users"] == "1", fam
+                assert e["expired_%s_entries" % fam] == "3"
+                assert c.cmd("USER.STATUS", 2)[:2] == [b"active", today]
+                assert mem(c)[entries] == "2"
+                status = {uid: c.cmd("USER.STATUS", uid)
+                          for uid in (1, 2, 3, 4, 5)}
+                assert c.cmd("DEBUG", "AUDIT") == 0
+            srv.kill9()                                # snapshot + journal
+            srv = d.start(enable_debug_command="yes")
+            with srv.resp() as c:
+                assert {uid: c.cmd("USER.STATUS", uid)
+                        for uid in (1, 2, 3, 4, 5)} == status
+                assert int(mem(c)["activity_bytes"]) == empty, fam
+                assert c.cmd("DEBUG", "AUDIT") == 0
+                c.cmd("SAVE")
+            srv.stop()
+            srv = d.start(enable_debug_command="yes")  # the snapshot alone
+            with srv.resp() as c:
+                assert {uid: c.cmd("USER.STATUS", uid)
+                        for uid in (1, 2, 3, 4, 5)} == status
+                assert c.cmd("DEBUG", "AUDIT") == 0
+                c.cmd("DEBUG", "ADVANCE-CLOCK", 80 * DAY)
+                e = wait_expired(srv, c, 1)
+                assert e["active_users"] == "0"
+                assert mem(c)[entries] == "0"
+                assert c.cmd("DEBUG", "AUDIT") == 0
+            srv.stop()
+
+
+def test_days_in_grp_and_feed_are_swept_once_and_survive_flushall():
+    """A user of GRP and FEED has its day in one place (days.h), so it
+    expires once from both; after FLUSHALL a dropped day goes to the new
+    activity table (the maps' drop goes to the table, not to the old db)."""
+    with Server(enable_debug_command="yes") as srv, srv.resp() as c:
+        assert c.cmd("GRP.JOIN", 1, 5) == 0        # GRP's map,
+        assert c.cmd("FEED.FOLLOW", 1, 9) == 1     # then the table
+        assert c.cmd("FEED.FOLLOW", 2, 9) == 1     # FEED's map,
+        assert c.cmd("GRP.JOIN", 2, 5) == 0        # then the table
+        assert c.cmd("GRP.JOIN", 3, 5) == 0        # GRP's map
+        assert c.cmd("FEED.FOLLOW", 4, 9) == 1     # FEED's map
+        assert expiry(c)["active_users"] == "4"
+        assert c.cmd("DEBUG", "AUDIT") == 0
+        c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
+        e = wait_expired(srv, c, 4)
+        assert e["expired_users"] == "4"
+        assert e["expired_grp_entries"] == "3"
+        assert e["expired_feed_entries"] == "3"
+        assert e["active_users"] == "0"
+        assert c.cmd("FLUSHALL") == "OK"
+        assert c.cmd("GRP.JOIN", 6, 5) == 0
+        assert c.cmd("FEED.FOLLOW", 7, 9) == 1
+        assert c.cmd("GRP.LEAVE", 6, 5) == 1
+        assert c.cmd("FEED.UNFOLLOW", 7, 9) == 1
+        assert expiry(c)["active_users"] == "2"    # both in the table
+        assert c.cmd("USER.STATUS", 6)[0] == b"active"
+        assert c.cmd("DEBUG", "AUDIT") == 0
+        assert c.cmd("USER.DEL", 6) >= 0
+        assert expiry(c)["active_users"] == "1"
+        assert c.cmd("DEBUG", "AUDIT") == 0
+
+
+def test_a_day_dropped_with_a_list_stays_tracked():
+    """A day GRP keeps goes with the user's last membership to the activity
+    table: a snapshot puts a user's day in the first family keeping days
+    that has the user (sec_activity.c), here GRP's map for a user whose
+    FEED follows are what expires; leaving the group (GRP kept, so its
+    command tracks nobody) must not leave those follows untracked."""
+    from test_persistence import Dir
+
+    with Dir() as d:
+        srv = d.start(enable_debug_command="yes", expire_families="feed")
+        with srv.resp() as c:
+            assert c.cmd("FEED.FOLLOW", 1, 9) == 1
+            assert c.cmd("GRP.JOIN", 1, 5) == 0
+            assert expiry(c)["active_users"] == "1"
+            c.cmd("SAVE")
+        srv.stop()
+        srv = d.start(enable_debug_command="yes", expire_families="feed")
+        with srv.resp() as c:
+            empty = int(mem(c)["activity_bytes"])
+            assert c.cmd("GRP.LEAVE", 1, 5) == 1
+            assert int(mem(c)["activity_bytes"]) > empty  # to the table
+            assert expiry(c)["active_users"] == "1"
+            assert c.cmd("DEBUG", "AUDIT") == 0
+            c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
+            e = wait_expired(srv, c, 1)
+            assert e["expired_feed_entries"] == "1"
+            assert e["active_users"] == "0"
+        srv.stop()

@@ -542,7 +542,8 @@ static void test_tags_vs_reference(void)
 
     for (size_t i = 0; i < POOL; i++)
         keys[i] = i * 7919 + 1;
-    CHECK(u64map_set_tagged(m, on_drop, &r) == 0);
+    CHECK(u64map_set_tagged(m) == 0);
+    u64map_on_drop(m, on_drop, &r);
     for (size_t op = 0; op < OPS; op++) {
         size_t i = t_rng() % POOL;
         unsigned x = (unsigned)(t_rng() % 100);
@@ -645,9 +646,9 @@ static void test_tags_setup_and_bytes(void)
     struct u64map_stats sa, sb;
     uint16_t t = 7;
 
-    CHECK(u64map_set_tagged(b, NULL, NULL) == 0);
+    CHECK(u64map_set_tagged(b) == 0);
     CHECK(u64map_put(a, 1, 1) == 0);
-    CHECK(u64map_set_tagged(a, NULL, NULL) == -1);
+    CHECK(u64map_set_tagged(a) == -1);
     CHECK(u64map_del(a, 1));
     for (uint64_t k = 1; k <= 100000; k++) {
         CHECK(u64map_put(a, k, k) == 0 || !"put");
