@@ -63,7 +63,8 @@ int sec_activity_load(struct db *db, struct snap_reader *r)
             if (db_day_holders[i].get(db, uid, &tag))
                 h = &db_day_holders[i];
         rc = h != NULL ? h->set(db, uid, db_day_tag((uint32_t)day)) < 0
-                       : u32map_put(db->active, uid, (uint32_t)day) != 0;
+                       : u32map_put_tagged(db->active, uid, 0,
+                                           db_day_tag((uint32_t)day)) != 0;
         if (rc != 0)
             return snap_fail(r, "user %llu: out of memory",
                              (unsigned long long)uid);

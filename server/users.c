@@ -33,11 +33,22 @@ static bool refresh_held(struct server *srv, const struct db_day_holder *h,
     return h->set(&srv->db, uid, db_day_tag(day)) > 0;
 }
 
+/* Refreshes uid's day in the activity table (its tag there: tag) to day.
+ * Best effort, as refresh_held: a bucket that cannot widen its tags keeps
+ * the old day. */
+static bool refresh_table(struct server *srv, uint64_t uid, uint16_t tag,
+                          uint32_t day)
+{
+    if (tag >= db_day_tag(day))
+        return false;
+    return u32map_set_tag(srv->db.active, uid, db_day_tag(day)) == 0;
+}
+
 bool users_mark_active(struct server *srv, const struct ur_op *op,
                        uint32_t argc, const struct ur_arg *argv, bool changed)
 {
     const struct db_day_holder *own, *held;
-    uint32_t day, *ref;
+    uint32_t day;
     uint16_t tag = 0;
     uint64_t uid;
     unsigned fam;
@@ -63,13 +74,8 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
     in_own = own != NULL && own->get(&srv->db, uid, &tag);
     if (in_own && tag != 0)
         return refresh_held(srv, own, uid, tag, day);
-    ref = u32map_ref(srv->db.active, uid);
-    if (ref != NULL) {
-        if (*ref >= day)
-            return false;
-        *ref = day;
-        return true;
-    }
+    if (u32map_ref_tagged(srv->db.active, uid, &tag) != NULL)
+        return refresh_table(srv, uid, tag, day);
     held = db_day_held(&srv->db, uid, own, &tag);
     if (held == NULL) {
         /* Not tracked yet: only a family of expire-families starts it. */
@@ -77,7 +83,7 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
             return false;
         if (in_own)
             return own->set(&srv->db, uid, db_day_tag(day)) > 0;
-        return u32map_put(srv->db.active, uid, day) == 0;
+        return u32map_put_tagged(srv->db.active, uid, 0, db_day_tag(day)) == 0;
     }
     if (fam == FAM_COUNT)
         return refresh_held(srv, held, uid, tag, day);
@@ -85,7 +91,8 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
      * next commands cost one lookup, as any user's there (and a user of
      * two holding families does not carry it back and forth). Best
      * effort: if the table cannot grow, the day stays where it is. */
-    if (u32map_put(srv->db.active, uid, tag > day ? tag : day) == 0)
+    if (u32map_put_tagged(srv->db.active, uid, 0,
+                          tag > db_day_tag(day) ? tag : db_day_tag(day)) == 0)
         held->set(&srv->db, uid, 0);
     else if (tag < db_day_tag(day))
         held->set(&srv->db, uid, db_day_tag(day));

@@ -9,13 +9,13 @@
  * that keeps days while the user's commands are that family's (DOT's map
  * entry, dot.h; BC's entries, bc.h: 1 byte a subscription; the tag of
  * GRP's and FEED's map slot, 2 bytes: u64map.h, "Tags"), else in
- * db->active, a u32map entry of ~12 bytes (db_active_day). Only users with
- * something to expire are in it: a user enters through a command of a family in
- * expire-families, and from then on any user command keeps it active; a user of
- * kept families only (CNT, CONV by default) costs nothing. Days, not
- * milliseconds: the table changes at most once a day per user, so the executor
- * journals a read that marks a user active only then (x->dirty), and replay
- * rebuilds the table exactly.
+ * db->active, a u32map tag set: a key and a day, ~8.5 bytes (db_active_day).
+ * Only users with something to expire are in it: a user enters through a
+ * command of a family in expire-families, and from then on any user command
+ * keeps it active; a user of kept families only (CNT, CONV by default) costs
+ * nothing. Days, not milliseconds: the table changes at most once a day per
+ * user, so the executor journals a read that marks a user active only then
+ * (x->dirty), and replay rebuilds the table exactly.
  *
  * Expiry: a sweep walks the activity table, then the days DOT, GRP, FEED
  * and BC keep (db_scan_days: each tracked user once), with a cursor, a bounded

@@ -25,6 +25,13 @@ static void tag_visit(uint64_t uid, uint16_t day, void *ctx)
     fc->fn(uid, day, fc->ctx);
 }
 
+/* The activity table is a tag set (u32map.h): the day is the tag. */
+static void table_visit(uint64_t uid, uint32_t val, uint16_t day, void *ctx)
+{
+    (void)val;
+    tag_visit(uid, day, ctx);
+}
+
 static bool dot_get(const struct db *db, uint64_t uid, uint16_t *day)
 {
     return dot_user_day(db->dot, uid, day);
@@ -157,7 +164,7 @@ const struct db_day_holder db_day_holders[DB_DAY_HOLDERS] = {
  * the table: if it cannot grow, the user is no longer tracked. */
 void db_day_dropped(uint64_t uid, uint16_t day, void *ctx)
 {
-    (void)u32map_put(ctx, uid, day);
+    (void)u32map_put_tagged(ctx, uid, 0, day);
 }
 
 const struct db_day_holder *db_day_holder_of(unsigned fam)
@@ -196,7 +203,9 @@ size_t db_scan_days(const struct db *db, struct db_day_cursor *cur, size_t max,
     if (cur->done)
         return 0;
     if (cur->place == 0) {
-        n = u32map_scan(db->active, &cur->pos[0], max, fn, ctx);
+        struct fn_ctx fc = {fn, ctx};
+
+        n = u32map_scan_tagged(db->active, &cur->pos[0], max, table_visit, &fc);
         done = cur->pos[0] == 0;
     } else {
         n = db_day_holders[cur->place - 1].scan(db, cur->pos, max, fn, ctx,

@@ -1,6 +1,7 @@
 /*
  * days.h - where the users' activity days live (server/users.h, "Activity"):
- * the activity table (db->active, a u32map entry of ~12 bytes a user) and
+ * the activity table (db->active, a u32map tag set: the day is the tag of
+ * the user's key, ~8.5 bytes a user, u32map.h) and
  * the day holders, the families whose per-user records keep the day in a
  * u16 tag at little or no extra cost (DOT: dot.h, BC: bc.h, "Activity
  * days"; GRP and FEED: the tag of their uid-keyed map's slot, u64map.h,

@@ -40,7 +40,7 @@ int db_family_by_name(const char *name, size_t len)
 int db_init(struct db *db)
 {
     *db = (struct db){0};
-    db->active = u32map_create(NULL);
+    db->active = u32map_create_tagset(NULL);
     db->expired = u64map_create(NULL);
     if (db->active == NULL || db->expired == NULL)
         goto error;
@@ -116,9 +116,9 @@ bool db_active_day(const struct db *db, uint64_t uid, uint32_t *day)
 {
     uint16_t d;
 
-    if (u32map_get(db->active, uid, day))
-        return true;
-    if (db_day_held(db, uid, NULL, &d) == NULL)
+    if (u32map_ref_tagged((struct u32map *)(uintptr_t)db->active, uid, &d) ==
+            NULL &&
+        db_day_held(db, uid, NULL, &d) == NULL)
         return false;
     *day = d;
     return true;

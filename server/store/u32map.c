@@ -94,8 +94,20 @@ struct u32map {
     size_t count;
     uint32_t nbkts;
     bool tagged;        /* a u16 tag beside every value */
+    bool novals;        /* a tag set: keys and tags, no values (Tag sets) */
     uint8_t grow_shift; /* a full bucket grows by n >> grow_shift + 4 */
+    uint32_t noval;     /* what u32map_ref points to in a tag set: 0 */
 };
+
+/*
+ * Tag sets. A map made by u32map_create_tagset keeps keys and their tags
+ * only: its buckets have no values, so an entry takes its 7 hash bytes
+ * and a byte of tag (2 past a window, above): ~8.5 bytes at the map's
+ * fill, against ~11.6 for a key and a 4-byte value (the activity table's
+ * days, days.h). Such a bucket's voff is set so that bkt_vals(b) + cap,
+ * where the tags start, is right after the hashes; values are never read
+ * or written there (every access below tests novals).
+ */
 
 #define BKT_MIN_CAP 4u
 #define MAP_MAX_DEPTH XDIR_MAX_DEPTH
@@ -122,7 +134,8 @@ static inline size_t bkt_size(const struct u32map *m, uint32_t cap,
                               uint8_t depth, uint16_t tbase)
 {
     return sizeof(struct bkt) + hashes_size(cap, depth) +
-           (size_t)cap * (sizeof(uint32_t) + tag_width(m, tbase));
+           (size_t)cap *
+               ((m->novals ? 0 : sizeof(uint32_t)) + tag_width(m, tbase));
 }
 
 static inline uint8_t *bkt_hbytes(const struct bkt *b)
@@ -345,7 +358,9 @@ static struct bkt *bkt_alloc(struct u32map *m, uint32_t cap, uint8_t depth,
         return NULL;
     b->top = (uint8_t)(h >> 56);
     b->tbase = tbase;
-    b->voff = (uint32_t)hashes_size(cap, depth);
+    /* tags right after the hashes in a tag set (>= 7 bytes a hash) */
+    b->voff = (uint32_t)(hashes_size(cap, depth) -
+                         (m->novals ? cap * sizeof(uint32_t) : 0));
     b->n = 0;
     b->cap = cap;
     b->node.depth = depth;
@@ -371,7 +386,8 @@ static void bkt_append(const struct u32map *m, struct bkt *d,
     else
         for (uint32_t j = 0; j < k; j++)
             bh_set(d, d->n + j, bh(src, from + j));
-    memcpy(bkt_vals(d) + d->n, bkt_vals(src) + from, k * sizeof(uint32_t));
+    if (!m->novals)
+        memcpy(bkt_vals(d) + d->n, bkt_vals(src) + from, k * sizeof(uint32_t));
     if (m->tagged && d->tbase == src->tbase)
         memcpy(bkt_tags(d) + d->n * tag_width(m, d->tbase),
                bkt_tags(src) + from * tag_width(m, d->tbase),
@@ -525,7 +541,8 @@ static struct bkt *bkt_tag_room(struct u32map *m, struct bkt *b, uint64_t h,
     return g;
 }
 
-static struct u32map *map_create(struct mem_acct *owner, bool tagged)
+static struct u32map *map_create(struct mem_acct *owner, bool tagged,
+                                 bool novals)
 {
     struct u32map *m = mem_zalloc(owner, sizeof(*m));
 
@@ -535,18 +552,26 @@ static struct u32map *map_create(struct mem_acct *owner, bool tagged)
     mem_acct_init(&m->mem, owner);
     m->seed = hash_seed(HASH_U32MAP);
     m->tagged = tagged;
-    m->grow_shift = tagged ? 6 : 3;
+    m->novals = novals;
+    /* a tag set grows as a plain map: the activity table, whose small
+     * steps carved holes in the heap between other stores' records */
+    m->grow_shift = tagged && !novals ? 6 : 3;
     return m;
 }
 
 struct u32map *u32map_create(struct mem_acct *owner)
 {
-    return map_create(owner, false);
+    return map_create(owner, false, false);
 }
 
 struct u32map *u32map_create_tagged(struct mem_acct *owner)
 {
-    return map_create(owner, true);
+    return map_create(owner, true, false);
+}
+
+struct u32map *u32map_create_tagset(struct mem_acct *owner)
+{
+    return map_create(owner, true, true);
 }
 
 void u32map_destroy(struct u32map *m)
@@ -579,6 +604,8 @@ static uint32_t *map_find(const struct u32map *m, uint64_t key, uint16_t *tag)
         return NULL;
     if (tag != NULL)
         *tag = tag_get(b, i);
+    if (m->novals)
+        return (uint32_t *)(uintptr_t)&m->noval;
     return &bkt_vals(b)[i];
 }
 
@@ -631,7 +658,8 @@ void u32map_prefetch(const struct u32map *m, uint64_t key, int stage)
     x = (uint32_t)((h << b->node.depth) >> 32);
     i = (uint32_t)(((uint64_t)x * b->n) >> 32);
     __builtin_prefetch(bkt_hbytes(b) + i * hash_width(b->node.depth));
-    __builtin_prefetch(&bkt_vals(b)[i]);
+    if (!m->novals)
+        __builtin_prefetch(&bkt_vals(b)[i]);
 }
 
 bool u32map_get(const struct u32map *m, uint64_t key, uint32_t *val)
@@ -673,20 +701,23 @@ int u32map_put_tagged(struct u32map *m, uint64_t key, uint32_t val,
         i = bkt_lower(b, h);
         v = bkt_vals(b);
         if (i < b->n && bh(b, i) == h) {
-            v[i] = val;
+            if (!m->novals)
+                v[i] = val;
             if (m->tagged)
                 tag_set(b, i, tag);
             return 0;
         }
         if (b->n < b->cap) {
             bh_move(b, i + 1, i, b->n - i);
-            memmove(&v[i + 1], &v[i], (b->n - i) * sizeof(uint32_t));
+            if (!m->novals)
+                memmove(&v[i + 1], &v[i], (b->n - i) * sizeof(uint32_t));
             if (m->tagged) {
                 tag_move(b, i + 1, i, b->n - i);
                 tag_set(b, i, tag);
             }
             bh_set(b, i, h);
-            v[i] = val;
+            if (!m->novals)
+                v[i] = val;
             b->n++;
             m->count++;
             return 0;
@@ -709,7 +740,8 @@ bool u32map_del(struct u32map *m, uint64_t key)
         return false;
     v = bkt_vals(b);
     bh_move(b, i, i + 1, b->n - i - 1);
-    memmove(&v[i], &v[i + 1], (b->n - i - 1) * sizeof(uint32_t));
+    if (!m->novals)
+        memmove(&v[i], &v[i + 1], (b->n - i - 1) * sizeof(uint32_t));
     if (m->tagged)
         tag_move(b, i, i + 1, b->n - i - 1);
     b->n--;
@@ -748,11 +780,12 @@ static size_t map_scan(const struct u32map *m, uint64_t *cursor, size_t max,
                 *cursor = bh(b, i);
                 return n;
             }
+            uint32_t val = m->novals ? 0 : bkt_vals(b)[i];
+
             if (tfn != NULL)
-                tfn(hash_u64_inv(bh(b, i), m->seed), bkt_vals(b)[i],
-                    tag_get(b, i), ctx);
+                tfn(hash_u64_inv(bh(b, i), m->seed), val, tag_get(b, i), ctx);
             else
-                fn(hash_u64_inv(bh(b, i), m->seed), bkt_vals(b)[i], ctx);
+                fn(hash_u64_inv(bh(b, i), m->seed), val, ctx);
             n++;
         }
         if (!xdir_next_range(&h, b ? b->node.depth : 0)) {

@@ -53,6 +53,13 @@ void u32map_destroy(struct u32map *m);
  * the *_tagged calls; the others work on both (u32map_put sets tag 0). */
 struct u32map *u32map_create_tagged(struct mem_acct *owner);
 
+/* A tagged map of keys and tags only, no values (u32map.c, "Tag sets"):
+ * ~8.5 bytes an entry in a large map whose tags mostly lie within 255 of
+ * each other, ~9.5 otherwise. Its values read 0 and are not stored:
+ * u32map_put's val is ignored, and the pointer u32map_ref returns (for
+ * presence) may not be written through. The activity table (days.h). */
+struct u32map *u32map_create_tagset(struct mem_acct *owner);
+
 /* Pointer to key's value, or NULL when absent. The caller may change the
  * value through it. */
 uint32_t *u32map_ref(struct u32map *m, uint64_t key);

@@ -109,7 +109,8 @@ static inline uint32_t seg_slack(uint32_t cap)
  * bytes a slot, ~2.3 an entry), moved with its slot by every insert,
  * delete and rebuild: state its owner reads with the entry, such as the
  * activity day GRP and FEED keep (days.h), which an entry of its own
- * elsewhere would cost ~12 bytes. An untagged map's segments have no array.
+ * elsewhere (the activity table) would cost ~8.5 bytes. An untagged map's
+ * segments have no array.
  */
 static inline size_t slot_bytes(bool tagged)
 {

@@ -272,25 +272,30 @@ static void nop_visit(uint64_t key, uint32_t val, void *ctx)
 struct tag_check {
     const int32_t *tags;
     size_t bad, seen;
+    bool set; /* a tag set: values are 0, the index is the key's */
 };
 
 static void tag_visit(uint64_t key, uint32_t val, uint16_t tag, void *ctx)
 {
     struct tag_check *ck = ctx;
+    /* keys are index * 0x9e3779b97f4a7c15: this is its inverse */
+    uint64_t idx = ck->set ? key * 0xf1de83e19937733dULL : val;
 
-    ck->bad += key != (uint64_t)val * 0x9e3779b97f4a7c15ULL ||
-               ck->tags[val] != (int32_t)tag;
+    ck->bad += (ck->set && val != 0) || idx >= 60000 ||
+               key != idx * 0x9e3779b97f4a7c15ULL ||
+               ck->tags[idx] != (int32_t)tag;
     ck->seen++;
 }
 
 /* A tagged map: every tag stays with its key through inserts, deletes,
  * splits and merges (checked against a model), scans report it, and an
  * entry costs 14 bytes plus the slack when the tags are spread (2 bytes
- * each: these are random). */
-static void test_tags_vs_model(void)
+ * each: these are random); a tag set (set), whose values read 0, 10. */
+static void tags_vs_model(bool set)
 {
     enum { POOL = 60000, OPS = 400000 };
-    struct u32map *m = u32map_create_tagged(NULL);
+    struct u32map *m =
+        set ? u32map_create_tagset(NULL) : u32map_create_tagged(NULL);
     int32_t *tags = malloc(POOL * sizeof(*tags)); /* -1: absent */
     uint64_t seed = 99, cursor = 0;
     size_t bad = 0, seen = 0, n = 0;
@@ -320,7 +325,7 @@ static void test_tags_vs_model(void)
         v = u32map_ref_tagged(m, key * 0x9e3779b97f4a7c15ULL, &t);
         bad += (v != NULL) != (tags[key] >= 0);
         if (v != NULL) {
-            bad += *v != (uint32_t)key || t != (uint16_t)tags[key];
+            bad += *v != (set ? 0 : (uint32_t)key) || t != (uint16_t)tags[key];
             t = (uint16_t)(t + 1);
             bad += u32map_set_tag(m, key * 0x9e3779b97f4a7c15ULL, t) != 0;
             tags[key] = t;
@@ -331,9 +336,10 @@ static void test_tags_vs_model(void)
     for (uint64_t k = 0; k < POOL; k++)
         n += tags[k] >= 0;
     CHECK_EQ_U64(u32map_count(m), n);
-    CHECK(u32map_bytes(m) < 16 * n);
-    CHECK(u32map_bytes(m) > 14 * n);
-    struct tag_check ck = {tags, 0, 0};
+    /* random tags: 2-byte tags, hashes of 8 bytes (depth < 8) */
+    CHECK(u32map_bytes(m) < (set ? 12 : 16) * n);
+    CHECK(u32map_bytes(m) > (set ? 10 : 14) * n);
+    struct tag_check ck = {tags, 0, 0, set};
     do
         u32map_scan_tagged(m, &cursor, 100, tag_visit, &ck);
     while (cursor != 0);
@@ -343,6 +349,16 @@ static void test_tags_vs_model(void)
     CHECK_EQ_U64(seen, n);
     u32map_destroy(m);
     free(tags);
+}
+
+static void test_tags_vs_model(void)
+{
+    tags_vs_model(false);
+}
+
+static void test_tagset_vs_model(void)
+{
+    tags_vs_model(true);
 }
 
 /* Growing past depth 8 (narrow buckets: 7-byte hashes under a shared top
@@ -400,10 +416,11 @@ static void test_narrow_buckets(void)
  * rebuild once they fit. Against a model, with allocations failing at
  * random: a failed put or set changes nothing.
  */
-static void test_tag_windows(void)
+static void tag_windows(bool set)
 {
     enum { POOL = 150000, OPS = 600000 };
-    struct u32map *m = u32map_create_tagged(NULL);
+    struct u32map *m =
+        set ? u32map_create_tagset(NULL) : u32map_create_tagged(NULL);
     int32_t *tags = malloc(POOL * sizeof(*tags)); /* -1: absent */
     size_t bad = 0, n = 0, fails = 0, before;
     uint16_t today = 20000;
@@ -417,7 +434,8 @@ static void test_tag_windows(void)
         tags[k] = today;
     }
     CHECK_EQ_U64(u32map_audit(m), 0);
-    CHECK(u32map_bytes(m) < (size_t)1275 * POOL / 100); /* 7 + 4 + 1 */
+    /* 7 + 4 + 1 bytes, 7 + 1 in a tag set, + slack */
+    CHECK(u32map_bytes(m) < (size_t)(set ? 900 : 1275) * POOL / 100);
     /* one day far back widens its bucket; 0 and today fit any bucket */
     before = u32map_bytes(m);
     CHECK_EQ_U64(u32map_set_tag(m, 7, (uint16_t)(today - 1000)), 0);
@@ -462,7 +480,8 @@ static void test_tag_windows(void)
         mem_fail_after(0, false);
         v = u32map_ref_tagged(m, key, &t);
         bad += (v != NULL) != (tags[key] >= 0);
-        bad += v != NULL && (*v != (uint32_t)key || t != (uint16_t)tags[key]);
+        bad += v != NULL &&
+               (*v != (set ? 0 : (uint32_t)key) || t != (uint16_t)tags[key]);
         /* setting a tag the entry has, or 0, never allocates */
         if (v != NULL) {
             mem_fail_after(1, true);
@@ -504,11 +523,23 @@ static void test_tag_windows(void)
     free(tags);
 }
 
+static void test_tag_windows(void)
+{
+    tag_windows(false);
+}
+
+static void test_tagset_windows(void)
+{
+    tag_windows(true);
+}
+
 int main(void)
 {
     T_RUN(test_narrow_buckets);
     T_RUN(test_tags_vs_model);
     T_RUN(test_tag_windows);
+    T_RUN(test_tagset_vs_model);
+    T_RUN(test_tagset_windows);
     T_RUN(test_empty);
     T_RUN(test_basic);
     T_RUN(test_grow_and_shrink);
