@@ -74,7 +74,7 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
     in_own = own != NULL && own->get(&srv->db, uid, &tag);
     if (in_own && tag != 0)
         return refresh_held(srv, own, uid, tag, day);
-    if (u32map_ref_tagged(srv->db.active, uid, &tag) != NULL)
+    if (u32map_get_tag(srv->db.active, uid, &tag))
         return refresh_table(srv, uid, tag, day);
     held = db_day_held(&srv->db, uid, own, &tag);
     if (held == NULL) {

@@ -86,68 +86,34 @@ static size_t bc_days(const struct db *db, uint64_t pos[2], size_t max,
 }
 
 /* GRP and FEED keep the day in the tag of their uid-keyed map's slot
- * (u64map.h, "Tags"), the same calls over either map. */
-static bool map_get(const struct u64map *m, uint64_t uid, uint16_t *day)
-{
-    return u64map_get_tag(m, uid, day);
-}
+ * (u64map.h, "Tags", f##_user_map): the same four calls over either map. */
+#define MAP_HOLDER(f)                                                          \
+    static bool f##_get(const struct db *db, uint64_t uid, uint16_t *day)      \
+    {                                                                          \
+        return u64map_get_tag(f##_user_map(db->f), uid, day);                  \
+    }                                                                          \
+    static int f##_set(struct db *db, uint64_t uid, uint16_t day)              \
+    {                                                                          \
+        return u64map_set_tag(f##_user_map(db->f), uid, day) ? 1 : 0;          \
+    }                                                                          \
+    static size_t f##_tracked(const struct db *db)                             \
+    {                                                                          \
+        return u64map_tagged(f##_user_map(db->f));                             \
+    }                                                                          \
+    static size_t f##_days(const struct db *db, uint64_t pos[2], size_t max,   \
+                           db_day_fn fn, void *ctx, bool *done)                \
+    {                                                                          \
+        struct fn_ctx fc = {fn, ctx};                                          \
+        size_t n = u64map_scan_tags(f##_user_map(db->f), &pos[0], max,         \
+                                    tag_visit, &fc);                           \
+                                                                               \
+        *done = pos[0] == 0;                                                   \
+        return n;                                                              \
+    }
 
-static int map_set(struct u64map *m, uint64_t uid, uint16_t day)
-{
-    return u64map_set_tag(m, uid, day) ? 1 : 0;
-}
-
-static size_t map_days(const struct u64map *m, uint64_t pos[2], size_t max,
-                       db_day_fn fn, void *ctx, bool *done)
-{
-    struct fn_ctx fc = {fn, ctx};
-    size_t n = u64map_scan_tags(m, &pos[0], max, tag_visit, &fc);
-
-    *done = pos[0] == 0;
-    return n;
-}
-
-static bool grp_get(const struct db *db, uint64_t uid, uint16_t *day)
-{
-    return map_get(grp_user_map(db->grp), uid, day);
-}
-
-static int grp_set(struct db *db, uint64_t uid, uint16_t day)
-{
-    return map_set(grp_user_map(db->grp), uid, day);
-}
-
-static size_t grp_tracked(const struct db *db)
-{
-    return u64map_tagged(grp_user_map(db->grp));
-}
-
-static size_t grp_days(const struct db *db, uint64_t pos[2], size_t max,
-                       db_day_fn fn, void *ctx, bool *done)
-{
-    return map_days(grp_user_map(db->grp), pos, max, fn, ctx, done);
-}
-
-static bool feed_get(const struct db *db, uint64_t uid, uint16_t *day)
-{
-    return map_get(feed_user_map(db->feed), uid, day);
-}
-
-static int feed_set(struct db *db, uint64_t uid, uint16_t day)
-{
-    return map_set(feed_user_map(db->feed), uid, day);
-}
-
-static size_t feed_tracked(const struct db *db)
-{
-    return u64map_tagged(feed_user_map(db->feed));
-}
-
-static size_t feed_days(const struct db *db, uint64_t pos[2], size_t max,
-                        db_day_fn fn, void *ctx, bool *done)
-{
-    return map_days(feed_user_map(db->feed), pos, max, fn, ctx, done);
-}
+MAP_HOLDER(grp)
+MAP_HOLDER(feed)
+#undef MAP_HOLDER
 
 /* Map probes first (DOT, GRP, FEED: one each), BC last: its lookup may
  * walk the user's channels (bc.h); db_day_held asks them in this order. */

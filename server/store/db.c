@@ -116,8 +116,7 @@ bool db_active_day(const struct db *db, uint64_t uid, uint32_t *day)
 {
     uint16_t d;
 
-    if (u32map_ref_tagged((struct u32map *)(uintptr_t)db->active, uid, &d) ==
-            NULL &&
+    if (!u32map_get_tag(db->active, uid, &d) &&
         db_day_held(db, uid, NULL, &d) == NULL)
         return false;
     *day = d;

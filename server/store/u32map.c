@@ -672,6 +672,11 @@ bool u32map_get(const struct u32map *m, uint64_t key, uint32_t *val)
     return true;
 }
 
+bool u32map_get_tag(const struct u32map *m, uint64_t key, uint16_t *tag)
+{
+    return map_find(m, key, tag) != NULL;
+}
+
 int u32map_put(struct u32map *m, uint64_t key, uint32_t val)
 {
     return u32map_put_tagged(m, key, val, 0);

@@ -77,6 +77,9 @@ int u32map_set_tag(struct u32map *m, uint64_t key, uint16_t tag);
 /* true with *val set when key is present. */
 bool u32map_get(const struct u32map *m, uint64_t key, uint32_t *val);
 
+/* true with *tag set when key is present (tagged maps only). */
+bool u32map_get_tag(const struct u32map *m, uint64_t key, uint16_t *tag);
+
 /* A hint for a lookup of key soon after, with no effect on the map: stage
  * 0 starts loading key's bucket header, stage 1 (a little later: it reads
  * that header) the lines of the hash and value the search lands on;

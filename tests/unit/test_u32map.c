@@ -324,6 +324,13 @@ static void tags_vs_model(bool set)
         }
         v = u32map_ref_tagged(m, key * 0x9e3779b97f4a7c15ULL, &t);
         bad += (v != NULL) != (tags[key] >= 0);
+        {
+            uint16_t t2 = 0;
+
+            bad += u32map_get_tag(m, key * 0x9e3779b97f4a7c15ULL, &t2) !=
+                       (v != NULL) ||
+                   (v != NULL && t2 != t);
+        }
         if (v != NULL) {
             bad += *v != (set ? 0 : (uint32_t)key) || t != (uint16_t)tags[key];
             t = (uint16_t)(t + 1);
