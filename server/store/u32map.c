@@ -166,7 +166,8 @@ static inline uint64_t load64(const uint8_t *p)
 }
 
 /* Hash i of b. A narrow one is an 8-byte load at 7 * i (its last byte is
- * the next hash's, or the values' for the last: never past the bucket). */
+ * the next hash's, or for the last the values' (a tag set's tags or their
+ * alignment padding): never past the bucket). */
 static inline uint64_t bh(const struct bkt *b, uint32_t i)
 {
     uint64_t v;

@@ -272,7 +272,8 @@ static void nop_visit(uint64_t key, uint32_t val, void *ctx)
 struct tag_check {
     const int32_t *tags;
     size_t bad, seen;
-    bool set; /* a tag set: values are 0, the index is the key's */
+    bool set;      /* a tag set: values are 0, the index is the key's */
+    uint64_t pool; /* indexes below it (0: 60000) */
 };
 
 static void tag_visit(uint64_t key, uint32_t val, uint16_t tag, void *ctx)
@@ -281,7 +282,7 @@ static void tag_visit(uint64_t key, uint32_t val, uint16_t tag, void *ctx)
     /* keys are index * 0x9e3779b97f4a7c15: this is its inverse */
     uint64_t idx = ck->set ? key * 0xf1de83e19937733dULL : val;
 
-    ck->bad += (ck->set && val != 0) || idx >= 60000 ||
+    ck->bad += (ck->set && val != 0) || idx >= (ck->pool ? ck->pool : 60000) ||
                key != idx * 0x9e3779b97f4a7c15ULL ||
                ck->tags[idx] != (int32_t)tag;
     ck->seen++;
@@ -346,7 +347,7 @@ static void tags_vs_model(bool set)
     /* random tags: 2-byte tags, hashes of 8 bytes (depth < 8) */
     CHECK(u32map_bytes(m) < (set ? 12 : 16) * n);
     CHECK(u32map_bytes(m) > (set ? 10 : 14) * n);
-    struct tag_check ck = {tags, 0, 0, set};
+    struct tag_check ck = {tags, 0, 0, set, 0};
     do
         u32map_scan_tagged(m, &cursor, 100, tag_visit, &ck);
     while (cursor != 0);
@@ -535,6 +536,51 @@ static void test_tag_windows(void)
     tag_windows(false);
 }
 
+/* A tag set past depth 8 (narrow buckets: 7-byte hashes, the last one's
+ * 8-byte load reading a tag byte) whose tags are spread (2 bytes each):
+ * every key keeps its tag through the growth, and the walk sees each. */
+static void test_tagset_narrow_wide_tags(void)
+{
+    enum { POOL = 200000 };
+    struct u32map *m = u32map_create_tagset(NULL);
+    size_t bad = 0, n = 0;
+    uint64_t cursor = 0;
+    struct tag_check ck;
+    int32_t *tags = malloc(POOL * sizeof(*tags));
+
+    CHECK(m != NULL && tags != NULL);
+    for (uint64_t k = 0; k < POOL; k++) {
+        tags[k] = (int32_t)(1 + t_rng() % 60000);
+        bad += u32map_put_tagged(m, k * 0x9e3779b97f4a7c15ULL, 7,
+                                 (uint16_t)tags[k]) != 0;
+    }
+    /* 7 + 2 bytes an entry, slack and headers: under 11 */
+    CHECK(u32map_bytes(m) < (size_t)11 * POOL);
+    for (uint64_t k = 0; k < POOL; k += 3) {
+        bad += !u32map_del(m, k * 0x9e3779b97f4a7c15ULL);
+        tags[k] = -1;
+    }
+    for (uint64_t k = 0; k < POOL; k++) {
+        uint16_t t = 0;
+
+        n += tags[k] >= 0;
+        bad += u32map_get_tag(m, k * 0x9e3779b97f4a7c15ULL, &t) !=
+                   (tags[k] >= 0) ||
+               (tags[k] >= 0 && t != (uint16_t)tags[k]);
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(u32map_count(m), n);
+    CHECK_EQ_U64(u32map_audit(m), 0);
+    ck = (struct tag_check){tags, 0, 0, true, POOL};
+    do
+        u32map_scan_tagged(m, &cursor, 500, tag_visit, &ck);
+    while (cursor != 0);
+    CHECK_EQ_U64(ck.bad, 0);
+    CHECK_EQ_U64(ck.seen, n);
+    u32map_destroy(m);
+    free(tags);
+}
+
 static void test_tagset_windows(void)
 {
     tag_windows(true);
@@ -547,6 +593,7 @@ int main(void)
     T_RUN(test_tag_windows);
     T_RUN(test_tagset_vs_model);
     T_RUN(test_tagset_windows);
+    T_RUN(test_tagset_narrow_wide_tags);
     T_RUN(test_empty);
     T_RUN(test_basic);
     T_RUN(test_grow_and_shrink);
