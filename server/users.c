@@ -33,17 +33,6 @@ static bool refresh_held(struct server *srv, const struct db_day_holder *h,
     return h->set(&srv->db, uid, db_day_tag(day)) > 0;
 }
 
-/* Refreshes uid's day in the activity table (its tag there: tag) to day.
- * Best effort, as refresh_held: a bucket that cannot widen its tags keeps
- * the old day. */
-static bool refresh_table(struct server *srv, uint64_t uid, uint16_t tag,
-                          uint32_t day)
-{
-    if (tag >= db_day_tag(day))
-        return false;
-    return u32map_set_tag(srv->db.active, uid, db_day_tag(day)) == 0;
-}
-
 bool users_mark_active(struct server *srv, const struct ur_op *op,
                        uint32_t argc, const struct ur_arg *argv, bool changed)
 {
@@ -75,7 +64,10 @@ bool users_mark_active(struct server *srv, const struct ur_op *op,
     if (in_own && tag != 0)
         return refresh_held(srv, own, uid, tag, day);
     if (u32map_get_tag(srv->db.active, uid, &tag))
-        return refresh_table(srv, uid, tag, day);
+        /* Best effort, as refresh_held: a bucket that cannot widen its
+         * tags keeps the old day. */
+        return tag < db_day_tag(day) &&
+               u32map_set_tag(srv->db.active, uid, db_day_tag(day)) == 0;
     held = db_day_held(&srv->db, uid, own, &tag);
     if (held == NULL) {
         /* Not tracked yet: only a family of expire-families starts it. */
