@@ -669,7 +669,8 @@ def memory_shape(opts, pin, name, what, steps, users):
                              "per user)" % (name, held, family, unit, users))
             own_u += int(uinfo["%s_bytes" % family])
         # The activity table holds each user once, or no one when the
-        # families keep the day in their own records (CONV, DOT).
+        # families keep the day in their own entries (GRP, FEED, DOT) or
+        # track no day (CNT, CONV: not in expire-families by default).
         if int(uinfo.get("activity_users", 0)) not in (0, users):
             raise Failed("%s: unreadd's activity table holds %s users, "
                          "expected %d or none" % (
