@@ -499,6 +499,26 @@ def test_dot_keeps_the_days_of_its_users():
         srv.stop()
 
 
+def sweep_two_holders(srv, c, uids, fam_a, enter_a, fam_b, enter_b):
+    """Two families that keep their users' days (days.h): uids[0] enters
+    a then b (its day in a's entry, then in the table), uids[1] b then a,
+    uids[2] a alone, uids[3] b alone. 31 days on, each of the four expires
+    once, three entries from each family. enter_x(uid) is the command's
+    reply checked."""
+    u1, u2, u3, u4 = uids
+    for enter, uid in ((enter_a, u1), (enter_b, u1), (enter_b, u2),
+                       (enter_a, u2), (enter_a, u3), (enter_b, u4)):
+        assert enter(uid), uid
+    assert expiry(c)["active_users"] == "4"
+    assert c.cmd("DEBUG", "AUDIT") == 0
+    c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
+    e = wait_expired(srv, c, 4)
+    assert e["expired_users"] == "4"
+    assert e["expired_%s_entries" % fam_a] == "3"
+    assert e["expired_%s_entries" % fam_b] == "3"
+    assert e["active_users"] == "0"
+
+
 def test_user_in_bc_and_dot_is_swept_once():
     """A user of BC and DOT has its day in one place (DOT's entry, BC's
     entries or the table, days.h): the sweep walks each place once, so it
@@ -524,20 +544,10 @@ def test_user_in_bc_and_dot_is_swept_once():
         assert c.cmd("DEBUG", "AUDIT") == 0
 
     with Server(enable_debug_command="yes") as srv, srv.resp() as c:
-        assert c.cmd("BC.READ", 5, 1) == 0         # day in BC's entries,
-        assert c.cmd("DOT.CLICK", 5, 3) == 0       # then in the table
-        assert c.cmd("DOT.CLICK", 6, 3) == 0       # day in DOT's entry,
-        assert c.cmd("BC.READ", 6, 1) == 0         # then in the table
-        assert c.cmd("DOT.CLICK", 7, 3) == 0       # DOT's entry
-        assert c.cmd("BC.READ", 8, 2) == 0         # BC's entries
-        assert expiry(c)["active_users"] == "4"
-        assert c.cmd("DEBUG", "AUDIT") == 0
-        c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
-        e = wait_expired(srv, c, 4)
-        assert e["expired_users"] == "4"
-        assert e["expired_dot_entries"] == "3"
-        assert e["expired_bc_entries"] == "3"
-        assert e["active_users"] == "0"
+        sweep_two_holders(
+            srv, c, (5, 6, 8, 7),
+            "bc", lambda uid: c.cmd("BC.READ", uid, 1 + (uid == 8)) == 0,
+            "dot", lambda uid: c.cmd("DOT.CLICK", uid, 3) == 0)
         c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
         time.sleep(0.3)
         assert expiry(c)["expired_users"] == "4"
@@ -627,20 +637,10 @@ def test_days_in_grp_and_feed_are_swept_once_and_survive_flushall():
     expires once from both; after FLUSHALL a dropped day goes to the new
     activity table (the maps' drop goes to the table, not to the old db)."""
     with Server(enable_debug_command="yes") as srv, srv.resp() as c:
-        assert c.cmd("GRP.JOIN", 1, 5) == 0        # GRP's map,
-        assert c.cmd("FEED.FOLLOW", 1, 9) == 1     # then the table
-        assert c.cmd("FEED.FOLLOW", 2, 9) == 1     # FEED's map,
-        assert c.cmd("GRP.JOIN", 2, 5) == 0        # then the table
-        assert c.cmd("GRP.JOIN", 3, 5) == 0        # GRP's map
-        assert c.cmd("FEED.FOLLOW", 4, 9) == 1     # FEED's map
-        assert expiry(c)["active_users"] == "4"
-        assert c.cmd("DEBUG", "AUDIT") == 0
-        c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
-        e = wait_expired(srv, c, 4)
-        assert e["expired_users"] == "4"
-        assert e["expired_grp_entries"] == "3"
-        assert e["expired_feed_entries"] == "3"
-        assert e["active_users"] == "0"
+        sweep_two_holders(
+            srv, c, (1, 2, 3, 4),
+            "grp", lambda uid: c.cmd("GRP.JOIN", uid, 5) == 0,
+            "feed", lambda uid: c.cmd("FEED.FOLLOW", uid, 9) == 1)
         assert c.cmd("FLUSHALL") == "OK"
         assert c.cmd("GRP.JOIN", 6, 5) == 0
         assert c.cmd("FEED.FOLLOW", 7, 9) == 1
