@@ -84,6 +84,31 @@ struct ur_op {
     const char *summary; /* one or two sentences */
 };
 
+/*
+ * An op's key arguments, one rule for COMMAND's key positions, cluster
+ * routing (server/cluster.c) and ACL key patterns: the first argument of
+ * user commands (the uid), RCPT (the gid) and global writes (the object:
+ * channel, group, dot, author), every argument from its uids on for
+ * OPF_UIDS ops (USER.MBADGE). Positions count the command name as 0, as
+ * Redis's do: 0 is "no key" (FLUSHALL, admin commands); last -1 is "to
+ * the end".
+ */
+static inline unsigned ur_op_key_first(const struct ur_op *op)
+{
+    if (op->flags & OPF_UIDS)
+        return ur_op_uids_from(op->flags) + 1;
+    if (op->flags & (OPF_USER | OPF_GID))
+        return 1;
+    return (op->flags & OPF_GLOBAL) && op->min_args >= 1 ? 1 : 0;
+}
+
+static inline int ur_op_key_last(const struct ur_op *op)
+{
+    if (op->flags & OPF_UIDS)
+        return -1;
+    return ur_op_key_first(op) != 0 ? 1 : 0;
+}
+
 /* The table, in ops.def order; ur_ops[i].index == i. */
 extern const struct ur_op ur_ops[UR_OP_COUNT];
 

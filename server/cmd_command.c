@@ -209,27 +209,21 @@ static int parse_alt(struct syn *s, char close)
     return alt;
 }
 
-/* The op's key arguments: its first argument for user commands (the uid)
- * and RCPT (the gid), every argument from its uids on for OPF_UIDS ops
- * (USER.MBADGE); global writes and the rest have none. Positions count
- * the command name as 0, as Redis's do; last -1: to the end. */
+/* The op's key arguments (ops.h ur_op_key_first): positions count the
+ * command name as 0, as Redis's do; last -1: to the end. */
 static bool op_has_key(const struct ur_op *op)
 {
-    return (op->flags & (OPF_USER | OPF_GID | OPF_UIDS)) != 0;
+    return ur_op_key_first(op) != 0;
 }
 
 static int64_t op_first_key(const struct ur_op *op)
 {
-    if (op->flags & OPF_UIDS)
-        return (int64_t)ur_op_uids_from(op->flags) + 1;
-    return op_has_key(op) ? 1 : 0;
+    return ur_op_key_first(op);
 }
 
 static int64_t op_last_key(const struct ur_op *op)
 {
-    if (op->flags & OPF_UIDS)
-        return -1;
-    return op_has_key(op) ? 1 : 0;
+    return ur_op_key_last(op);
 }
 
 /* Parses op's syntax into s; the root (a block of the top-level items,

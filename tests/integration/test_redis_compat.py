@@ -119,7 +119,8 @@ def test_command_describes_the_op_table():
         assert incr[3:6] == [1, 1, 1]
         assert by[b"cnt.get"][1] == 3 and "readonly" in by[b"cnt.get"][2]
         assert by[b"ping"][3:6] == [0, 0, 0]
-        assert by[b"grp.post"][3:6] == [0, 0, 0]  # global: no key
+        assert by[b"grp.post"][3:6] == [1, 1, 1]  # global: the group
+        assert by[b"flushall"][3:6] == [0, 0, 0]
         assert by[b"rcpt.count"][3:6] == [1, 1, 1]  # gid
         spec = incr[8][0]
         spec = dict(zip(spec[::2], spec[1::2]))
@@ -128,7 +129,8 @@ def test_command_describes_the_op_table():
         assert c.cmd("COMMAND", "GETKEYS", "CNT.INCR", 42, "mention") == \
             [b"42"]
         assert c.cmd("COMMAND", "GETKEYS", "rcpt.send", 7, 1, 2) == [b"7"]
-        assert_err(c.cmd("COMMAND", "GETKEYS", "GRP.POST", 1))
+        assert c.cmd("COMMAND", "GETKEYS", "BC.PUBLISH", 9) == [b"9"]
+        assert_err(c.cmd("COMMAND", "GETKEYS", "FLUSHALL"))
         assert_err(c.cmd("COMMAND", "GETKEYS", "CNT.INCR"))
         assert_err(c.cmd("COMMAND", "GETKEYS", "NOPE", 1))
         assert_err(c.cmd("COMMAND", "BOGUS"))
