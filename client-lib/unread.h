@@ -101,6 +101,14 @@ enum unread_result {
                                    its min-replicas-to-write */
     UNREAD_ERR_MASTERDOWN = 16, /* a replica whose link to its primary is
                                    down, with replica-serve-stale-data no */
+    /* Cluster mode (docs/CLIENT.md "Cluster"): a handle in cluster
+     * mode follows MOVED and ASK itself; these reach the caller only when
+     * following fails (too many redirections). */
+    UNREAD_ERR_MOVED = 17,       /* the slot is served by another node */
+    UNREAD_ERR_ASK = 18,         /* the key moves: ask that node, once */
+    UNREAD_ERR_CROSSSLOT = 19,   /* a request's keys span slots */
+    UNREAD_ERR_CLUSTERDOWN = 20, /* the key's slot has no node */
+    UNREAD_ERR_TRYAGAIN = 21,    /* the keys are being moved: retry */
 
     /* Client-side failures. All but EUSAGE, and ENOMEM outside a
      * receive, close the connection (see "Reconnect" above). */

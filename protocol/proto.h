@@ -89,7 +89,13 @@ enum ur_val_kind {
     X(NOREPLICAS, 15, "NOREPLICAS") /* fewer good replicas than                \
                                        min-replicas-to-write */                \
     X(MASTERDOWN, 16, "MASTERDOWN") /* a replica's link is down and            \
-                                       replica-serve-stale-data is no */
+                                       replica-serve-stale-data is no */       \
+    /* Cluster mode (docs/PROTOCOL.md "Cluster"): the message is Redis's */    \
+    X(MOVED, 17, "MOVED")             /* "slot ip:port": ask that node */      \
+    X(ASK, 18, "ASK")                 /* "slot ip:port": that node, once */    \
+    X(CROSSSLOT, 19, "CROSSSLOT")     /* keys of several slots */              \
+    X(CLUSTERDOWN, 20, "CLUSTERDOWN") /* a slot is not served */               \
+    X(TRYAGAIN, 21, "TRYAGAIN")       /* a slot moves: retry soon */
 
 enum ur_err {
 #define UR_ERR_ENUM(id, code, prefix) UR_E_##id = code,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "buf.h"
+#include "cluster.h"
 #include "persist.h"
 #include "repl.h"
 
@@ -40,10 +41,12 @@ static bool check(struct server *srv, struct session *sess, const char *body,
     struct ur_batch_reader rd;
     struct ur_frame_sub sub;
     const struct ur_op *op;
+    struct cluster_batch cb;
     char where[32];
     uint32_t i;
 
     *writes = false;
+    cluster_batch_init(&cb);
     ur_batch_reader_init(&rd, body, len, nsub);
     for (i = 0; ur_batch_next(&rd, args, cap, &sub); i++) {
         op = ur_op_by_code(sub.op);
@@ -66,12 +69,20 @@ static bool check(struct server *srv, struct session *sess, const char *body,
             exec_arity_err(r, op, at(where, i));
             return false;
         }
+        if (srv->cluster != NULL && !srv->loading &&
+            !cluster_batch_add(srv, &cb, op, sub.argc, sub.argv, at(where, i),
+                               r))
+            return false;
         *writes |= (op->flags & OPF_WRITE) != 0;
     }
     if (i != nsub) {
         reply_err(r, UR_E_PROTO, "malformed batch body");
         return false;
     }
+    /* Cluster mode: every key in one slot, and that slot served here. */
+    if (srv->cluster != NULL && !srv->loading &&
+        cluster_batch_refuse(srv, sess, &cb, r))
+        return false;
     return true;
 }
 
@@ -100,12 +111,14 @@ static uint32_t run(struct server *srv, struct session *sess, const char *body,
     }
     reply_arr(r, nsub);
     ur_batch_reader_init(&rd, body, len, nsub);
+    srv->cluster_routed = true; /* check() routed it whole */
     while (ur_batch_next(&rd, args, cap, &sub)) {
         reply_begin_elem(&elem, r);
         exec_op(srv, sess, ur_op_by_code(sub.op), sub.argc, sub.argv, &elem);
         reply_end_elem(&elem, r);
         failed += elem.status != UR_E_OK;
     }
+    srv->cluster_routed = false;
     if (journaled) {
         persist_batch_end(srv->persist);
         repl_feed(srv, sess);
@@ -205,6 +218,9 @@ bool batch_multi_queue(struct server *srv, struct session *sess,
         reply_err(r, UR_E_ERR, "%s is not allowed in a transaction", op->name);
     } else if (!exec_arity_ok(op, argc)) {
         exec_arity_err(r, op, "");
+    } else if (srv->cluster != NULL &&
+               cluster_refuse(srv, sess, op, argc, argv, r)) {
+        /* MOVED or CLUSTERDOWN now; CROSSSLOT between commands at EXEC */
     } else if (m->failed) {
         reply_status(r, "QUEUED"); /* checked, not kept: EXEC aborts */
         return true;

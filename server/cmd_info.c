@@ -16,6 +16,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "cmds.h"
 #include "metrics.h"
 #include "persist.h"
@@ -496,6 +497,18 @@ static void sec_errorstats(struct info *in, const struct server *srv)
     add(in, "\r\n");
 }
 
+/* Redis's cluster_enabled, then (cluster mode) the node's state and one
+ * line per link to another node (cluster.h). */
+static void sec_cluster(struct info *in, const struct server *srv)
+{
+    add(in, "# Cluster\r\n");
+    if (srv->cluster == NULL)
+        add(in, "cluster_enabled:0\r\n");
+    else if (!in->oom)
+        cluster_info_lines(srv->cluster, &in->b);
+    add(in, "\r\n");
+}
+
 static void sec_keyspace(struct info *in, const struct server *srv)
 {
     struct db_usage u[DB_USAGE_ROWS];
@@ -601,7 +614,7 @@ void cmd_INFO(struct exec_ctx *x)
     if (want[S_ERRORSTATS])
         sec_errorstats(&in, srv);
     if (want[S_CLUSTER])
-        add(&in, "# Cluster\r\ncluster_enabled:0\r\n\r\n");
+        sec_cluster(&in, srv);
     if (want[S_KEYSPACE])
         sec_keyspace(&in, srv);
     if (want[S_EXPIRY])

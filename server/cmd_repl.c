@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "cmds.h"
 #include "persist.h"
 #include "repl.h"
@@ -21,6 +22,7 @@ void cmd_REPLICAOF(struct exec_ctx *x)
 
     if (arg_is(x, 0, "NO") && arg_is(x, 1, "ONE")) {
         repl_set_primary(x->srv);
+        cluster_promoted(x->srv); /* takes the old primary's slots */
         reply_status(x->r, "OK");
         return;
     }
@@ -37,6 +39,8 @@ void cmd_REPLICAOF(struct exec_ctx *x)
         return;
     }
     rc = repl_set_replica_of(x->srv, host, (uint32_t)port, err, sizeof(err));
+    if (rc >= 0)
+        cluster_replica_of(x->srv, host, (uint32_t)port);
     if (rc < 0)
         reply_err(x->r, UR_E_ERR, "%s", err);
     else

@@ -129,6 +129,23 @@ static const struct key keys[] = {
      R},
     {"min-replicas-to-write", K_U32, F(min_replicas_to_write), "0", 0, 1000, R},
     {"min-replicas-max-lag", K_U32, F(min_replicas_max_lag), "10", 0, 3600, R},
+    /* cluster mode (docs/OPERATIONS.md "Cluster") */
+    {"cluster-enabled", K_YESNO, F(cluster_enabled), "no", 0, 0, 0},
+    {"cluster-config-file", K_STR, F(cluster_config_file), "nodes.conf", 0, 0,
+     0},
+    {"cluster-announce-ip", K_STR0, F(cluster_announce_ip), "", 0, 0, R},
+    {"cluster-announce-port", K_U32, F(cluster_announce_port), "0", 0, 65535,
+     R},
+    {"cluster-announce-bus-port", K_U32, F(cluster_announce_bus_port), "0", 0,
+     65535, R},
+    {"cluster-require-full-coverage", K_YESNO, F(cluster_require_full_coverage),
+     "yes", 0, 0, R},
+    {"cluster-allow-reads-when-down", K_YESNO, F(cluster_allow_reads_when_down),
+     "no", 0, 0, R},
+    {"cluster-node-timeout", K_U32, F(cluster_node_timeout), "15000", 100,
+     3600000, R},
+    {"cluster-link-sendbuf-limit", K_BYTES, F(cluster_link_sendbuf_limit),
+     "64mb", 0, 0, R},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

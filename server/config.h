@@ -93,6 +93,17 @@ struct config {
     uint32_t min_replicas_to_write;           /* 0: off */
     uint32_t min_replicas_max_lag;            /* seconds */
 
+    /* cluster mode (docs/OPERATIONS.md "Cluster"; server/cluster.h) */
+    bool cluster_enabled;                     /* read once at start */
+    char cluster_config_file[CONFIG_STR_MAX]; /* the node table, in dir */
+    char cluster_announce_ip[CONFIG_STR_MAX]; /* "": learned from MEET */
+    uint32_t cluster_announce_port;           /* 0: port */
+    uint32_t cluster_announce_bus_port;       /* 0: port + 10000 */
+    bool cluster_require_full_coverage;       /* unassigned slot: all down */
+    bool cluster_allow_reads_when_down;       /* ... but reads still run */
+    uint32_t cluster_node_timeout;            /* ms: a peer link's replies */
+    uint64_t cluster_link_sendbuf_limit;      /* a peer's queue; 0: none */
+
     char config_file[CONFIG_STR_MAX]; /* "" when none */
 };
 

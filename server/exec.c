@@ -25,6 +25,8 @@
 #include <strings.h>
 
 #include "batch.h"
+#include "cluster.h"
+#include "cluster_copy.h"
 #include "cmds.h"
 #include "badges.h"
 #include "persist.h"
@@ -249,6 +251,9 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
         submode_err(r, op);
     } else if (!exec_arity_ok(op, argc)) {
         exec_arity_err(r, op, "");
+    } else if (srv->cluster != NULL && !srv->loading && !srv->cluster_routed &&
+               cluster_refuse(srv, sess, op, argc, argv, r)) {
+        /* MOVED, CROSSSLOT, CLUSTERDOWN: another node's, or none's */
     } else if (!refused_oom(srv, op, r) && !repl_refuse(srv, op, r) &&
                !((op->flags & OPF_WRITE) && exec_refuse_write(srv, r)) &&
                stage(srv, op, argc, argv, r)) {
@@ -265,6 +270,12 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
         if (r->status == UR_E_OK && !(srv->readonly_data && !srv->loading))
             x.dirty |= users_mark_active(srv, op, argc, x.argv,
                                          x.dirty || (op->flags & OPF_WRITE));
+        /* The owner of a global object copies its new value to every
+         * other primary (cluster_copy.h): after the handler, before the
+         * record is fed, so the copy's version is the offset it starts. */
+        if (srv->cluster != NULL && (op->flags & OPF_GLOBAL) &&
+            r->status == UR_E_OK && !srv->loading)
+            ccopy_written(srv, op, argc, x.argv);
         if (journaled(srv, op)) {
             persist_feed(srv->persist, x.dirty || ((op->flags & OPF_WRITE) &&
                                                    r->status == UR_E_OK));
@@ -281,6 +292,8 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
     }
     if (pinned)
         srv->clock_pinned = false;
+    if (sess->asking && op->code != UR_OP_ASKING)
+        sess->asking = false; /* ASKING holds for one command */
     exec_done(srv, sess, op, argc, argv, r, t0);
 }
 

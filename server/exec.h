@@ -40,6 +40,10 @@ struct session {
     bool blocked;
     bool handover;
     struct repl_hs *repl_hs;
+    /* Cluster mode (cluster.h): READONLY (reads may be served by a
+     * replica of the slot's primary), ASKING (the next command only). */
+    bool readonly;
+    bool asking;
 };
 
 /* requirepass is set and this session has not authenticated: only

@@ -15,6 +15,7 @@
 #include <event2/event.h>
 
 #include "check.h"
+#include "cluster.h"
 #include "config.h"
 #include "hash.h"
 #include "log.h"
@@ -107,6 +108,7 @@ static void on_cron(evutil_socket_t fd, short what, void *arg)
     /* Right after persist_cron: a save it reaped is taken for the
      * replicas waiting for it before anything else can end. */
     repl_cron(&server);
+    cluster_cron(&server);
     server_sample(&server);
     observe_persist(&server);
 }
@@ -263,9 +265,11 @@ int main(int argc, char **argv)
         }
     }
     server.mux_api = event_base_get_method(base);
+    cluster_config_fix(&server.cfg);
     if (metrics_setup(&server, base, err, sizeof(err)) != 0 ||
         net_setup(&server, base, err, sizeof(err)) != 0 ||
-        repl_setup(&server, base, err, sizeof(err)) != 0) {
+        repl_setup(&server, base, err, sizeof(err)) != 0 ||
+        cluster_setup(&server, base, err, sizeof(err)) != 0) {
         log_error("%s", err);
         goto out;
     }
@@ -277,6 +281,7 @@ int main(int argc, char **argv)
 
     event_base_dispatch(base);
     notify_stopping();
+    cluster_teardown(&server);
     net_teardown();
     repl_teardown(&server);
     /* SHUTDOWN saved already (or was told not to); a signal saves now. */
@@ -284,6 +289,7 @@ int main(int argc, char **argv)
     log_info("bye");
 
 out:
+    cluster_teardown(&server);
     repl_teardown(&server);
     metrics_teardown();
     replay_close(&server);

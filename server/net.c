@@ -81,6 +81,7 @@
 #include <event2/util.h>
 
 #include "batch.h"
+#include "cluster.h"
 #include "exec.h"
 #include "frame.h"
 #include "log.h"
@@ -236,8 +237,10 @@ static void conn_release(struct conn *c, bool close_fd)
     event_del(c->wev);
     if (c->tev)
         event_del(c->tev);
-    if (c->sess.blocked)
+    if (c->sess.blocked) {
         repl_wait_cancel(srv, &c->sess);
+        cluster_meet_cancel(srv, &c->sess);
+    }
     if (close_fd)
         close(c->fd);
     c->fd = -1;
@@ -414,6 +417,7 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     server_turn_end(srv);
     persist_flush(srv->persist);
     repl_flush(srv);
+    cluster_flush(srv);
     write_pending();
     if (badges_pending(&srv->badges)) {
         const struct timeval retry = {0, RETRY_MS * 1000};
@@ -1064,6 +1068,28 @@ static void net_unblock(struct server *s, struct session *sess, uint64_t value)
     queue_flush(c);
 }
 
+/* srv->on_unblock_status: sess's CLUSTER MEET ended: a status (code 0)
+ * or an error, then what its connection held back. */
+static void net_unblock_status(struct server *s, struct session *sess,
+                               uint16_t code, const char *text)
+{
+    struct conn *c = conn_of(sess->client);
+    size_t before = c->out.len;
+    struct reply r;
+
+    (void)s;
+    c->blocked = false;
+    reply_begin(&r, &c->out, (enum reply_proto)c->block_proto, c->block_id);
+    if (code == UR_E_OK)
+        reply_status(&r, text);
+    else
+        reply_err(&r, code, "%s", text);
+    reply_end(&r);
+    srv->client_out_bytes += c->out.len - before;
+    c->resume = true;
+    queue_flush(c);
+}
+
 /* srv->on_badges: badge messages wait for the end of this turn, which a
  * timer's write (the expiry sweep) does not otherwise reach. */
 static void net_badges(struct server *s)
@@ -1424,6 +1450,7 @@ int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
     srv->on_pause = net_pause_changed;
     srv->on_config = net_config_changed;
     srv->on_unblock = net_unblock;
+    srv->on_unblock_status = net_unblock_status;
     srv->on_badges = net_badges;
     idle_tv = common_timeout(srv->cfg.timeout);
     out_tv = common_timeout(srv->cfg.client_output_timeout);
@@ -1510,6 +1537,7 @@ void net_teardown(void)
     srv->on_pause = NULL;
     srv->on_config = NULL;
     srv->on_unblock = NULL;
+    srv->on_unblock_status = NULL;
     srv->on_badges = NULL;
     free(args);
     args = NULL;

@@ -148,6 +148,15 @@ struct server {
     struct pubsub pubsub;
     struct badges badges;
     void (*on_badges)(struct server *srv);
+    /* Cluster mode (cluster.h): NULL when cluster-enabled is no. A batch
+     * or transaction routed as a whole runs its commands with
+     * cluster_routed set, so that none is routed again. */
+    struct cluster *cluster;
+    bool cluster_routed;
+    /* Set by net.c: a blocked session (CLUSTER MEET) is answered with a
+     * status (code 0: text is the status line) or an error. */
+    void (*on_unblock_status)(struct server *srv, struct session *sess,
+                              uint16_t code, const char *text);
 };
 
 /* Monotonic clock, nanoseconds and milliseconds. */

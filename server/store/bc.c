@@ -431,6 +431,18 @@ int bc_publish(struct bc_store *s, uint64_t ch, uint64_t *head)
     return 0;
 }
 
+int bc_raise_head(struct bc_store *s, uint64_t ch, uint64_t head)
+{
+    bool created;
+    struct bc_chan *c = chan_get(s, ch, &created);
+
+    if (c == NULL)
+        return -1;
+    if (head > c->head)
+        c->head = head;
+    return 0;
+}
+
 int bc_unread(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t *unread,
               bool *registered)
 {

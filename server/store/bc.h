@@ -68,6 +68,12 @@ int bc_read(struct bc_store *s, uint64_t uid, uint64_t ch);
 int bc_read_upto(struct bc_store *s, uint64_t uid, uint64_t ch, uint64_t upto,
                  uint64_t *unread);
 
+/* Cluster copies (server/cluster_copy.c): ch's head becomes head when that
+ * is ahead of it (created when new); a head never moves back, so a copy
+ * that arrives late or twice changes nothing. 0, or -1 on allocation
+ * failure (nothing changed). */
+int bc_raise_head(struct bc_store *s, uint64_t ch, uint64_t head);
+
 /* ch's head: the messages published to it (0 for a channel never used).
  * A read: creates nothing. */
 uint64_t bc_head(const struct bc_store *s, uint64_t ch);

@@ -94,6 +94,23 @@ int feed_post(struct feed_store *s, uint64_t author, uint64_t n,
     return 0;
 }
 
+int feed_set_posts(struct feed_store *s, uint64_t author, uint64_t count)
+{
+    uint32_t idx;
+    int rc;
+
+    if (!denseid_find(s->authors, author, &idx)) {
+        if (count == 0)
+            return 0;
+        rc = denseid_intern(s->authors, author, &idx);
+        if (rc != 0)
+            return rc;
+    }
+    *count_ref(s, idx) =
+        count > FEED_COUNT_MAX ? FEED_COUNT_MAX : (uint32_t)count;
+    return 0;
+}
+
 uint32_t feed_posts(const struct feed_store *s, uint64_t author)
 {
     uint32_t idx;

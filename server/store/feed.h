@@ -46,6 +46,11 @@ void feed_prefetch_user(const struct feed_store *s, uint64_t uid, int stage);
 int feed_post(struct feed_store *s, uint64_t author, uint64_t n,
               uint32_t *count);
 
+/* Cluster copies (server/cluster_copy.c): author's count becomes count
+ * (saturated at FEED_COUNT_MAX; an author never seen is created, unless
+ * count is 0). 0, FEED_ENOMEM or FEED_EFULL. */
+int feed_set_posts(struct feed_store *s, uint64_t author, uint64_t count);
+
 /* author's post count (0 for an author never seen). A read. */
 uint32_t feed_posts(const struct feed_store *s, uint64_t author);
 

@@ -555,6 +555,197 @@ nomem:
     return GRP_ENOMEM;
 }
 
+static bool group_valid(uint64_t head, uint32_t window, uint32_t known,
+                        const uint64_t *ts);
+
+/*
+ * Makes g's ring hold what moving its head forward by `steps` messages
+ * keeps (window at most), in one allocation, so that the appends after
+ * it allocate nothing. GRP_OK or GRP_ENOMEM (g's kept timestamps
+ * unchanged).
+ */
+static int ring_ready(struct grp_store *s, struct grp_group *g, uint64_t steps,
+                      uint32_t window)
+{
+    uint64_t want = (uint64_t)g->known + steps;
+
+    if (want > window)
+        want = window;
+    if (want < RING_MIN && window >= RING_MIN)
+        want = RING_MIN;
+    if (g->cap > window)
+        return ring_resize(s, g, window);
+    if (g->cap >= want)
+        return GRP_OK;
+    return ring_resize(s, g, (uint32_t)want);
+}
+
+/*
+ * Moves g's head forward to head (its ring ready for it: ring_ready): the
+ * newest messages' timestamps are ts[0..known) (oldest first), those
+ * before them take ts[0]. Past what the window keeps, the ring restarts
+ * empty. Allocates nothing.
+ */
+static void group_advance(struct grp_group *g, uint64_t head, uint32_t window,
+                          uint32_t known, const uint64_t *ts)
+{
+    uint64_t first = head - known + 1; /* the seq of ts[0] */
+
+    if (head - g->head > window) {
+        g->known = 0;
+        g->head = head - window;
+    }
+    g->window = window;
+    while (g->head < head) {
+        uint64_t q = g->head + 1;
+
+        ring_append(g, known == 0 ? 0 : q >= first ? ts[q - first] : ts[0]);
+    }
+}
+
+int grp_copy_post(struct grp_store *s, uint64_t gid, uint64_t seq, uint64_t ts,
+                  uint32_t window, const uint64_t *uids, size_t n)
+{
+    struct grp_group *g;
+    uint32_t gidx;
+    bool known = denseid_find(s->groups, gid, &gidx);
+    uint64_t e;
+
+    if (window == 0)
+        window = 1;
+    if (seq == 0 || (known && seq <= group_at(s, gidx)->head))
+        return 0;
+    if (!known && group_get(s, gid, &gidx) != GRP_OK)
+        return GRP_ENOMEM;
+    g = group_at(s, gidx);
+    for (size_t i = 0; i < n; i++)
+        if (memblist_lookup(s->members, uids[i], gidx, &e) &&
+            gml_reserve(s, uids[i], 1) != GRP_OK) {
+            tidy_all(s, uids, i + 1);
+            goto nomem;
+        }
+    if (ring_ready(s, g, seq - g->head, window) != GRP_OK) {
+        tidy_all(s, uids, n);
+        goto nomem;
+    }
+    group_advance(g, seq, window, 1, &ts);
+    for (size_t i = 0; i < n; i++)
+        if (memblist_lookup(s->members, uids[i], gidx, &e))
+            gml_add(s, uids[i], gidx, g->head);
+    tidy_all(s, uids, n);
+    return 1;
+nomem:
+    if (!known)
+        denseid_unintern(s->groups, gid);
+    return GRP_ENOMEM;
+}
+
+/* Merges g's recalls and rec[0..nrec) (both ascending), those at most
+ * head, into u (NULL: only counts); the count. */
+static uint32_t recalls_merge(const uint64_t *old, uint32_t nold,
+                              const uint64_t *rec, uint32_t nrec, uint64_t head,
+                              uint64_t *u)
+{
+    uint32_t i = 0, j = 0, k = 0;
+    uint64_t last = 0;
+
+    while (i < nold || j < nrec) {
+        uint64_t v =
+            (j == nrec || (i < nold && old[i] <= rec[j])) ? old[i++] : rec[j++];
+        if (v > head || (k > 0 && last == v))
+            continue;
+        if (u != NULL)
+            u[k] = v;
+        last = v;
+        k++;
+    }
+    return k;
+}
+
+/* g's recalls become their union with rec[0..nrec) (ascending), those at
+ * most head (the head g is about to have), the newest GRP_RECALL_MAX
+ * kept: one new list of the exact size. GRP_OK or GRP_ENOMEM
+ * (unchanged). */
+static int recalls_union(struct grp_store *s, struct grp_group *g,
+                         uint32_t gidx, const uint64_t *rec, uint32_t nrec,
+                         uint64_t head)
+{
+    uint64_t *old = (uint64_t *)(uintptr_t)u64map_get(s->recs, gidx), *u, *tmp;
+    uint32_t total = recalls_merge(old, g->nrec, rec, nrec, head, NULL), skip;
+
+    if (nrec == 0 || total == g->nrec)
+        return GRP_OK; /* nothing new */
+    tmp = malloc((size_t)total * sizeof(*tmp));
+    if (tmp == NULL)
+        return GRP_ENOMEM;
+    recalls_merge(old, g->nrec, rec, nrec, head, tmp);
+    skip = total > GRP_RECALL_MAX ? total - GRP_RECALL_MAX : 0;
+    u = mem_alloc(&s->mem, (size_t)(total - skip) * sizeof(*u));
+    if (u == NULL) {
+        free(tmp);
+        return GRP_ENOMEM;
+    }
+    memcpy(u, tmp + skip, (size_t)(total - skip) * sizeof(*u));
+    free(tmp);
+    if (g->nrec == 0) {
+        if (u64map_put(s->recs, gidx, (uint64_t)(uintptr_t)u) != 0) {
+            mem_free(&s->mem, u, (size_t)(total - skip) * sizeof(*u));
+            return GRP_ENOMEM;
+        }
+    } else {
+        *u64map_ref(s->recs, gidx) = (uint64_t)(uintptr_t)u;
+        mem_free(&s->mem, old, (size_t)g->nrec * sizeof(*old));
+    }
+    g->nrec = total - skip;
+    return GRP_OK;
+}
+
+int grp_copy_group(struct grp_store *s, uint64_t gid, uint64_t head,
+                   uint32_t window, uint32_t known, const uint64_t *ts,
+                   uint32_t nrec, const uint64_t *rec)
+{
+    uint32_t gidx;
+    struct grp_group *g;
+    bool fresh;
+    int rc;
+
+    if (!group_valid(head, window, known, ts) || nrec > GRP_RECALL_MAX)
+        return 1;
+    for (uint32_t i = 0; i < nrec; i++)
+        if (rec[i] == 0 || rec[i] > head || (i > 0 && rec[i] <= rec[i - 1]))
+            return 1;
+    fresh = !denseid_find(s->groups, gid, &gidx);
+    if (fresh) {
+        rc = grp_restore_group(s, gid, head, window, known, ts);
+        if (rc != 0) {
+            if (denseid_find(s->groups, gid, &gidx))
+                denseid_unintern(s->groups, gid);
+            return rc;
+        }
+        denseid_find(s->groups, gid, &gidx);
+        g = group_at(s, gidx);
+        if (recalls_union(s, g, gidx, rec, nrec, head) != GRP_OK) {
+            mem_free(&s->mem, g->ring, (size_t)g->cap * sizeof(*g->ring));
+            memset(g, 0, sizeof(*g));
+            denseid_unintern(s->groups, gid);
+            return GRP_ENOMEM;
+        }
+        return 0;
+    }
+    g = group_at(s, gidx);
+    if (window == 0)
+        window = 1;
+    /* Every allocation first: an error changes nothing. */
+    if (head > g->head && ring_ready(s, g, head - g->head, window) != GRP_OK)
+        return GRP_ENOMEM;
+    if (recalls_union(s, g, gidx, rec, nrec, head > g->head ? head : g->head) !=
+        GRP_OK)
+        return GRP_ENOMEM;
+    if (head > g->head)
+        group_advance(g, head, window, known, ts);
+    return 0;
+}
+
 int grp_recall(struct grp_store *s, uint64_t gid, uint64_t seq)
 {
     struct grp_group *g;

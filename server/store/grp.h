@@ -92,6 +92,27 @@ int grp_post_mention(struct grp_store *s, uint64_t gid, uint64_t ts,
                      uint64_t *seq);
 
 /*
+ * Cluster copies (server/cluster_copy.c): the group's owner posted message
+ * seq at ts mentioning uids[0..n). Nothing changes when the group is at
+ * seq already (a copy late or twice: 0); else its head moves to seq (1),
+ * messages between the old head and seq, whose copies were lost, taking
+ * ts as their time. GRP_ENOMEM.
+ */
+int grp_copy_post(struct grp_store *s, uint64_t gid, uint64_t seq, uint64_t ts,
+                  uint32_t window, const uint64_t *uids, size_t n);
+
+/*
+ * Cluster copies, a whole group as its owner holds it (a full sync): its
+ * head and kept timestamps ts[0..known) (oldest first) when that head is
+ * ahead of this one's (a head never moves back), and its recalled seqs
+ * rec[0..nrec), added to the ones held. 0, 1 when the data is not that
+ * of a group (as grp_restore_group), GRP_ENOMEM.
+ */
+int grp_copy_group(struct grp_store *s, uint64_t gid, uint64_t head,
+                   uint32_t window, uint32_t known, const uint64_t *ts,
+                   uint32_t nrec, const uint64_t *rec);
+
+/*
  * Post seq of gid was recalled: it stops counting for every member who has
  * not seen it. 1 when newly recalled, 0 when it already was; GRP_EINVAL
  * for no such message (unknown group, seq 0 or above the head); GRP_ENOMEM.

@@ -37,6 +37,7 @@
 #include "mem.h"
 #include "persist.h"
 #include "replay.h"
+#include "slot.h"
 #include "snapshot.h"
 #include "t.h"
 
@@ -646,6 +647,36 @@ static void test_users(void)
     check_script("users");
 }
 
+/* Cluster mode's copies of global objects (GLOBALCOPY), as a receiver's
+ * replica or its journal's replay applies them: with srv.loading, which
+ * applies without the owner and version checks a live node makes. */
+static void test_cluster_copies(void)
+{
+    static const char id[] = "0123456789abcdef0123456789abcdef01234567";
+    /* 0x4141414141414141: a head, a recalled seq and a timestamp that the
+     * text of a command can carry as the 8 bytes "AAAAAAAA". */
+    const unsigned long long big = 0x4141414141414141ull;
+
+    for (unsigned k = 1; k < 40; k++) {
+        add("GLOBALCOPY %s 1 %u %u BC %u %u", id, k, ur_u64_slot(k), k, k * 3);
+        add("GLOBALCOPY %s 1 %u %u DOT %u %llu", id, k, ur_u64_slot(k), k,
+            (unsigned long long)t0 + k);
+        add("GLOBALCOPY %s 1 %u %u FEED %u %u", id, k, ur_u64_slot(k), k, k);
+        add("GLOBALCOPY %s 1 %u %u POST %u %u %llu", id, k, ur_u64_slot(k), k,
+            k % 5 + 1, (unsigned long long)t0 + k);
+        add("GLOBALCOPY %s 1 %u %u POST %u %u %llu 1 2 3", id, k,
+            ur_u64_slot(k), k, k % 5 + 300, (unsigned long long)t0 + k);
+        add("GLOBALCOPY %s 1 %u %u RECALL %u 2", id, k, ur_u64_slot(k), k);
+        add("GLOBALCOPY %s 1 %u %u UDEL %u", id, k, ur_u64_slot(k), k);
+    }
+    for (unsigned k = 100; k < 110; k++)
+        add("GLOBALCOPY %s 2 %u %u GROUP %u %llu 1 AAAAAAAA AAAAAAAA", id, k,
+            ur_u64_slot(k), k, big);
+    srv.loading = true;
+    check_script("cluster copies");
+    srv.loading = false;
+}
+
 /* Every write command of the table ran in some script above. */
 static void test_coverage(void)
 {
@@ -675,6 +706,7 @@ int main(void)
     T_RUN(test_feed);
     T_RUN(test_rcpt);
     T_RUN(test_users);
+    T_RUN(test_cluster_copies);
     T_RUN(test_coverage);
     fprintf(stderr,
             "%llu commands probed, %llu runs, %llu error replies, %llu "
