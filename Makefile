@@ -245,6 +245,16 @@ test-failover: deps all
 	@UNREADD_BUILD=$(BUILD) FAILOVER_TRIALS=$${FAILOVER_TRIALS:-20} \
 	    python3 tests/faults/failover.py
 
+# Failover inside a cluster (issue 31): CLUSTER_FAILOVER_TRIALS (10)
+# kill -9s of a shard's primary under three redis-sentinels watching every
+# shard, writers through redis-py's RedisCluster (and libunread's cluster
+# mode when build/cluster-writer is built); `make test` runs 1 trial.
+.PHONY: test-cluster-failover
+test-cluster-failover: deps all
+	@UNREADD_BUILD=$(BUILD) \
+	    CLUSTER_FAILOVER_TRIALS=$${CLUSTER_FAILOVER_TRIALS:-10} \
+	    python3 tests/faults/cluster_failover.py
+
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 \
 	    SAN="-fsanitize=address -fno-omit-frame-pointer" test
