@@ -60,8 +60,8 @@ static void new_id(char id[CLUSTER_ID_LEN + 1])
     unsigned char raw[CLUSTER_ID_LEN / 2];
 
     if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
-        uint64_t x = server_now_ms() ^ ((uint64_t)getpid() << 32) ^
-                     server_mono_ns();
+        uint64_t x =
+            server_now_ms() ^ ((uint64_t)getpid() << 32) ^ server_mono_ns();
         for (size_t i = 0; i < sizeof(raw); i++) {
             x = x * 6364136223846793005ull + 1442695040888963407ull;
             raw[i] = (unsigned char)(x >> 56);
@@ -89,8 +89,7 @@ static struct cluster_node *myself(struct cluster *c)
     return &c->nodes[0];
 }
 
-uint32_t cluster_node_by_id(const struct cluster *c, const char *id,
-                            size_t len)
+uint32_t cluster_node_by_id(const struct cluster *c, const char *id, size_t len)
 {
     if (len != CLUSTER_ID_LEN)
         return CLUSTER_NONE;
@@ -489,8 +488,8 @@ static void myself_addr(struct cluster *c)
     struct in_addr a4;
     struct in6_addr a6;
 
-    me->port = cfg->cluster_announce_port ? cfg->cluster_announce_port
-                                          : cfg->port;
+    me->port =
+        cfg->cluster_announce_port ? cfg->cluster_announce_port : cfg->port;
     me->cport = cfg->cluster_announce_bus_port ? cfg->cluster_announce_bus_port
                                                : me->port + 10000;
     if (me->cport > 65535)
@@ -674,8 +673,8 @@ void cluster_changed(struct cluster *c)
 {
     uint64_t now = server_now_ms();
 
-    c->nodes[0].version = c->nodes[0].version < now ? now
-                                                    : c->nodes[0].version + 1;
+    c->nodes[0].version =
+        c->nodes[0].version < now ? now : c->nodes[0].version + 1;
     mark_dirty(c);
     state_update(c);
     for (uint32_t i = 1; i < c->nnodes; i++)
@@ -693,8 +692,8 @@ static void epoch_collision(struct cluster *c, const struct cluster_node *n)
         memcmp(n->id, me->id, CLUSTER_ID_LEN) <= 0)
         return;
     me->config_epoch = ++c->current_epoch;
-    log_info("cluster: config epoch collision with %s: mine is now %llu",
-             n->id, (unsigned long long)me->config_epoch);
+    log_info("cluster: config epoch collision with %s: mine is now %llu", n->id,
+             (unsigned long long)me->config_epoch);
     cluster_changed(c);
 }
 
@@ -840,8 +839,7 @@ int cluster_merge_record(struct cluster *c, const struct cluster_record *rec,
 }
 
 void cluster_learn(struct cluster *c, const char *id, size_t id_len,
-                   const char *ip, size_t ip_len, uint32_t port,
-                   uint32_t cport)
+                   const char *ip, size_t ip_len, uint32_t port, uint32_t cport)
 {
     uint32_t idx;
     struct cluster_node *n;
@@ -888,8 +886,7 @@ int cluster_add_slots(struct cluster *c, const uint16_t *slots, size_t n,
             return -1;
         }
         if (seen[slots[i]]) {
-            snprintf(err, errlen, "Slot %u specified multiple times",
-                     slots[i]);
+            snprintf(err, errlen, "Slot %u specified multiple times", slots[i]);
             return -1;
         }
         seen[slots[i]] = true;
@@ -916,8 +913,7 @@ int cluster_del_slots(struct cluster *c, const uint16_t *slots, size_t n,
             return -1;
         }
         if (seen[slots[i]]) {
-            snprintf(err, errlen, "Slot %u specified multiple times",
-                     slots[i]);
+            snprintf(err, errlen, "Slot %u specified multiple times", slots[i]);
             return -1;
         }
         seen[slots[i]] = true;
@@ -932,8 +928,9 @@ int cluster_set_config_epoch(struct cluster *c, uint64_t epoch, char *err,
                              size_t errlen)
 {
     if (cluster_known_nodes(c) > 1) {
-        snprintf(err, errlen, "The user can assign a config epoch only when "
-                              "the node does not know any other node.");
+        snprintf(err, errlen,
+                 "The user can assign a config epoch only when "
+                 "the node does not know any other node.");
         return -1;
     }
     if (c->nodes[0].config_epoch != 0) {
@@ -1004,8 +1001,8 @@ int cluster_forget(struct cluster *c, const char *id, size_t len, char *err,
     return 0;
 }
 
-int cluster_replicate(struct cluster *c, const char *id, size_t len,
-                      char *err, size_t errlen)
+int cluster_replicate(struct cluster *c, const char *id, size_t len, char *err,
+                      size_t errlen)
 {
     uint32_t idx = cluster_node_by_id(c, id, len);
     struct cluster_node *me = myself(c), *n;
@@ -1025,9 +1022,11 @@ int cluster_replicate(struct cluster *c, const char *id, size_t len,
         snprintf(err, errlen, "I can only replicate a master, not a replica.");
         return -1;
     }
-    if ((me->flags & CN_MASTER) && (me->nslots != 0 || scan_users_held(&c->srv->db) != 0)) {
-        snprintf(err, errlen, "To set a master the node must be empty and "
-                              "without assigned slots.");
+    if ((me->flags & CN_MASTER) &&
+        (me->nslots != 0 || scan_users_held(&c->srv->db) != 0)) {
+        snprintf(err, errlen,
+                 "To set a master the node must be empty and "
+                 "without assigned slots.");
         return -1;
     }
     if (repl_set_replica_of(c->srv, n->ip, n->port, why, sizeof(why)) < 0) {
@@ -1046,8 +1045,9 @@ int cluster_reset(struct cluster *c, bool hard, char *err, size_t errlen)
     struct cluster_node *me = myself(c);
 
     if ((me->flags & CN_MASTER) && scan_users_held(&c->srv->db) != 0) {
-        snprintf(err, errlen, "CLUSTER RESET can't be called with master "
-                              "nodes containing keys");
+        snprintf(err, errlen,
+                 "CLUSTER RESET can't be called with master "
+                 "nodes containing keys");
         return -1;
     }
     if (!(me->flags & CN_MASTER))
@@ -1192,8 +1192,8 @@ static int op_slot(struct server *srv, const struct ur_op *op, uint32_t argc,
 
 /* Whether sess may run a command on slot here (writes: it may change
  * data); false after replying MOVED or CLUSTERDOWN. */
-static bool slot_served(struct server *srv, struct session *sess,
-                        unsigned slot, bool writes, struct reply *r)
+static bool slot_served(struct server *srv, struct session *sess, unsigned slot,
+                        bool writes, struct reply *r)
 {
     struct cluster *c = srv->cluster;
     uint16_t o = c->owner[slot];
@@ -1234,8 +1234,8 @@ bool cluster_refuse(struct server *srv, struct session *sess,
         return true;
     if (slot == -1)
         return false;
-    return !slot_served(srv, sess, (unsigned)slot,
-                        (op->flags & OPF_READ) == 0, r);
+    return !slot_served(srv, sess, (unsigned)slot, (op->flags & OPF_READ) == 0,
+                        r);
 }
 
 void cluster_batch_init(struct cluster_batch *b)
@@ -1276,7 +1276,8 @@ bool cluster_batch_refuse(struct server *srv, struct session *sess,
 /* ---- what the commands show ------------------------------------------- */
 
 /* The config epoch CLUSTER NODES shows: a replica shows its master's. */
-static uint64_t shown_epoch(const struct cluster *c, const struct cluster_node *n)
+static uint64_t shown_epoch(const struct cluster *c,
+                            const struct cluster_node *n)
 {
     uint32_t m;
 
@@ -1298,8 +1299,8 @@ static void buf_printf(struct ur_buf *b, const char *fmt, ...)
     n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
     va_end(ap);
     if (n > 0)
-        (void)ur_buf_append(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n
-                                                            : sizeof(tmp) - 1);
+        (void)ur_buf_append(
+            b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
 /* Calls fn for each run of consecutive slots node i owns. */
@@ -1345,14 +1346,14 @@ static void node_line(const struct cluster *c, uint32_t i, bool file,
     if (n->flags & CN_NOADDR)
         strcat(flags, "noaddr,");
     flags[strlen(flags) - 1] = '\0';
-    buf_printf(b, "%s %s:%u@%u %s %s %llu %llu %llu %s", n->id, n->ip, n->port,
-               n->cport, flags, n->master_id[0] ? n->master_id : "-",
-               file ? 0ull : (unsigned long long)n->ping_ms,
-               file ? 0ull
-                    : (unsigned long long)(i == 0 ? server_now_ms()
-                                                  : n->pong_ms),
-               (unsigned long long)shown_epoch(c, n),
-               linked ? "connected" : "disconnected");
+    buf_printf(
+        b, "%s %s:%u@%u %s %s %llu %llu %llu %s", n->id, n->ip, n->port,
+        n->cport, flags, n->master_id[0] ? n->master_id : "-",
+        file ? 0ull : (unsigned long long)n->ping_ms,
+        file ? 0ull
+             : (unsigned long long)(i == 0 ? server_now_ms() : n->pong_ms),
+        (unsigned long long)shown_epoch(c, n),
+        linked ? "connected" : "disconnected");
     node_ranges(c, i, range_text, b);
 }
 
@@ -1393,8 +1394,8 @@ void cluster_reply_replicas(const struct cluster *c, uint32_t m,
     }
 }
 
-static uint32_t replicas_of(const struct cluster *c, uint32_t m,
-                            uint32_t *out, uint32_t cap)
+static uint32_t replicas_of(const struct cluster *c, uint32_t m, uint32_t *out,
+                            uint32_t cap)
 {
     uint32_t n = 0;
 
@@ -1533,19 +1534,18 @@ void cluster_info_lines(const struct cluster *c, struct ur_buf *out)
 {
     uint32_t k = 0;
 
-    buf_printf(out,
-               "cluster_enabled:1\r\ncluster_state:%s\r\n"
-               "cluster_node_id:%s\r\ncluster_role:%s\r\n"
-               "cluster_slots_owned:%u\r\ncluster_known_nodes:%u\r\n"
-               "cluster_copies_sent:%llu\r\ncluster_copies_applied:%llu\r\n"
-               "cluster_copies_stale:%llu\r\ncluster_full_syncs:%llu\r\n",
-               state_now(c) ? "ok" : "fail", c->nodes[0].id,
-               cluster_myself_master(c) ? "master" : "replica",
-               c->nodes[0].nslots, cluster_known_nodes(c),
-               (unsigned long long)c->copies_sent,
-               (unsigned long long)c->copies_applied,
-               (unsigned long long)c->copies_stale,
-               (unsigned long long)c->full_syncs);
+    buf_printf(
+        out,
+        "cluster_enabled:1\r\ncluster_state:%s\r\n"
+        "cluster_node_id:%s\r\ncluster_role:%s\r\n"
+        "cluster_slots_owned:%u\r\ncluster_known_nodes:%u\r\n"
+        "cluster_copies_sent:%llu\r\ncluster_copies_applied:%llu\r\n"
+        "cluster_copies_stale:%llu\r\ncluster_full_syncs:%llu\r\n",
+        state_now(c) ? "ok" : "fail", c->nodes[0].id,
+        cluster_myself_master(c) ? "master" : "replica", c->nodes[0].nslots,
+        cluster_known_nodes(c), (unsigned long long)c->copies_sent,
+        (unsigned long long)c->copies_applied,
+        (unsigned long long)c->copies_stale, (unsigned long long)c->full_syncs);
     for (uint32_t i = 1; i < c->nnodes; i++) {
         const struct cluster_node *n = &c->nodes[i];
         struct clink_info li;
@@ -1561,7 +1561,8 @@ void cluster_info_lines(const struct cluster *c, struct ur_buf *out)
                    (n->flags & CN_MASTER) ? "master" : "replica", li.state,
                    (unsigned long long)li.pending,
                    (unsigned long long)li.pending_bytes,
-                   (unsigned long long)li.lag_ms, li.syncing ? "running" : "no");
+                   (unsigned long long)li.lag_ms,
+                   li.syncing ? "running" : "no");
     }
 }
 
@@ -1733,7 +1734,8 @@ int cluster_meet(struct cluster *c, struct session *sess, const char *ip,
     uint32_t idx;
     struct cluster_node *n;
 
-    if ((inet_pton(AF_INET, ip, &a4) != 1 && inet_pton(AF_INET6, ip, &a6) != 1) ||
+    if ((inet_pton(AF_INET, ip, &a4) != 1 &&
+         inet_pton(AF_INET6, ip, &a6) != 1) ||
         strlen(ip) >= sizeof(n->ip)) {
         snprintf(err, errlen, "Invalid node address specified: %s:%u", ip,
                  port);
@@ -1774,7 +1776,6 @@ int cluster_meet(struct cluster *c, struct session *sess, const char *ip,
     }
     return 0;
 }
-
 
 void cluster_meet_cancel(struct server *srv, const struct session *sess)
 {

@@ -82,10 +82,10 @@ struct cluster {
     uint16_t owner[UR_SLOTS];   /* node index, or CLUSTER_NONE */
     uint32_t assigned;          /* slots with an owner */
     uint64_t current_epoch;
-    bool state_ok;              /* cluster_state: ok */
-    bool started;               /* the start-up exchange has ended */
-    uint64_t start_ms;          /* monotonic, setup */
-    bool dirty;                 /* the config file must be written */
+    bool state_ok;                 /* cluster_state: ok */
+    bool started;                  /* the start-up exchange has ended */
+    uint64_t start_ms;             /* monotonic, setup */
+    bool dirty;                    /* the config file must be written */
     char path[CONFIG_STR_MAX * 2]; /* dir/cluster-config-file */
     /* FORGET: ids not to learn again for a minute, as Redis does. */
     struct forgotten {
@@ -96,7 +96,7 @@ struct cluster {
      * the last one applied: its owner's config epoch and stream offset. */
     struct copy_version {
         uint64_t epoch, offset;
-    } *received;
+    } * received;
     /* Figures for CLUSTER INFO and INFO cluster. */
     uint64_t msgs_sent, msgs_received, copies_sent, copies_applied,
         copies_stale, full_syncs;
@@ -151,8 +151,8 @@ bool cluster_refuse(struct server *srv, struct session *sess,
  * slot they share as cluster_refuse would (writes: one of them writes).
  */
 struct cluster_batch {
-    int slot;      /* -1: no key yet */
-    bool writes;   /* a command that is not a read */
+    int slot;    /* -1: no key yet */
+    bool writes; /* a command that is not a read */
 };
 void cluster_batch_init(struct cluster_batch *b);
 bool cluster_batch_add(struct server *srv, struct cluster_batch *b,
@@ -201,8 +201,8 @@ int cluster_meet(struct cluster *c, struct session *sess, const char *ip,
 int cluster_forget(struct cluster *c, const char *id, size_t len, char *err,
                    size_t errlen);
 /* CLUSTER REPLICATE id: 0, or -1 with Redis's message. */
-int cluster_replicate(struct cluster *c, const char *id, size_t len,
-                      char *err, size_t errlen);
+int cluster_replicate(struct cluster *c, const char *id, size_t len, char *err,
+                      size_t errlen);
 /* CLUSTER RESET [HARD]: forgets every other node and its slots (HARD:
  * also a new id and epochs 0). -1 with a message when this node holds
  * data (a master with users), as Redis refuses. */
@@ -247,7 +247,8 @@ void cluster_learn(struct cluster *c, const char *id, size_t id_len,
 void cluster_reply_record(const struct cluster *c, struct reply *r);
 
 /* CLUSTER NODES, SLOTS, SHARDS, INFO, as Redis prints them. */
-void cluster_reply_nodes(const struct cluster *c, struct reply *r, bool myself_only);
+void cluster_reply_nodes(const struct cluster *c, struct reply *r,
+                         bool myself_only);
 void cluster_reply_slots(const struct cluster *c, struct reply *r);
 void cluster_reply_shards(const struct cluster *c, struct reply *r);
 void cluster_reply_info(const struct cluster *c, struct reply *r);

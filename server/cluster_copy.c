@@ -57,16 +57,16 @@ static void copy_begin(struct cluster *c, struct copy *k, unsigned slot,
     struct server *srv = c->srv;
 
     k->n = 0;
-    k->a[k->n++] = (struct ur_arg){.kind = UR_ARG_STR, .len = CLUSTER_ID_LEN,
-                                   .str = c->nodes[0].id};
-    k->a[k->n++] = (struct ur_arg){.kind = UR_ARG_INT,
-                                   .num = c->nodes[0].config_epoch};
+    k->a[k->n++] = (struct ur_arg){
+        .kind = UR_ARG_STR, .len = CLUSTER_ID_LEN, .str = c->nodes[0].id};
+    k->a[k->n++] =
+        (struct ur_arg){.kind = UR_ARG_INT, .num = c->nodes[0].config_epoch};
     k->a[k->n++] = (struct ur_arg){
         .kind = UR_ARG_INT,
         .num = srv->persist != NULL ? persist_offset(srv->persist) : 0};
     k->a[k->n++] = (struct ur_arg){.kind = UR_ARG_INT, .num = slot};
-    k->a[k->n++] = (struct ur_arg){.kind = UR_ARG_STR,
-                                   .len = (uint32_t)strlen(kind), .str = kind};
+    k->a[k->n++] = (struct ur_arg){
+        .kind = UR_ARG_STR, .len = (uint32_t)strlen(kind), .str = kind};
     k->a[k->n++] = (struct ur_arg){.kind = UR_ARG_INT, .num = id};
 }
 
@@ -350,8 +350,9 @@ void ccopy_apply(struct exec_ctx *x)
 
         db_forget_user(&srv->db, id, 1u << FAM_RCPT, removed);
     } else {
-        reply_err(x->r, UR_E_BADARG, "GLOBALCOPY: unknown kind '%s' or wrong "
-                                     "number of values",
+        reply_err(x->r, UR_E_BADARG,
+                  "GLOBALCOPY: unknown kind '%s' or wrong "
+                  "number of values",
                   what);
         return;
     }
@@ -497,7 +498,7 @@ static void sync_step(struct cluster *c, uint32_t node, struct sync *s)
             }
             for (uint32_t i = 0; i < gi.known; i++)
                 le_wr64(ts + 8 * i,
-                         grp_group_ts(srv->db.grp, (uint32_t)s->cursor, i));
+                        grp_group_ts(srv->db.grp, (uint32_t)s->cursor, i));
             for (uint32_t i = 0; i < gi.nrecall; i++)
                 le_wr64(rec + 8 * i, gi.recall[i]);
             copy_begin(c, &k, slot, "GROUP", gi.gid);
@@ -515,7 +516,8 @@ static void sync_step(struct cluster *c, uint32_t node, struct sync *s)
         case ST_DONE:
             break;
         }
-        if (c->nodes[node].link == NULL || clink_sync_state(c->nodes[node].link) != s)
+        if (c->nodes[node].link == NULL ||
+            clink_sync_state(c->nodes[node].link) != s)
             return; /* an overflow restarted or ended it */
         if (clink_pending_bytes(c->nodes[node].link) > SYNC_PENDING_MAX)
             return;
@@ -534,8 +536,7 @@ void ccopy_cron(struct cluster *c)
         struct cluster_link *l = c->nodes[i].link;
         struct sync *s;
 
-        if (!c->nodes[i].used || l == NULL ||
-            (s = clink_sync_state(l)) == NULL)
+        if (!c->nodes[i].used || l == NULL || (s = clink_sync_state(l)) == NULL)
             continue;
         if (!is_target(c, i) || !cluster_myself_master(c)) {
             clink_set_sync_state(l, NULL);

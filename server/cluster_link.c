@@ -43,7 +43,7 @@ static const char *const state_names[] = {"down", "connecting", "handshake",
 enum msg_kind { M_AUTH, M_RECORD, M_COPY };
 
 struct msg {
-    size_t end;         /* its last byte + 1, in q */
+    size_t end; /* its last byte + 1, in q */
     uint32_t id;
     uint8_t kind;
     uint64_t queued_ms; /* monotonic */
@@ -175,10 +175,9 @@ static void disconnect(struct cluster_link *l, const char *why)
     l->npre = l->pre_done = 0;
     l->settled = true;
     l->retry_ms = now_ms() + l->backoff_ms;
-    l->backoff_ms = l->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
-                                                       : l->backoff_ms * 2;
-    if (l->nwaiters > 0 && !l->answered &&
-        (peer(l)->flags & CN_HANDSHAKE)) {
+    l->backoff_ms =
+        l->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : l->backoff_ms * 2;
+    if (l->nwaiters > 0 && !l->answered && (peer(l)->flags & CN_HANDSHAKE)) {
         char text[256];
 
         snprintf(text, sizeof(text), "cannot meet %s:%u: %s", peer(l)->ip,
@@ -276,8 +275,7 @@ void clink_push_record(struct cluster_link *l)
 
     /* A record last in the queue and not written yet is replaced by the
      * current one: a burst of changes sends one record, not one each. */
-    if (l->nmsgs > 0 &&
-        l->msgs[l->msg_first + l->nmsgs - 1].kind == M_RECORD &&
+    if (l->nmsgs > 0 && l->msgs[l->msg_first + l->nmsgs - 1].kind == M_RECORD &&
         msg_start(l, l->nmsgs - 1) >= l->q_sent) {
         l->q.len = msg_start(l, l->nmsgs - 1);
         l->nmsgs--;
@@ -601,8 +599,8 @@ static bool on_reply(struct cluster_link *l, const struct ur_frame_hdr *h,
         }
         /* A copy it cannot take (a replica now, a malformed one): it is
          * not retried for ever. */
-        log_debug("cluster: node %s:%u dropped a global copy: %s",
-                  peer(l)->ip, peer(l)->port, text);
+        log_debug("cluster: node %s:%u dropped a global copy: %s", peer(l)->ip,
+                  peer(l)->port, text);
     } else if (kind == M_RECORD) {
         if (v.kind != UR_VAL_ARR || merge_reply_record(l, &rd, v.count) != 0) {
             disconnect(l, "a malformed record in a reply");

@@ -194,7 +194,8 @@ static void peer(struct exec_ctx *x, struct cluster *c)
     rec.cport = cport > 65535 ? 0 : (uint32_t)cport;
     rec.master = arg_is(x, 5, "master");
     if (!rec.master && !arg_is(x, 5, "slave")) {
-        reply_err(x->r, UR_E_BADARG, "CLUSTER PEER: role must be master or slave");
+        reply_err(x->r, UR_E_BADARG,
+                  "CLUSTER PEER: role must be master or slave");
         return;
     }
     rec.master_id = a[6].str;
@@ -309,8 +310,9 @@ void cmd_CLUSTER(struct exec_ctx *x)
     }
     if (arg_is(x, 0, "KEYSLOT")) {
         if (x->argc != 2) {
-            reply_err(x->r, UR_E_ARITY, "wrong number of arguments for "
-                                        "'cluster|keyslot' command");
+            reply_err(x->r, UR_E_ARITY,
+                      "wrong number of arguments for "
+                      "'cluster|keyslot' command");
             return;
         }
         reply_int(x->r, ur_arg_slot(&x->argv[1]));
@@ -342,7 +344,8 @@ void cmd_CLUSTER(struct exec_ctx *x)
     } else if (arg_is(x, 0, "COUNTKEYSINSLOT") && x->argc == 2) {
         if (x->argv[1].kind == UR_ARG_STR &&
             !ur_parse_u64(x->argv[1].str, x->argv[1].len, &v)) {
-            reply_err(x->r, UR_E_ERR, "value is not an integer or out of range");
+            reply_err(x->r, UR_E_ERR,
+                      "value is not an integer or out of range");
             return;
         }
         v = x->argv[1].kind == UR_ARG_INT ? x->argv[1].num : v;
@@ -407,7 +410,8 @@ void cmd_CLUSTER(struct exec_ctx *x)
             x->r->defer = true; /* the link answers (srv->on_unblock_status) */
     } else if ((arg_is(x, 0, "ADDSLOTS") || arg_is(x, 0, "ADDSLOTSRANGE")) &&
                x->argc >= 2) {
-        if ((slots = slot_args(x, 1, arg_is(x, 0, "ADDSLOTSRANGE"), &n)) == NULL)
+        if ((slots = slot_args(x, 1, arg_is(x, 0, "ADDSLOTSRANGE"), &n)) ==
+            NULL)
             return;
         if (cluster_add_slots(c, slots, n, err, sizeof(err)) != 0)
             reply_err(x->r, UR_E_ERR, "%s", err);
@@ -416,7 +420,8 @@ void cmd_CLUSTER(struct exec_ctx *x)
         free(slots);
     } else if ((arg_is(x, 0, "DELSLOTS") || arg_is(x, 0, "DELSLOTSRANGE")) &&
                x->argc >= 2) {
-        if ((slots = slot_args(x, 1, arg_is(x, 0, "DELSLOTSRANGE"), &n)) == NULL)
+        if ((slots = slot_args(x, 1, arg_is(x, 0, "DELSLOTSRANGE"), &n)) ==
+            NULL)
             return;
         if (cluster_del_slots(c, slots, n, err, sizeof(err)) != 0)
             reply_err(x->r, UR_E_ERR, "%s", err);
@@ -425,8 +430,9 @@ void cmd_CLUSTER(struct exec_ctx *x)
         free(slots);
     } else if (arg_is(x, 0, "FLUSHSLOTS") && x->argc == 1) {
         if (scan_users_held(&x->srv->db) != 0) {
-            reply_err(x->r, UR_E_ERR, "DB must be empty to perform CLUSTER "
-                                      "FLUSHSLOTS.");
+            reply_err(x->r, UR_E_ERR,
+                      "DB must be empty to perform CLUSTER "
+                      "FLUSHSLOTS.");
             return;
         }
         slots = malloc(UR_SLOTS * sizeof(*slots));
@@ -492,7 +498,8 @@ void cmd_CLUSTER(struct exec_ctx *x)
         reply_status(x->r, "OK");
     } else if (arg_is(x, 0, "SAVECONFIG") && x->argc == 1) {
         if (cluster_save_config(c) != 0)
-            reply_err(x->r, UR_E_ERR, "error saving the cluster node config: %s",
+            reply_err(x->r, UR_E_ERR,
+                      "error saving the cluster node config: %s",
                       strerror(errno));
         else
             reply_status(x->r, "OK");
@@ -505,11 +512,18 @@ void cmd_CLUSTER(struct exec_ctx *x)
         peer(x, c);
     } else {
         static const char *const known[] = {
-            "INFO", "MYID", "NODES", "SLOTS", "SHARDS", "REPLICAS", "SLAVES",
-            "COUNTKEYSINSLOT", "GETKEYSINSLOT", "MEET", "ADDSLOTS",
-            "ADDSLOTSRANGE", "DELSLOTS", "DELSLOTSRANGE", "FLUSHSLOTS",
-            "SET-CONFIG-EPOCH", "BUMPEPOCH", "REPLICATE", "FORGET", "RESET",
-            "SAVECONFIG", "COUNT-FAILURE-REPORTS", "LINKS"};
+            "INFO",          "MYID",
+            "NODES",         "SLOTS",
+            "SHARDS",        "REPLICAS",
+            "SLAVES",        "COUNTKEYSINSLOT",
+            "GETKEYSINSLOT", "MEET",
+            "ADDSLOTS",      "ADDSLOTSRANGE",
+            "DELSLOTS",      "DELSLOTSRANGE",
+            "FLUSHSLOTS",    "SET-CONFIG-EPOCH",
+            "BUMPEPOCH",     "REPLICATE",
+            "FORGET",        "RESET",
+            "SAVECONFIG",    "COUNT-FAILURE-REPORTS",
+            "LINKS"};
         char lower[40];
 
         arg_text(x, 0, text, sizeof(text));
@@ -524,8 +538,8 @@ void cmd_CLUSTER(struct exec_ctx *x)
                           lower);
                 return;
             }
-        reply_err(x->r, UR_E_ERR,
-                  "unknown subcommand '%s'. Try CLUSTER HELP.", text);
+        reply_err(x->r, UR_E_ERR, "unknown subcommand '%s'. Try CLUSTER HELP.",
+                  text);
     }
 }
 

@@ -67,15 +67,22 @@ static void test_integers_hash_as_their_text(void)
 
 static struct ur_arg str(const char *s)
 {
-    return (struct ur_arg){.kind = UR_ARG_STR, .len = (uint32_t)strlen(s),
-                           .str = s};
+    return (struct ur_arg){
+        .kind = UR_ARG_STR, .len = (uint32_t)strlen(s), .str = s};
 }
 
 static void test_canonical_ids(void)
 {
     static const char *good[] = {"0", "7", "42", "9223372036854775807"};
-    static const char *bad[] = {"",  "007", "00", "+1",  "-1",
-                                " 1", "1 ", "1a", "9223372036854775808",
+    static const char *bad[] = {"",
+                                "007",
+                                "00",
+                                "+1",
+                                "-1",
+                                " 1",
+                                "1 ",
+                                "1a",
+                                "9223372036854775808",
                                 "18446744073709551615"};
     struct ur_arg a;
 
