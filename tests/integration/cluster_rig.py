@@ -145,9 +145,9 @@ class Cluster:
         self.wait_agree()
         return self
 
-    def cli(self, *args, timeout=30, check=True):
+    def cli(self, *args, timeout=30, check=True, input=None):
         p = subprocess.run([REDIS_CLI] + list(args), capture_output=True,
-                           text=True, timeout=timeout)
+                           text=True, timeout=timeout, input=input)
         if check and p.returncode != 0:
             raise AssertionError("redis-cli %s: exit %d\n%s%s" % (
                 " ".join(args), p.returncode, p.stdout, p.stderr))

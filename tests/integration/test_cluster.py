@@ -335,3 +335,65 @@ def test_bad_input():
                 "ERR This instance has cluster support disabled"
             assert c.cmd("CNT.INCR", "007", 1) == [1, 1]
 test_bad_input.timeout = 60
+
+
+def test_redis_cli_cluster_tools():
+    """add-node (a master, a replica), info, call, fix of uncovered
+    slots, del-node: stock redis-cli against unreadd nodes."""
+    with Cluster(masters=3, replicas=0) as cl:
+        first = cl.nodes[0]
+        for uid in range(50):
+            cmd(cl.owner(uid), "CNT.INCR", uid, 1)
+        out = cl.cli("--cluster", "info", first.addr())
+        assert "[OK] 50 keys in 3 masters." in out, out
+        out = cl.cli("--cluster", "call", first.addr(), "CLUSTER", "MYID")
+        for n in cl.nodes:
+            assert n.myid() in out, out
+        # A new empty master, then a replica of it.
+        new = cl.new_node()
+        out = cl.cli("--cluster", "add-node", new.addr(), first.addr())
+        assert "[OK] New node added correctly." in out, out
+        cl.wait_agree()
+        rep = cl.new_node()
+        out = cl.cli("--cluster", "add-node", rep.addr(), first.addr(),
+                     "--cluster-slave", "--cluster-master-id", new.myid(),
+                     timeout=60)
+        assert "[OK] New node added correctly." in out, out
+        wait_until(lambda: all(new.myid() in [x["master"] for x in n.nodes()
+                                              if x["addr"] == rep.addr()[0:]
+                                              or x["id"] == rep.myid()]
+                               for n in cl.nodes), 10,
+                   "every node to see the replica")
+        wait_until(lambda: info_flat(rep.cmd("INFO", "replication"))
+                   .get("master_link_status") == "up", 10, "the replica link")
+        for n in cl.nodes:
+            assert n.cinfo()["cluster_known_nodes"] == "5"
+        # Slots no node serves (a DELSLOTS on every node): fix assigns them.
+        owner = cl.owner(0)
+        s = key_slot(0)
+        for n in cl.nodes:
+            if n is owner:
+                assert cmd(n, "CLUSTER", "DELSLOTS", s) == "OK"
+        wait_until(lambda: all(n.cinfo()["cluster_slots_assigned"] == "16383"
+                               for n in cl.nodes), 10, "the slot to go")
+        assert err_text(cmd(owner, "CNT.GET", 0, 1)) == \
+            "CLUSTERDOWN Hash slot not served"
+        # (fix asks before covering a slot that holds keys, even with
+        # --cluster-yes: answered as an operator would)
+        out = cl.cli("--cluster", "fix", first.addr(), "--cluster-yes",
+                     timeout=120, input="yes\n" * 4)
+        assert "Fixing slots coverage" in out, out
+        cl.wait_agree()
+        # covered by the node that holds the slot's users: nothing lost
+        assert cl.owner(0) is owner
+        assert cmd(owner, "CNT.GET", 0, 1) == 1
+        # del-node: the replica, then the empty master.
+        out = cl.cli("--cluster", "del-node", first.addr(), rep.myid())
+        assert "SHUTDOWN" in out or "Removing node" in out, out
+        out = cl.cli("--cluster", "del-node", first.addr(), new.myid())
+        assert "Removing node" in out, out
+        live = [n for n in cl.nodes if n not in (new, rep)]
+        wait_until(lambda: all(n.cinfo()["cluster_known_nodes"] == "3"
+                               for n in live), 10, "the nodes to forget them")
+        cl.wait_agree(nodes=live)
+test_redis_cli_cluster_tools.timeout = 180
