@@ -221,6 +221,16 @@ bench-pubsub: deps-quiet $(BUILD)/unread-bench $(BUILD)/pubsub-bench \
 bench-repl: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 	@python3 bench/repl.py --build $(BUILD) $(REPL_ARGS)
 
+# Issue 31's goals: routing's cost (a one-node cluster against cluster
+# mode off, alternating) and how soon a global write is visible on every
+# shard under load (bench/cluster.py). CLUSTER_ARGS: e.g. "--reps 6".
+CLUSTER_ARGS ?=
+.PHONY: bench-cluster
+bench-cluster: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
+	@sh tools/deps.sh bench test
+	@UNREADD_BUILD=$(BUILD) python3 bench/cluster.py --build $(BUILD) \
+	    $(CLUSTER_ARGS)
+
 # Everything the README's tour uses (unread-cli too), then the server.
 run: deps-quiet $(BUILD)/unreadd $(BUILD)/unread-cli
 	$(BUILD)/unreadd --dir ./data

@@ -13,6 +13,7 @@
  * and an abort flag; each has its own connections, epoll set, counters and
  * histogram, merged after the join.
  */
+#include "slot.h"
 #include "bench_run.h"
 
 #include <errno.h>
@@ -187,6 +188,13 @@ static unsigned route(const struct worker *w, const struct bench_cmd *cmd)
     o = ur_op_by_code(cmd->op);
     if (o == NULL)
         return 0;
+    if (w->p->slot_map != NULL) {
+        unsigned k = ur_op_key_first(o);
+
+        if (k == 0 || cmd->argc < k || cmd->argv[k - 1].kind != BARG_INT)
+            return 0;
+        return w->p->slot_map[ur_u64_slot(cmd->argv[k - 1].num)];
+    }
     if (o->flags & OPF_GLOBAL)
         return ROUTE_ALL;
     if (!(o->flags & (OPF_USER | OPF_GID)) || cmd->argc == 0 ||

@@ -38,6 +38,11 @@ struct bench_plan {
      * (NULL: the one server host:port). Each connection is then one socket
      * per shard, its requests routed as a cluster handle routes them. */
     const char *cluster;
+    /* --slots: the --cluster servers are a Redis-Cluster-mode cluster's
+     * masters, slot_map[slot] the index (in the --cluster list) of the one
+     * serving each slot (CLUSTER SLOTS): requests go by their key's slot,
+     * a global write once, to its object's slot. NULL: the ring. */
+    const uint16_t *slot_map;
     unsigned conns;    /* connections, spread over threads round-robin */
     unsigned threads;  /* 1..conns */
     unsigned pipeline; /* requests in flight per connection */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "bench_run.h"
+#include "slot.h"
 #include "unread.h"
 
 #define EXIT_BAD_REPLIES 2
@@ -36,6 +37,7 @@ struct opts {
     bool preload;
     bool audit;
     bool json;
+    bool slots; /* --slots */
 };
 
 static void usage(FILE *f)
@@ -49,6 +51,8 @@ static void usage(FILE *f)
         "  -p, --port PORT      server port (7460; 6379 for redis)\n"
         "      --cluster LIST   unreadd shards host:port,host:port,...:\n"
         "                       requests placed as libunread places them\n"
+        "      --slots          --cluster LIST is a cluster-mode cluster's\n"
+        "                       masters: requests go by slot (CLUSTER SLOTS)\n"
         "  -w, --workload NAME  what to send (cnt-get); see --list\n"
         "  -c, --connections N  connections (50)\n"
         "  -P, --pipeline N     requests in flight per connection (1)\n"
@@ -105,6 +109,7 @@ enum {
     OPT_SEED,
     OPT_LIST,
     OPT_CLUSTER,
+    OPT_SLOTS,
     OPT_HELP
 };
 
@@ -113,6 +118,7 @@ static const struct option longopts[] = {
     {"host", required_argument, NULL, 'h'},
     {"port", required_argument, NULL, 'p'},
     {"cluster", required_argument, NULL, OPT_CLUSTER},
+    {"slots", no_argument, NULL, OPT_SLOTS},
     {"workload", required_argument, NULL, 'w'},
     {"connections", required_argument, NULL, 'c'},
     {"pipeline", required_argument, NULL, 'P'},
@@ -166,6 +172,9 @@ static bool set_opt(struct opts *o, int ch, const char *arg, uint64_t *keys,
         return true;
     case OPT_CLUSTER:
         p->cluster = arg;
+        return true;
+    case OPT_SLOTS:
+        o->slots = true;
         return true;
     case 'w':
         o->workload = arg;
@@ -482,6 +491,79 @@ static void report_text(const struct opts *o, const struct bench_result *r,
         printf("  audit       %" PRId64 " mismatches\n", audit_bad);
 }
 
+/*
+ * --slots: CLUSTER SLOTS of the first --cluster server, as the index in
+ * the --cluster list of each slot's master; every slot must be served by
+ * one of the listed servers. 0, or -1 with a message.
+ */
+static int load_slots(struct bench_plan *p, char *err, size_t errlen)
+{
+    static uint16_t map[UR_SLOTS];
+    struct unread_arg a = {UNREAD_ARG_STR, 0, "SLOTS", 5};
+    struct unread_reply *r = NULL;
+    struct unread_opts *o = unread_opts_new();
+    struct unread *u = NULL;
+    bool seen[UR_SLOTS] = {false};
+    int rc = -1;
+
+    if (o == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    unread_opts_set_timeouts(o, SETUP_TIMEOUT_MS, SETUP_TIMEOUT_MS, 1000);
+    u = unread_connect_cluster(p->cluster, o, err, errlen);
+    unread_opts_free(o);
+    if (u == NULL)
+        return -1;
+    if (unread_command_shard(u, 0, "CLUSTER", 0, 1, &a, &r) != 0 ||
+        r->kind != UNREAD_REPLY_ARRAY) {
+        snprintf(err, errlen, "--slots: CLUSTER SLOTS of %s failed: %s",
+                 unread_shard_name(u, 0), unread_errstr(u));
+        goto out;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        const struct unread_reply *e = &r->elem[i], *m;
+        char name[300];
+        size_t k;
+
+        if (e->kind != UNREAD_REPLY_ARRAY || e->n < 3 ||
+            e->elem[2].kind != UNREAD_REPLY_ARRAY || e->elem[2].n < 2) {
+            snprintf(err, errlen, "--slots: a malformed CLUSTER SLOTS reply");
+            goto out;
+        }
+        m = &e->elem[2];
+        snprintf(name, sizeof(name), "%.*s:%llu", (int)m->elem[0].len,
+                 m->elem[0].str, (unsigned long long)m->elem[1].integer);
+        for (k = 0; k < unread_shards(u); k++)
+            if (strcmp(unread_shard_name(u, k), name) == 0)
+                break;
+        if (k == unread_shards(u)) {
+            snprintf(err, errlen,
+                     "--slots: slots %llu-%llu are served by %.64s, not in "
+                     "--cluster",
+                     (unsigned long long)e->elem[0].integer,
+                     (unsigned long long)e->elem[1].integer, name);
+            goto out;
+        }
+        for (uint64_t s = e->elem[0].integer;
+             s <= e->elem[1].integer && s < UR_SLOTS; s++) {
+            map[s] = (uint16_t)k;
+            seen[s] = true;
+        }
+    }
+    for (unsigned s = 0; s < UR_SLOTS; s++)
+        if (!seen[s]) {
+            snprintf(err, errlen, "--slots: slot %u has no node", s);
+            goto out;
+        }
+    p->slot_map = map;
+    rc = 0;
+out:
+    unread_reply_free(r);
+    unread_close(u);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     static struct bench_result res; /* holds a 30 KiB histogram */
@@ -494,6 +576,12 @@ int main(int argc, char **argv)
     parse_args(&o, argc, argv);
     if (cores < 1)
         cores = 1;
+    if (o.slots && (o.plan.cluster == NULL ||
+                    load_slots(&o.plan, err, sizeof(err)) != 0)) {
+        if (o.plan.cluster == NULL)
+            snprintf(err, sizeof(err), "--slots needs --cluster");
+        goto fail;
+    }
     if (load_script(&o.plan, err, sizeof(err)) != 0)
         goto fail;
     if (o.preload && !o.plan.load && preload(&o.plan, &res, err, sizeof(err)))

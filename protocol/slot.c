@@ -67,12 +67,49 @@ unsigned ur_key_slot(const char *buf, size_t len)
     return ur_crc16(buf, len) & (UR_SLOTS - 1);
 }
 
+/* Two decimal digits at a time, as proto.c formats integers. */
+static const char pairs[201] = "00010203040506070809101112131415161718192021"
+                               "22232425262728293031323334353637383940414243"
+                               "44454647484950515253545556575859606162636465"
+                               "66676869707172737475767778798081828384858687"
+                               "888990919293949596979899";
+
+/* The routing path's: every keyed request of a cluster node hashes its
+ * key, so the digits are made from the end (no length computed first)
+ * and hashed from the first. */
 unsigned ur_u64_slot(uint64_t v)
 {
-    char text[24];
-    size_t n = ur_fmt_u64(text, v);
+    char buf[20], *p = buf + sizeof(buf);
+    uint16_t crc = 0;
 
-    return ur_crc16(text, n) & (UR_SLOTS - 1);
+    while (v > UINT32_MAX) {
+        uint32_t r = (uint32_t)(v % 100) * 2;
+        v /= 100;
+        *--p = pairs[r + 1];
+        *--p = pairs[r];
+    }
+    /* Most ids fit 32 bits, whose division by 100 is cheaper. */
+    for (uint32_t w = (uint32_t)v; ; ) {
+        if (w < 100) {
+            v = w;
+            break;
+        }
+        uint32_t r = (w % 100) * 2;
+        w /= 100;
+        *--p = pairs[r + 1];
+        *--p = pairs[r];
+    }
+    if (v >= 10) {
+        *--p = pairs[v * 2 + 1];
+        *--p = pairs[v * 2];
+    } else {
+        *--p = (char)('0' + v);
+    }
+    for (; p < buf + sizeof(buf); p++)
+        crc =
+            (uint16_t)((crc << 8) ^
+                       ur_crc16_table[((crc >> 8) ^ (unsigned char)*p) & 0xff]);
+    return crc & (UR_SLOTS - 1);
 }
 
 bool ur_arg_canonical(const struct ur_arg *a)

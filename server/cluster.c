@@ -1224,9 +1224,9 @@ static bool slot_served(struct server *srv, struct session *sess, unsigned slot,
     return false;
 }
 
-bool cluster_refuse(struct server *srv, struct session *sess,
-                    const struct ur_op *op, uint32_t argc,
-                    const struct ur_arg *argv, struct reply *r)
+bool cluster_refuse_slow(struct server *srv, struct session *sess,
+                         const struct ur_op *op, uint32_t argc,
+                         const struct ur_arg *argv, struct reply *r)
 {
     int slot = op_slot(srv, op, argc, argv, "", r);
 

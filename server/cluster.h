@@ -139,9 +139,12 @@ void cluster_flush(struct server *srv);
  * non-canonical key, false when it runs here. Commands without a key
  * always run here.
  */
-bool cluster_refuse(struct server *srv, struct session *sess,
-                    const struct ur_op *op, uint32_t argc,
-                    const struct ur_arg *argv, struct reply *r);
+bool cluster_refuse_slow(struct server *srv, struct session *sess,
+                         const struct ur_op *op, uint32_t argc,
+                         const struct ur_arg *argv, struct reply *r);
+static inline bool cluster_refuse(struct server *srv, struct session *sess,
+                                  const struct ur_op *op, uint32_t argc,
+                                  const struct ur_arg *argv, struct reply *r);
 
 /*
  * The keys of a batch or a transaction, one command at a time: start
@@ -279,5 +282,25 @@ void cluster_meet_cancel(struct server *srv, const struct session *sess);
 /* The slot's owner, or NULL. */
 const struct cluster_node *cluster_slot_owner(const struct cluster *c,
                                               unsigned slot);
+
+/* The question's common answer in a few instructions: one key, a binary
+ * integer, in a slot this node serves while the cluster is up. Anything
+ * else asks cluster_refuse_slow. */
+static inline bool cluster_refuse(struct server *srv, struct session *sess,
+                                  const struct ur_op *op, uint32_t argc,
+                                  const struct ur_arg *argv, struct reply *r)
+{
+    const struct cluster *c = srv->cluster;
+    unsigned k = ur_op_key_first(op);
+
+    if (k == 0)
+        return false;
+    if (k <= argc && argv[k - 1].kind == UR_ARG_INT &&
+        !(op->flags & OPF_UIDS) && c->started &&
+        (c->assigned == UR_SLOTS || !srv->cfg.cluster_require_full_coverage) &&
+        c->owner[ur_u64_slot(argv[k - 1].num)] == 0)
+        return false;
+    return cluster_refuse_slow(srv, sess, op, argc, argv, r);
+}
 
 #endif
