@@ -89,7 +89,7 @@ unsigned ur_u64_slot(uint64_t v)
         *--p = pairs[r];
     }
     /* Most ids fit 32 bits, whose division by 100 is cheaper. */
-    for (uint32_t w = (uint32_t)v; ; ) {
+    for (uint32_t w = (uint32_t)v;;) {
         if (w < 100) {
             v = w;
             break;
