@@ -429,13 +429,49 @@ static int load_line(struct cluster *c, char *line, bool *seen_myself,
     return 0;
 }
 
+int cluster_config_parse(struct cluster *c, const char *data, size_t len,
+                         const char *name, char *err, size_t errlen)
+{
+    bool seen_myself = false;
+    size_t pos = 0, lineno = 0;
+    char line[16384], why[256];
+
+    while (pos < len) {
+        const char *nl = memchr(data + pos, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - (data + pos)) : len - pos;
+
+        lineno++;
+        if (n >= sizeof(line)) {
+            snprintf(err, errlen, "%s line %zu: too long", name, lineno);
+            return -1;
+        }
+        memcpy(line, data + pos, n);
+        line[n] = '\0';
+        pos += n + (nl != NULL);
+        if (memchr(line, '\0', n) != NULL) {
+            snprintf(err, errlen, "%s line %zu: a NUL byte", name, lineno);
+            return -1;
+        }
+        if (load_line(c, line, &seen_myself, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "%s line %zu: %s", name, lineno, why);
+            return -1;
+        }
+    }
+    if (!seen_myself) {
+        snprintf(err, errlen, "%s: no node is flagged myself", name);
+        return -1;
+    }
+    for (uint32_t i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].used && c->current_epoch < c->nodes[i].config_epoch)
+            c->current_epoch = c->nodes[i].config_epoch;
+    return 0;
+}
+
 /* Reads the config file; 1 when there is none (a new node). */
 static int load_config(struct cluster *c, char *err, size_t errlen)
 {
     struct fs_map m;
-    bool seen_myself = false;
-    size_t pos = 0, lineno = 0;
-    char line[16384], why[256];
+    int rc;
 
     if (fs_map_open(&m, c->path) != 0) {
         if (errno == ENOENT)
@@ -447,35 +483,9 @@ static int load_config(struct cluster *c, char *err, size_t errlen)
         fs_map_close(&m);
         return 1;
     }
-    while (pos < m.len) {
-        const char *nl = memchr(m.data + pos, '\n', m.len - pos);
-        size_t n = nl ? (size_t)(nl - (m.data + pos)) : m.len - pos;
-
-        lineno++;
-        if (n >= sizeof(line)) {
-            snprintf(err, errlen, "%s line %zu: too long", c->path, lineno);
-            goto error;
-        }
-        memcpy(line, m.data + pos, n);
-        line[n] = '\0';
-        pos += n + (nl != NULL);
-        if (load_line(c, line, &seen_myself, why, sizeof(why)) != 0) {
-            snprintf(err, errlen, "%s line %zu: %s", c->path, lineno, why);
-            goto error;
-        }
-    }
+    rc = cluster_config_parse(c, m.data, m.len, c->path, err, errlen);
     fs_map_close(&m);
-    if (!seen_myself) {
-        snprintf(err, errlen, "%s: no node is flagged myself", c->path);
-        return -1;
-    }
-    for (uint32_t i = 0; i < c->nnodes; i++)
-        if (c->nodes[i].used && c->current_epoch < c->nodes[i].config_epoch)
-            c->current_epoch = c->nodes[i].config_epoch;
-    return 0;
-error:
-    fs_map_close(&m);
-    return -1;
+    return rc;
 }
 
 /* ---- set up ----------------------------------------------------------- */
@@ -521,6 +531,41 @@ void cluster_config_fix(struct config *cfg)
     cfg->max_args = CLUSTER_MIN_ARGS;
 }
 
+struct cluster *cluster_create(struct server *srv)
+{
+    struct cluster *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    c->srv = srv;
+    c->nodes = calloc(1, sizeof(*c->nodes));
+    c->received = calloc(UR_SLOTS, sizeof(*c->received));
+    if (c->nodes == NULL || c->received == NULL) {
+        free(c->nodes);
+        free(c->received);
+        free(c);
+        return NULL;
+    }
+    c->nnodes = 1;
+    c->nodes[0].used = true;
+    c->nodes[0].flags = CN_MYSELF | CN_MASTER;
+    for (unsigned s = 0; s < UR_SLOTS; s++)
+        c->owner[s] = CLUSTER_NONE;
+    return c;
+}
+
+void cluster_destroy(struct cluster *c)
+{
+    if (c == NULL)
+        return;
+    for (uint32_t i = 1; i < c->nnodes; i++)
+        if (c->nodes[i].link != NULL)
+            clink_destroy(c->nodes[i].link);
+    free(c->nodes);
+    free(c->received);
+    free(c);
+}
+
 int cluster_setup(struct server *srv, struct event_base *base, char *err,
                   size_t errlen)
 {
@@ -529,19 +574,10 @@ int cluster_setup(struct server *srv, struct event_base *base, char *err,
 
     if (!srv->cfg.cluster_enabled)
         return 0;
-    c = calloc(1, sizeof(*c));
+    c = cluster_create(srv);
     if (c == NULL)
         goto nomem;
-    c->srv = srv;
     c->base = base;
-    c->nodes = calloc(1, sizeof(*c->nodes));
-    c->received = calloc(UR_SLOTS, sizeof(*c->received));
-    if (c->nodes == NULL || c->received == NULL)
-        goto nomem;
-    c->nnodes = 1;
-    c->nodes[0].used = true;
-    for (unsigned s = 0; s < UR_SLOTS; s++)
-        c->owner[s] = CLUSTER_NONE;
     if (fs_path(c->path, sizeof(c->path), srv->cfg.dir,
                 srv->cfg.cluster_config_file) != 0) {
         snprintf(err, errlen, "cluster-config-file: path too long");
@@ -581,14 +617,7 @@ int cluster_setup(struct server *srv, struct event_base *base, char *err,
 nomem:
     snprintf(err, errlen, "cluster: out of memory");
 error:
-    if (c != NULL) {
-        for (uint32_t i = 1; i < c->nnodes; i++)
-            if (c->nodes[i].link != NULL)
-                clink_destroy(c->nodes[i].link);
-        free(c->nodes);
-        free(c->received);
-        free(c);
-    }
+    cluster_destroy(c);
     return -1;
 }
 
@@ -600,13 +629,8 @@ void cluster_teardown(struct server *srv)
         return;
     if (c->dirty && cluster_save_config(c) != 0)
         log_warn("cluster: cannot write %s: %s", c->path, strerror(errno));
-    for (uint32_t i = 1; i < c->nnodes; i++)
-        if (c->nodes[i].link != NULL)
-            clink_destroy(c->nodes[i].link);
     ccopy_teardown(c);
-    free(c->nodes);
-    free(c->received);
-    free(c);
+    cluster_destroy(c);
     srv->cluster = NULL;
 }
 
@@ -766,6 +790,7 @@ int cluster_merge_record(struct cluster *c, const struct cluster_record *rec,
         return 0; /* an old record, or one held already */
     }
     n = &c->nodes[idx];
+    me = myself(c); /* node_alloc may have moved the table */
     first = n->version == 0 || (n->flags & CN_HANDSHAKE);
     was_master = (n->flags & CN_MASTER) != 0;
     memcpy(n->id, rec->id, CLUSTER_ID_LEN);

@@ -123,6 +123,16 @@ int cluster_setup(struct server *srv, struct event_base *base, char *err,
 void cluster_config_fix(struct config *cfg);
 void cluster_teardown(struct server *srv);
 
+/* The table alone, for tests and fuzzers: myself a master with no id and
+ * no slots, no event loop (links are made but never connect). NULL when
+ * out of memory. destroy frees it (and its links). */
+struct cluster *cluster_create(struct server *srv);
+void cluster_destroy(struct cluster *c);
+/* The config file's bytes (nodes.conf) into a table made by
+ * cluster_create; name is for messages ("file line N: ..."). 0, or -1. */
+int cluster_config_parse(struct cluster *c, const char *data, size_t len,
+                         const char *name, char *err, size_t errlen);
+
 /* Every 100 ms (main.c): links (reconnects, timeouts), the start-up
  * exchange, full syncs, the config file. */
 void cluster_cron(struct server *srv);
