@@ -114,9 +114,13 @@ $(BUILD)/async_badge: $(call obj,client-lib/examples/async_badge.c) \
                       $(BUILD)/libunread.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-# The pub/sub gateway example (docs/CLIENT.md, "Pub/sub") and the test
-# driver of libunread's subscriptions (tests/integration/test_client_pubsub.py).
-all: $(BUILD)/badge_gateway $(BUILD)/pubsub_client
+# The pub/sub gateway example (docs/CLIENT.md, "Pub/sub"), the test
+# driver of libunread's subscriptions (tests/integration/test_client_pubsub.py)
+# and of its cluster mode (test_client_cluster.py).
+all: $(BUILD)/badge_gateway $(BUILD)/pubsub_client $(BUILD)/cluster_client
+$(BUILD)/cluster_client: $(call obj,tests/integration/cluster_client.c) \
+                         $(BUILD)/libunread.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 $(BUILD)/badge_gateway: $(call obj,client-lib/examples/badge_gateway.c) \
                         $(BUILD)/libunread.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
@@ -134,8 +138,9 @@ $(BUILD)/faultfs.so: tests/faults/faultfs.c
 	$(CC) -std=c11 -D_GNU_SOURCE -fPIC -shared -pthread $(WARN) $(OPT) -g \
 	    -o $@ $< -ldl
 
-# The libunread writer of the failover suite (tests/faults/failover.py):
-# follows the primary through redis-sentinel.
+# The libunread writer of the failover suites (tests/faults/failover.py:
+# follows the primary through redis-sentinel; cluster_failover.py: a
+# cluster-mode handle).
 all: $(BUILD)/failover-writer
 $(BUILD)/failover-writer: $(call obj,tests/faults/failover_writer.c) \
                           $(BUILD)/libunread.a
@@ -258,7 +263,8 @@ test-failover: deps all
 # Failover inside a cluster (issue 31): CLUSTER_FAILOVER_TRIALS (10)
 # kill -9s of a shard's primary under three redis-sentinels watching every
 # shard, writers through redis-py's RedisCluster (and libunread's cluster
-# mode when build/cluster-writer is built); `make test` runs 1 trial.
+# mode: build/failover-writer --cluster, sync and async); `make test` runs
+# 1 trial.
 .PHONY: test-cluster-failover
 test-cluster-failover: deps all
 	@UNREADD_BUILD=$(BUILD) \

@@ -40,6 +40,7 @@ struct cli {
     const char *host;
     uint16_t port;
     const char *cluster;  /* --cluster list, or NULL */
+    bool cmode;           /* -c: a cluster-mode deployment's seeds */
     const char *sentinel; /* --sentinel list, or NULL */
     const char *master;   /* --master names */
     bool replica;         /* --replica */
@@ -214,6 +215,8 @@ static struct unread *cli_open(const struct cli *cli, char *err, size_t errlen)
     unread_opts_set_timeouts(o, CLI_CONNECT_TIMEOUT_MS, cli->timeout_ms,
                              cli->timeout_ms);
     unread_opts_set_degraded(o, cli->degraded, cli->dflt);
+    if (cli->cmode)
+        (void)unread_opts_set_cluster(o, true);
     if (cli->sentinel != NULL &&
         unread_opts_set_sentinels(o, cli->sentinel, cli->replica) != 0) {
         unread_opts_free(o);
@@ -241,7 +244,7 @@ static bool cli_connect(struct cli *cli)
     if (cli->conn != NULL)
         return true;
     if (cli->cluster != NULL || cli->sentinel != NULL || cli->degraded ||
-        cli->auth != NULL)
+        cli->auth != NULL || cli->cmode)
         cli->conn = cli_open(cli, err, sizeof(err));
     else
         cli->conn = unread_connect(cli->host, cli->port, CLI_CONNECT_TIMEOUT_MS,
@@ -420,6 +423,10 @@ static int cli_run(struct cli *cli, size_t argc, char *const *argv,
     if (rc < 0) {
         fprintf(stderr, "Error: %s\n", unread_errstr(cli->conn));
         goto done;
+    }
+    if (unread_redirected(cli->conn) != NULL) {
+        /* as redis-cli -c says it, before the reply */
+        printf("-> Redirected to %s\n", unread_redirected(cli->conn));
     }
     if (rc == UNREAD_DEGRADED) {
         print_degraded(cli, r);
@@ -731,7 +738,7 @@ static int cli_repl(struct cli *cli)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: unread-cli [-h host] [-p port | --cluster list |\n"
+            "usage: unread-cli [-c] [-h host] [-p port | --cluster list |\n"
             "                  --sentinel list [--master names] [--replica]] "
             "[-t ms] "
             "[-a password]\n"
@@ -742,6 +749,10 @@ static void usage(FILE *f)
             "  --cluster host:port,host:port,...\n"
             "             shards: each command goes where libunread routes "
             "it\n"
+            "  -c         cluster mode (cluster-enabled yes): the server, "
+            "or the\n"
+            "             --cluster list, are seeds; commands follow MOVED "
+            "and ASK\n"
             "  --sentinel host:port,...  ask these redis-sentinels where "
             "the master is\n"
             "  --master name,...  the masters they monitor (default "
@@ -804,6 +815,8 @@ int main(int argc, char **argv)
             cli.port = (uint16_t)v;
         } else if (strcmp(argv[i], "-a") == 0 && i + 1 < argc) {
             cli.auth = argv[++i];
+        } else if (strcmp(argv[i], "-c") == 0) {
+            cli.cmode = true;
         } else if (strcmp(argv[i], "--cluster") == 0 && i + 1 < argc) {
             cli.cluster = argv[++i];
         } else if (strcmp(argv[i], "--sentinel") == 0 && i + 1 < argc) {
@@ -830,8 +843,8 @@ int main(int argc, char **argv)
         }
     }
     cli.tty = raw >= 0 ? raw == 0 : isatty(STDOUT_FILENO);
-    if (cli.sentinel != NULL && cli.cluster != NULL) {
-        fprintf(stderr, "unread-cli: --sentinel or --cluster, not both\n");
+    if (cli.sentinel != NULL && (cli.cluster != NULL || cli.cmode)) {
+        fprintf(stderr, "unread-cli: --sentinel or --cluster/-c, not both\n");
         return 1;
     }
 

@@ -15,6 +15,7 @@
 
 #include "ops.h"
 #include "proto.h"
+#include "unread_cluster.h"
 #include "unread_int.h"
 #include "unread_pubsub.h"
 #include "unread_round.h"
@@ -92,6 +93,7 @@ void uc_core_deinit(struct uc_core *k)
     size_t s;
 
     uc_ps_free(k);
+    uc_cluster_deinit(k);
     if (k->srv != NULL)
         for (s = 0; s < k->nsrv; s++)
             uc_conn_deinit(&k->srv[s].conn);
@@ -99,14 +101,14 @@ void uc_core_deinit(struct uc_core *k)
     ur_buf_deinit(&k->dflt);
     ur_buf_deinit(&k->dflt_batch);
     ur_buf_deinit(&k->merged);
-    free(k->share_of);
+    free(k->group_of);
     free(k->opt.password);
     free(k->srv);
     free(k->res);
     uc_addrs_free(k->addr, k->nsrv);
     k->srv = NULL;
     k->res = NULL;
-    k->share_of = NULL;
+    k->group_of = NULL;
     k->addr = NULL;
 }
 
@@ -117,6 +119,17 @@ static bool opts_valid(const struct unread_opts *o, size_t n, char *err,
         snprintf(err, errlen,
                  "breaker_failures must be at least 1 and "
                  "breaker_open_ms at least 0");
+        return false;
+    }
+    if (o->cluster && o->sentinels != NULL) {
+        snprintf(err, errlen,
+                 "cluster mode and sentinels do not go together: "
+                 "the cluster's map names every primary");
+        return false;
+    }
+    if (o->cluster && n > UC_CLUSTER_CAP) {
+        snprintf(err, errlen, "cluster mode: at most %u seeds",
+                 (unsigned)UC_CLUSTER_CAP);
         return false;
     }
     if (o->ring_points < 1 || n > UC_MAX_RING / o->ring_points) {
@@ -130,7 +143,7 @@ static bool opts_valid(const struct unread_opts *o, size_t n, char *err,
 int uc_core_init(struct uc_core *k, struct uc_addr *a, size_t n,
                  const struct unread_opts *o, char *err, size_t errlen)
 {
-    size_t i;
+    size_t i, cap;
 
     memset(k, 0, sizeof(*k));
     k->addr = a;
@@ -145,15 +158,32 @@ int uc_core_init(struct uc_core *k, struct uc_addr *a, size_t n,
     k->opt.sentinels = NULL; /* parsed into each server's uc_sentinel */
     k->brk_cfg.failures = o->breaker_failures;
     k->brk_cfg.open_ms = o->breaker_open_ms;
-    k->srv = calloc(n, sizeof(*k->srv));
-    k->res = calloc(n, sizeof(*k->res));
-    k->share_of = calloc(n, sizeof(*k->share_of));
-    if (k->srv == NULL || k->res == NULL || k->share_of == NULL ||
-        (n > 1 && uc_ring_build(&k->ring, a, n, o->ring_points) != 0) ||
+    if (o->cluster) {
+        /* Room for every node it may learn: connections borrow their
+         * address, which must never move. */
+        struct uc_addr *grown = realloc(a, UC_CLUSTER_CAP * sizeof(*a));
+
+        if (grown == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        memset(grown + n, 0, (UC_CLUSTER_CAP - n) * sizeof(*a));
+        k->addr = a = grown;
+    }
+    cap = o->cluster ? UC_CLUSTER_CAP : n;
+    k->srv = calloc(cap, sizeof(*k->srv));
+    k->res = calloc(cap, sizeof(*k->res));
+    k->res_cap = cap;
+    k->group_of = malloc(cap * sizeof(*k->group_of));
+    if (k->srv == NULL || k->res == NULL || k->group_of == NULL ||
+        (n > 1 && !o->cluster &&
+         uc_ring_build(&k->ring, a, n, o->ring_points) != 0) ||
+        (o->cluster && uc_cluster_init(k) != 0) ||
         ur_frame_put_int(&k->dflt, o->default_value) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    memset(k->group_of, 0xff, cap * sizeof(*k->group_of)); /* none */
     for (i = 0; i < n; i++)
         uc_conn_init(&k->srv[i].conn, &a[i]);
     if (uc_core_password(k, o->password) != 0) {
@@ -394,6 +424,12 @@ int unread_opts_set_reconnect(struct unread_opts *o, int min_ms, int max_ms)
     return 0;
 }
 
+int unread_opts_set_cluster(struct unread_opts *o, bool on)
+{
+    o->cluster = on;
+    return 0;
+}
+
 int unread_opts_set_sentinels(struct unread_opts *o, const char *sentinels,
                               bool replica)
 {
@@ -421,12 +457,61 @@ const char *unread_version_string(void)
 
 static void handle_free(struct unread *c)
 {
+    if (c->side != NULL) {
+        for (size_t s = 0; s < UC_CLUSTER_CAP; s++)
+            if (c->side[s] != NULL) {
+                uc_conn_deinit(c->side[s]);
+                free(c->side[s]);
+            }
+        free(c->side);
+    }
+    ur_buf_deinit(&c->frames);
     uc_core_deinit(&c->k);
     ur_buf_deinit(&c->batch.body);
     free(c->split_map);
-    free(c->split_argv);
     free(c->slot);
     free(c);
+}
+
+/*
+ * Cluster mode: the first seed that answers gives the map (CLUSTER
+ * SLOTS); seeds that do not answer are skipped. 0, or -1 with the reason:
+ * no seed answered, or one answered that it is not in cluster mode.
+ */
+static int cluster_start(struct unread *c, char *err, size_t errlen)
+{
+    struct unread_arg a = {UNREAD_ARG_STR, 0, "SLOTS", 5};
+    struct ur_frame_hdr h;
+    const char *body;
+    size_t seeds = c->k.nsrv;
+    int rc = UNREAD_ECONNECT;
+
+    snprintf(err, errlen, "no seed answered");
+    c->refreshing = true;
+    for (uint32_t s = 0; s < seeds; s++) {
+        rc = uc_round_call(c, s, UR_OP_CLUSTER, 1, &a, &h, &body);
+        if (rc == 0) {
+            rc = uc_cluster_learn(&c->k, body, h.len);
+            if (rc == 0)
+                break;
+        }
+        if (rc > 0 && rc != UNREAD_DEGRADED) {
+            snprintf(err, errlen, "%s: CLUSTER SLOTS: %s%s", c->k.addr[s].name,
+                     c->k.err,
+                     strstr(c->k.err, "disabled") != NULL
+                         ? " (start it with cluster-enabled yes, or connect "
+                           "without cluster mode)"
+                         : "");
+            c->refreshing = false;
+            return -1;
+        }
+        snprintf(err, errlen, "%s", c->k.err);
+    }
+    c->refreshing = false;
+    if (rc != 0)
+        return -1;
+    c->k.cl->last[0] = '\0';
+    return 0;
 }
 
 /*
@@ -447,8 +532,15 @@ static struct unread *handle_create(struct uc_addr *a, size_t n,
         return NULL;
     }
     ur_buf_init(&c->batch.body);
+    ur_buf_init(&c->frames);
+    c->batch.slot = -1;
     if (uc_core_init(&c->k, a, n, o, err, errlen) != 0)
         goto error;
+    if (o->cluster) {
+        if (cluster_start(c, err, errlen) != 0)
+            goto error;
+        return c;
+    }
     for (i = 0; i < n; i++) {
         if (uc_round_server(c, (uint32_t)i) != 0 && !o->degraded) {
             snprintf(err, errlen, "%s", c->k.srv[i].conn.err);
@@ -559,7 +651,7 @@ size_t unread_shards(const struct unread *c)
 
 size_t unread_shard_of(const struct unread *c, uint64_t key)
 {
-    return c->k.nsrv == 1 ? 0 : uc_ring_find(&c->k.ring, key);
+    return uc_shard_of(&c->k, key);
 }
 
 const char *unread_shard_name(const struct unread *c, size_t i)
@@ -575,6 +667,11 @@ int unread_shard_circuit(const struct unread *c, size_t i)
 const char *unread_errstr(const struct unread *c)
 {
     return c->k.err;
+}
+
+const char *unread_redirected(const struct unread *c)
+{
+    return c->k.cl != NULL && c->k.cl->last[0] != '\0' ? c->k.cl->last : NULL;
 }
 
 const char *unread_strerror(int code)

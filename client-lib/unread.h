@@ -59,9 +59,9 @@ extern "C" {
 /* The version of this header; unread_version() is the library's. The
  * major number is the ABI's: libunread.so.MAJOR. */
 #define UNREAD_VERSION_MAJOR 1
-#define UNREAD_VERSION_MINOR 0
+#define UNREAD_VERSION_MINOR 1
 #define UNREAD_VERSION_PATCH 0
-#define UNREAD_VERSION "1.0.0"
+#define UNREAD_VERSION "1.1.0"
 #define UNREAD_VERSION_NUMBER                                                  \
     (UNREAD_VERSION_MAJOR * 10000 + UNREAD_VERSION_MINOR * 100 +               \
      UNREAD_VERSION_PATCH)
@@ -223,6 +223,27 @@ int unread_opts_set_sentinels(struct unread_opts *o, const char *sentinels,
                               bool replica);
 
 /*
+ * Cluster mode (docs/CLIENT.md section 16; since 1.1): the servers of
+ * unread_connect_cluster and unread_async_connect are seeds of a
+ * cluster-mode deployment (unreadd with cluster-enabled yes). The handle
+ * asks the first seed that answers for CLUSTER SLOTS, then sends each
+ * request to the node serving its key's slot (the uid, the RCPT gid, a
+ * global write's object: every request goes to one node, a global write
+ * included), connecting to nodes as
+ * it needs them (at most 256). A node's MOVED (the map changed: a
+ * failover, a slot moved) is followed: the request is sent to the node it
+ * names and the map asked for again; ASK is followed once after ASKING;
+ * TRYAGAIN and CLUSTERDOWN are retried after a short pause. At most 5
+ * redirections per request, then the last error is the answer
+ * (UNREAD_ERR_MOVED, ...). Only those refusals are resent: the node ran
+ * nothing. A many-users call is split by slot; a batch must keep to one
+ * slot (UNREAD_ERR_CROSSSLOT); WAIT goes to the node of the last keyed
+ * request. Not with sentinels (the map names every primary), and no
+ * subscriptions (UNREAD_EUSAGE: subscribe with a handle on each node).
+ */
+int unread_opts_set_cluster(struct unread_opts *o, bool on);
+
+/*
  * A client of every server in `servers`: "host:port,host:port,..." (":port"
  * may be omitted for 7460; IPv6 as "[::1]:7460"; at most 1024 servers, each
  * once). One server is a cluster of one: this is also how a single server
@@ -270,7 +291,8 @@ int unread_fd(const struct unread *c);
 size_t unread_shards(const struct unread *c);
 
 /* The server owning a uid (or an RCPT gid): an index below
- * unread_shards(). */
+ * unread_shards() (cluster mode: the node serving its slot in the
+ * handle's map, the first server while it is unknown). */
 size_t unread_shard_of(const struct unread *c, uint64_t key);
 
 /* "host:port" of server i; NULL when i is out of range. */
@@ -293,6 +315,11 @@ int unread_shard_circuit(const struct unread *c, size_t i);
  * ms"). "" before any failure. Valid until the next call on the handle.
  */
 const char *unread_errstr(const struct unread *c);
+
+/* Cluster mode: the last redirection the handle followed, as redis-cli
+ * -c prints it ("slot [8000] located at 127.0.0.1:7002"), or NULL when
+ * the last call followed none (or not in cluster mode). Since 1.1. */
+const char *unread_redirected(const struct unread *c);
 
 /* Static name of a result code ("OK", "ARITY", "ETIMEOUT", ...); never
  * NULL. */
@@ -596,12 +623,14 @@ void unread_pipe_reset(struct unread *c);
  * non-zero added nothing, and the batch stays open. Synchronous calls
  * return UNREAD_EUSAGE meanwhile.
  *
- * One server runs a batch: on a cluster every command must route to the
- * same server (the same uid, or the same RCPT gid), else its queue call
- * returns UNREAD_EUSAGE. Global writes (GRP.POST, BC.PUBLISH, DOT.PUSH,
- * FEED.POST, FEED.UNPOST, ...: every server must apply them) cannot be
- * batched, on one server as on a cluster, so that code behaves the same
- * on both: UNREAD_EUSAGE.
+ * One server runs a batch: on a sharded list every command must route to
+ * the same server (the same uid, or the same RCPT gid), else its queue
+ * call returns UNREAD_EUSAGE; in cluster mode every key must be in one
+ * slot (as the node checks), else UNREAD_ERR_CROSSSLOT. Global writes
+ * (GRP.POST, BC.PUBLISH, DOT.PUSH, FEED.POST, FEED.UNPOST, ...: every
+ * server must apply them) cannot be batched on one server or a sharded
+ * list, so that code behaves the same on both: UNREAD_EUSAGE; in cluster
+ * mode they are keyed by their object and batch like any key.
  *
  * The server first checks every command: an unknown opcode, a wrong
  * argument count or a command that cannot be batched (SAVE, QUIT, ...)

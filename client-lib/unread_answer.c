@@ -211,14 +211,11 @@ bool uc_merge(struct uc_core *k, uint16_t op, const struct uc_res *res,
     out->server = res[0].server;
     if (span > 16 && (sh = calloc(span, sizeof(*sh))) == NULL)
         goto fail;
-    /* share_of: server -> its share (reply) index; the shares are in
-     * server order, one per server with uids */
-    for (i = 0; i < span; i++) {
-        k->share_of[res[i].server] = (uint32_t)i;
+    /* map: uid -> its share (reply) index, one per group (uc_split) */
+    for (i = 0; i < span; i++)
         sh[i].sent = 0;
-    }
     for (uint32_t u = 0; u < nuids; u++)
-        sh[k->share_of[map[u]]].sent++;
+        sh[map[u]].sent++;
     for (i = 0; i < span; i++) {
         struct ur_val v;
 
@@ -237,7 +234,7 @@ bool uc_merge(struct uc_core *k, uint16_t op, const struct uc_res *res,
     if (ur_frame_put_arr(&k->merged, nuids) != 0)
         goto fail;
     for (uint32_t u = 0; u < nuids; u++) {
-        uint32_t at = k->share_of[map[u]];
+        uint32_t at = map[u];
         struct uc_share *one = &sh[at];
         const char *from = one->rd.p;
 

@@ -29,6 +29,7 @@
 
 #include "ops.h"
 #include "proto.h"
+#include "unread_cluster.h"
 #include "unread_sentinel.h"
 #include "unread_core.h"
 #include "unread_int.h"
@@ -41,7 +42,14 @@
 enum ua_state { UA_DOWN, UA_CONNECTING, UA_UP };
 
 /* What a handshake request does with its answer. */
-enum ua_internal { UA_USER = 0, UA_AUTH, UA_TYPES, UA_PUBSUB };
+enum ua_internal {
+    UA_USER = 0,
+    UA_AUTH,
+    UA_TYPES,
+    UA_PUBSUB,
+    UA_SLOTS, /* cluster mode: CLUSTER SLOTS, the map */
+    UA_ASKING /* cluster mode: before a request an ASK sent on */
+};
 
 /* One part of a request: one server's frame and reply. */
 struct ua_part {
@@ -50,6 +58,10 @@ struct ua_part {
     struct ur_frame_hdr h;
     const char *view; /* the reply body in the input buffer (one part) */
     char *body;       /* a copy (requests of several parts) */
+    char *frame;      /* cluster mode: its request frame, resent when a
+                         node redirects it */
+    uint32_t frame_len;
+    uint8_t redirects; /* followed so far */
 };
 
 /* Requests of one many-users call (chunks of UR_UIDS_MAX uids). */
@@ -104,6 +116,11 @@ struct unread_async {
     int64_t timer_at; /* the hooks' timer, absolute; -1: not armed */
     unsigned depth;   /* inside handle_* */
     bool closing;
+    size_t inited;     /* cluster mode: servers whose as[] entry is set up */
+    bool slots_sent;   /* cluster mode: a CLUSTER SLOTS is on its way */
+    size_t slots_from; /* cluster mode: the node asked next */
+    char refused[480]; /* cluster mode: why a seed refused CLUSTER SLOTS
+                          ("" none): every call fails with it */
 };
 
 static int64_t min_at(int64_t a, int64_t b)
@@ -126,8 +143,10 @@ static void req_free(struct ua_req *r)
 {
     uint16_t i;
 
-    for (i = 0; i < r->span; i++)
+    for (i = 0; i < r->span; i++) {
         free(r->part[i].body);
+        free(r->part[i].frame);
+    }
     free(r->map);
     free(r);
 }
@@ -143,6 +162,9 @@ static void done_push(struct unread_async *a, struct ua_req *r)
 }
 
 static void fail_server(struct unread_async *a, uint32_t s, int rc);
+static void servers_setup(struct unread_async *a);
+static void async_push(void *ctx, struct uc_conn *k, const char *body,
+                       uint32_t len);
 
 /* A handshake request's answer: a refused AUTH fails the connection (as
  * an unreachable server: what was queued behind it was refused too); the
@@ -158,6 +180,33 @@ static void internal_done(struct unread_async *a, struct ua_req *r,
             (void)uc_core_learn_types(&a->k, res->body, res->h.len);
         return;
     }
+    if (r->internal == UA_SLOTS) {
+        a->slots_sent = false;
+        if (res->rc > 0 && !a->k.cl->known) {
+            /* not a cluster-mode node (as unread_connect_cluster says
+             * at once): every call from now on fails with this */
+            struct ur_val_reader rd;
+            struct ur_val v;
+
+            ur_val_reader_init(&rd, res->body, res->h.len);
+            if (!ur_val_next(&rd, &v) || v.kind != UR_VAL_ERR)
+                v.len = 0;
+            snprintf(a->refused, sizeof(a->refused),
+                     "%s: CLUSTER SLOTS: %.*s%s", a->k.addr[res->server].name,
+                     (int)(v.len > 300 ? 300 : v.len), v.len ? v.str : "",
+                     v.len && memmem(v.str, v.len, "disabled", 8) != NULL
+                         ? " (start it with cluster-enabled yes, or connect "
+                           "without cluster mode)"
+                         : "");
+        } else if (res->rc != 0 ||
+                   uc_cluster_learn(&a->k, res->body, res->h.len) != 0) {
+            a->k.cl->refreshed_ms = 0; /* another node, at once */
+        }
+        servers_setup(a);
+        return;
+    }
+    if (r->internal == UA_ASKING)
+        return;
     if (r->internal == UA_PUBSUB) {
         /* a refused (P)(UN)SUBSCRIBE: said in errstr, nothing waits */
         if (res->rc > 0)
@@ -540,8 +589,22 @@ static int part_queue(struct unread_async *a, struct ua_req *r, uint16_t p,
     r->part[p].rc = UC_PENDING;
     if (uc_conn_encode(c, r->q.op, argc, argv) != 0)
         return -1;
+    if (a->k.cl != NULL) {
+        size_t len;
+        const char *f = uc_conn_last(c, &len);
+
+        r->part[p].frame = malloc(len);
+        if (r->part[p].frame == NULL) {
+            uc_conn_unencode(c);
+            return -1;
+        }
+        memcpy(r->part[p].frame, f, len);
+        r->part[p].frame_len = (uint32_t)len;
+    }
     if (fifo_push(&a->as[s], r, p) != 0) {
         uc_conn_unencode(c);
+        free(r->part[p].frame);
+        r->part[p].frame = NULL;
         return -1;
     }
     r->left++;
@@ -582,54 +645,38 @@ static void unqueue(struct unread_async *a, struct ua_req *r, uint16_t upto)
 static int queue_split(struct unread_async *a, const struct uc_call *q,
                        unread_async_cb *cb, void *priv, struct ua_join *join)
 {
-    const struct ur_op *o = ur_op_by_code(q->op);
-    unsigned from = ur_op_uids_from(o->flags), n = q->argc - from, i, m;
-    uint32_t *map = malloc(n * sizeof(*map)), s;
-    struct unread_arg *share = malloc(q->argc * sizeof(*share));
-    uint16_t span = 0, p = 0;
-    struct ua_req *r = NULL;
+    struct uc_split sp;
+    struct ua_req *r;
+    unsigned g;
 
-    if (map == NULL || share == NULL)
-        goto nomem;
-    (void)uc_split_map(&a->k, q->op, q->argc, q->argv, map);
-    for (s = 0; s < a->k.nsrv; s++)
-        for (i = 0; i < n; i++)
-            if (map[i] == s) {
-                span++;
-                break;
-            }
-    r = req_new(a, q, span, cb, priv);
-    if (r == NULL)
-        goto nomem;
+    if (uc_split_plan(&a->k, q->op, q->argc, q->argv, &sp) != 0)
+        return UNREAD_ENOMEM;
+    r = req_new(a, q, (uint16_t)sp.groups, cb, priv);
+    if (r == NULL || (r->map = malloc(sp.n * sizeof(*r->map))) == NULL) {
+        if (r != NULL)
+            req_free(r);
+        uc_split_free(&sp);
+        return uc_err(&a->k, UNREAD_ENOMEM, "out of memory queuing a request");
+    }
     r->join = join;
     r->split = true;
-    r->nuids = n;
-    r->map = map;
-    memcpy(share, q->argv, from * sizeof(*share));
-    for (s = 0; s < a->k.nsrv; s++) {
-        m = from;
-        for (i = 0; i < n; i++)
-            if (map[i] == s)
-                share[m++] = q->argv[from + i];
-        if (m == from)
-            continue;
-        if (part_queue(a, r, p, s, server_ready(a, s), m, share) != 0) {
-            unqueue(a, r, p);
-            goto nomem;
+    r->nuids = sp.n;
+    memcpy(r->map, sp.map, sp.n * sizeof(*r->map));
+    for (g = 0; g < sp.groups; g++) {
+        uint32_t s = sp.server[g];
+
+        if (part_queue(a, r, (uint16_t)g, s, server_ready(a, s),
+                       uc_split_args(&sp, g), sp.args) != 0) {
+            unqueue(a, r, (uint16_t)g);
+            req_free(r);
+            uc_split_free(&sp);
+            return uc_err(&a->k, UNREAD_ENOMEM,
+                          "out of memory queuing a request");
         }
-        p++;
     }
-    free(share);
+    uc_split_free(&sp);
     queued(a, r);
     return 0;
-
-nomem:
-    if (r != NULL)
-        req_free(r);
-    else
-        free(map);
-    free(share);
-    return uc_err(&a->k, UNREAD_ENOMEM, "out of memory queuing a request");
 }
 
 /* Queues q to `to` (a server, UC_ALL or UC_SPLIT). */
@@ -752,6 +799,8 @@ int uc_async(struct unread_async *a, struct uc_call *q,
         rc = uc_err(&a->k, UNREAD_EUSAGE, "a callback is needed");
     else if (a->closing)
         rc = uc_err(&a->k, UNREAD_EUSAGE, "the handle is closing");
+    else if (a->refused[0] != '\0')
+        rc = uc_err(&a->k, UNREAD_ECONNECT, "%s", a->refused);
     else if (q->many)
         return queue_many(a, q, cb, priv);
     else
@@ -766,6 +815,91 @@ int uc_async(struct unread_async *a, struct uc_call *q,
     if (rc == 0 && a->depth == 0)
         arm_timer(a);
     return rc;
+}
+
+/* ---- Cluster mode -------------------------------------------------------- */
+
+/* The servers the core added (nodes the map names) get their state. */
+static void servers_setup(struct unread_async *a)
+{
+    for (; a->inited < a->k.nsrv; a->inited++) {
+        uint32_t s = (uint32_t)a->inited;
+
+        memset(&a->as[s], 0, sizeof(a->as[s]));
+        a->k.srv[s].conn.on_push = async_push;
+        a->k.srv[s].conn.push_ctx = a;
+        a->as[s].w_fd = -1;
+        a->as[s].connect_at = -1;
+        a->as[s].backoff_ms = a->k.opt.reconnect_min_ms;
+    }
+}
+
+/* The map is stale (a MOVED, a lost node) and was not asked for lately:
+ * CLUSTER SLOTS goes to the first server that can take it. */
+static void slots_ask(struct unread_async *a)
+{
+    struct unread_arg arg = unread_arg_str("SLOTS", 5);
+    struct uc_cluster *cl = a->k.cl;
+
+    if (cl == NULL || a->slots_sent || !cl->stale || a->closing ||
+        uc_now_ms() - cl->refreshed_ms < UC_REFRESH_MIN_MS)
+        return;
+    cl->refreshed_ms = uc_now_ms();
+    /* a connected node first, then any that can be dialled; each time
+     * from the next one, so that a node that fails to answer is not the
+     * one asked again */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < a->k.nsrv; i++) {
+            uint32_t s = (uint32_t)((a->slots_from + i) % a->k.nsrv);
+
+            if ((pass == 0 && a->as[s].state != UA_UP) ||
+                server_ready(a, s) != 0 ||
+                internal_send(a, s, UA_SLOTS, UR_OP_CLUSTER, 1, &arg) != 0)
+                continue;
+            a->slots_sent = true;
+            a->slots_from = s + 1;
+            watch(a, s);
+            return;
+        }
+}
+
+/*
+ * Part p of r was answered with a redirection (MOVED, ASK, TRYAGAIN,
+ * CLUSTERDOWN: not run): its frame goes to the node named (ASKING first
+ * for an ASK; the same node again for the others) instead of answering,
+ * at most UC_REDIRECTS_MAX times. true when it was sent on; false when
+ * the redirection is the answer.
+ */
+static bool resend(struct unread_async *a, struct ua_req *r, uint16_t p, int rc,
+                   const struct ur_frame_hdr *h, const char *body)
+{
+    struct ua_part *pt = &r->part[p];
+    uint32_t to;
+    bool asking;
+
+    if (pt->frame == NULL || pt->redirects >= UC_REDIRECTS_MAX ||
+        !uc_cluster_follow(&a->k, rc, body, h->len, &to, &asking))
+        return false;
+    servers_setup(a);
+    if (to == UC_NO_SERVER)
+        to = pt->server;
+    if (server_ready(a, to) != 0)
+        return false;
+    if (asking) {
+        struct unread_arg none;
+
+        if (internal_send(a, to, UA_ASKING, UR_OP_ASKING, 0, &none) != 0)
+            return false;
+    }
+    if (uc_conn_encode_copy(&a->k.srv[to].conn, pt->frame, pt->frame_len) !=
+            0 ||
+        fifo_push(&a->as[to], r, p) != 0)
+        return false; /* (an ASKING alone is harmless) */
+    pt->server = to;
+    pt->redirects++;
+    watch(a, to);
+    slots_ask(a);
+    return true;
 }
 
 /* ---- Time --------------------------------------------------------------- */
@@ -927,6 +1061,9 @@ static void read_server(struct unread_async *a, uint32_t s)
                 struct ua_ref ref = fifo_pop(sv);
 
                 uc_server_answered(&a->k, s);
+                if (a->k.cl != NULL && uc_cluster_redirected(rc) &&
+                    resend(a, ref.req, ref.part, rc, &h, body))
+                    continue;
                 part_done(a, ref.req, ref.part, rc, &h, body);
             }
             if (c->fd != fd || sv->state != UA_UP)
@@ -985,6 +1122,7 @@ static void after(struct unread_async *a)
         if (a->done_head == NULL)
             break;
     }
+    slots_ask(a); /* cluster mode: a map made stale meanwhile */
     for (s = 0; s < a->k.nsrv; s++)
         watch(a, s);
     a->timer_at = -1;
@@ -1229,7 +1367,8 @@ struct unread_async *unread_async_connect(const char *servers,
         return NULL;
     }
     if (uc_core_init(&a->k, addr, n, opts, err, errlen) != 0 ||
-        (a->as = calloc(n, sizeof(*a->as))) == NULL) {
+        (a->as = calloc(opts->cluster ? UC_CLUSTER_CAP : n, sizeof(*a->as))) ==
+            NULL) {
         if (a->as == NULL && a->k.srv != NULL)
             snprintf(err, errlen, "out of memory");
         uc_core_deinit(&a->k);
@@ -1241,14 +1380,10 @@ struct unread_async *unread_async_connect(const char *servers,
     a->cmd_timeout_ms = a->k.opt.read_timeout_ms;
     a->next_deadline = -1;
     a->timer_at = -1;
-    for (s = 0; s < n; s++) {
-        a->k.srv[s].conn.on_push = async_push;
-        a->k.srv[s].conn.push_ctx = a;
-        a->as[s].w_fd = -1;
-        a->as[s].connect_at = -1;
-        a->as[s].backoff_ms = a->k.opt.reconnect_min_ms;
+    servers_setup(a);
+    for (s = 0; s < n; s++)
         (void)server_ready(a, s); /* a failure is found out by requests */
-    }
+    slots_ask(a); /* cluster mode: until it answers, seeds redirect */
     return a;
 }
 
@@ -1304,7 +1439,7 @@ size_t unread_async_shards(const struct unread_async *a)
 
 size_t unread_async_shard_of(const struct unread_async *a, uint64_t key)
 {
-    return a->k.nsrv == 1 ? 0 : uc_ring_find(&a->k.ring, key);
+    return uc_shard_of(&a->k, key);
 }
 
 const char *unread_async_shard_name(const struct unread_async *a, size_t i)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "ops.h"
+#include "unread_cluster.h"
 #include "unread_int.h"
 #include "unread_round.h"
 
@@ -18,6 +19,7 @@ static void batch_clear(struct unread *c)
     b->open = false;
     b->writes = false;
     b->server = UC_FIRST_SERVER;
+    b->slot = -1;
     b->n = 0;
     b->body.len = 0;
     ur_buf_shrink(&b->body, UC_BATCH_KEEP);
@@ -41,10 +43,30 @@ int uc_batch_add(struct unread *c, uint16_t op, unsigned argc,
     rc = uc_args_check(&c->k, argc, argv);
     if (rc != 0)
         return rc;
-    if (o != NULL && uc_op_is_global(op))
+    if (o != NULL && uc_op_is_global(op) && c->k.cl == NULL)
         return uc_err(&c->k, UNREAD_EUSAGE,
                       "%s cannot be batched: every server must apply it",
                       o->name);
+    if (c->k.cl != NULL && o != NULL && ur_op_key_first(o) != 0 &&
+        argc >= ur_op_key_first(o)) {
+        /* Cluster mode: a batch runs on one node and its keys must share
+         * one slot, as the node checks (CROSSSLOT). */
+        unsigned first = ur_op_key_first(o),
+                 last = ur_op_key_last(o) < 0 ? argc : first;
+
+        for (unsigned i = first - 1; i < last; i++) {
+            int slot = uc_cluster_arg_slot(&argv[i]);
+
+            if (slot >= 0 && b->slot >= 0 && slot != b->slot)
+                return uc_err(&c->k, UNREAD_ERR_CROSSSLOT,
+                              "CROSSSLOT a batch runs on one slot: this "
+                              "command's key is in slot %d, the batch's in "
+                              "%d",
+                              slot, b->slot);
+            if (slot >= 0)
+                b->slot = slot; /* (a bad key: the node's error) */
+        }
+    }
     if (b->n == UINT16_MAX)
         return uc_err(&c->k, UNREAD_EUSAGE, "a batch holds at most %u commands",
                       (unsigned)UINT16_MAX);
@@ -79,6 +101,9 @@ int unread_batch_begin(struct unread *c)
 {
     if (c->batch.open)
         return uc_err(&c->k, UNREAD_EUSAGE, "a batch is already open");
+    if (!c->piping)
+        uc_round_refresh(c);
+    c->batch.slot = -1;
     c->batch.open = true;
     return 0;
 }

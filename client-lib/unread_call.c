@@ -10,6 +10,7 @@
 
 #include "ops.h"
 #include "proto.h"
+#include "unread_cluster.h"
 #include "unread_int.h"
 #include "unread_round.h"
 
@@ -23,12 +24,38 @@ int uc_set_err(struct unread *c, int rc, const char *fmt, ...)
     return rc;
 }
 
+/* Cluster mode: a request whose node could not be reached was not sent
+ * (UNREAD_ECONNECT, or an open circuit): the map is asked again and, when
+ * it names another node now (a failover), the request goes there once. */
+static int cluster_reroute(struct unread *c, int rc, uint32_t to, uint16_t op,
+                           unsigned argc, const struct unread_arg *argv,
+                           struct ur_frame_hdr *h, const char **body)
+{
+    uint32_t again;
+
+    if (c->k.cl == NULL || c->piping || c->batch.open ||
+        (rc != UNREAD_ECONNECT && rc != UNREAD_EUNAVAIL))
+        return rc;
+    c->k.cl->refreshed_ms = 0; /* now, not after the pause */
+    uc_round_refresh(c);
+    again = uc_route(&c->k, op, argc, argv);
+    if (again == to)
+        return rc;
+    return uc_round_call(c, again, op, argc, argv, h, body);
+}
+
 int uc_roundtrip(struct unread *c, uint16_t op, unsigned argc,
                  const struct unread_arg *argv, struct ur_frame_hdr *h,
                  const char **body)
 {
-    return uc_round_call(c, uc_route(&c->k, op, argc, argv), op, argc, argv, h,
-                         body);
+    uint32_t to;
+    int rc;
+
+    if (!c->piping && !c->batch.open)
+        uc_round_refresh(c); /* cluster mode: a stale map asked again */
+    to = uc_route(&c->k, op, argc, argv);
+    rc = uc_round_call(c, to, op, argc, argv, h, body);
+    return cluster_reroute(c, rc, to, op, argc, argv, h, body);
 }
 
 bool uc_rd_int(struct ur_val_reader *rd, uint64_t *v)
@@ -158,9 +185,14 @@ static int command(struct unread *c, bool route_it, uint32_t to,
         return *out != NULL ? rc
                             : uc_set_err(c, UNREAD_ENOMEM, "out of memory");
     }
-    if (route_it)
+    if (route_it) {
+        if (!c->piping && !c->batch.open)
+            uc_round_refresh(c);
         to = uc_route(&c->k, op, argc, argv);
+    }
     rc = uc_round_call(c, to, op, argc, argv, &h, &body);
+    if (route_it)
+        rc = cluster_reroute(c, rc, to, op, argc, argv, &h, &body);
     if (rc < 0)
         return rc;
     return uc_reply_tree(c, rc, c->k.last_srv, &h, body, out);

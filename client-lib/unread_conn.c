@@ -342,6 +342,24 @@ int uc_conn_encode_batch(struct uc_conn *k, uint16_t n, const char *body,
     return 0;
 }
 
+int uc_conn_encode_copy(struct uc_conn *k, const char *frame, size_t len)
+{
+    size_t mark = k->out.len;
+    uint32_t id = k->next_id;
+
+    if (len < UR_FRAME_HDR || ur_buf_append(&k->out, frame, len) != 0) {
+        k->out.len = mark;
+        return conn_err(k, UNREAD_ENOMEM, "out of memory encoding a request");
+    }
+    /* The id: bytes 4..7, little-endian (frame.h). */
+    for (int i = 0; i < 4; i++)
+        k->out.data[mark + 4 + i] = (char)(id >> (8 * i));
+    k->last_frame = mark;
+    k->next_id++;
+    k->queued++;
+    return 0;
+}
+
 void uc_conn_unencode(struct uc_conn *k)
 {
     k->out.len = k->last_frame;

@@ -93,6 +93,18 @@ int uc_conn_encode(struct uc_conn *k, uint16_t op, unsigned argc,
 int uc_conn_encode_batch(struct uc_conn *k, uint16_t n, const char *body,
                          size_t len);
 
+/* Appends a copy of a request frame encoded earlier (for another
+ * connection: cluster mode resends a redirected one), under this
+ * connection's next id: 0 or UNREAD_ENOMEM. */
+int uc_conn_encode_copy(struct uc_conn *k, const char *frame, size_t len);
+
+/* The bytes of the frame the last uc_conn_encode* appended. */
+static inline const char *uc_conn_last(const struct uc_conn *k, size_t *len)
+{
+    *len = k->out.len - k->last_frame;
+    return k->out.data + k->last_frame;
+}
+
 /* Takes back the frame the last uc_conn_encode* appended (not yet sent). */
 void uc_conn_unencode(struct uc_conn *k);
 

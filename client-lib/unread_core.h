@@ -55,6 +55,7 @@ struct unread_opts {
     int reconnect_max_ms;
     char *sentinels; /* owned; servers are master names (unread_sentinel.h) */
     bool sentinel_replica;
+    bool cluster; /* cluster mode: the servers are seeds (unread_cluster.h) */
 };
 
 struct uc_server {
@@ -86,8 +87,10 @@ struct uc_core {
     struct unread_opts opt; /* its password is the core's copy */
     struct uc_breaker_cfg brk_cfg;
 
-    struct uc_res *res;       /* nsrv: one request's replies, while answering */
-    uint32_t *share_of;       /* nsrv: server -> its share, while merging */
+    struct uc_res *res; /* res_cap: one request's replies (one a
+                           server, or a split request's group) */
+    size_t res_cap;
+    uint32_t *group_of;       /* nsrv: server -> its group, while planning */
     struct ur_buf dflt;       /* reply body of a degraded read: INT default */
     struct ur_buf dflt_batch; /* ... of a degraded batch: ARRAY of them */
     struct ur_buf merged;     /* the reply body of the last split request */
@@ -100,7 +103,8 @@ struct uc_core {
 
     char err[UC_CORE_ERRLEN];
 
-    struct uc_pubsub *ps; /* subscriptions (unread_pubsub.c), or NULL */
+    struct uc_pubsub *ps;  /* subscriptions (unread_pubsub.c), or NULL */
+    struct uc_cluster *cl; /* cluster mode (unread_cluster.h), or NULL */
 };
 
 /* ---- The core (unread.c) ---------------------------------------------- */
@@ -149,11 +153,36 @@ int uc_core_type(struct uc_core *k, const char *name, unsigned *type);
 uint32_t uc_route(const struct uc_core *k, uint16_t op, unsigned argc,
                   const struct unread_arg *argv);
 
-/* The servers of a split request's uids (from ur_op_uids_from() on) into
- * map[0..argc - from): the caller has routed it to UC_SPLIT. Returns
- * from. */
-unsigned uc_split_map(const struct uc_core *k, uint16_t op, unsigned argc,
-                      const struct unread_arg *argv, uint32_t *map);
+/*
+ * A many-users request the caller routed to UC_SPLIT, planned as one
+ * request per group of its uids: a group per server, or in cluster mode
+ * per slot (a node answers CROSSSLOT to a request whose keys span slots).
+ * Groups are numbered in the order of their first uid; the replies are
+ * merged back by map (uc_merge).
+ */
+struct uc_split {
+    unsigned from; /* index of the first uid argument */
+    unsigned n;    /* uids */
+    unsigned groups;
+    uint32_t *map;           /* n: uid i -> its group */
+    uint32_t *server;        /* groups: the server of each */
+    uint32_t *start;         /* groups + 1: group g's uids are */
+    struct unread_arg *uids; /*   uids[start[g] .. start[g + 1]) */
+    struct unread_arg *args; /* argc: one group's request (uc_split_args) */
+    uint32_t *key;           /* groups: the slot or server grouped by */
+};
+
+/* Plans argv's request into sp (k->res grows to the groups' count). 0, or
+ * UNREAD_ENOMEM (recorded; nothing to free). */
+int uc_split_plan(struct uc_core *k, uint16_t op, unsigned argc,
+                  const struct unread_arg *argv, struct uc_split *sp);
+/* Group g's request into sp->args: its argument count. */
+unsigned uc_split_args(struct uc_split *sp, unsigned g);
+void uc_split_free(struct uc_split *sp);
+
+/* The server of key (a uid, a gid): the ring's, or in cluster mode its
+ * slot's (unread_shard_of). */
+size_t uc_shard_of(const struct uc_core *k, uint64_t key);
 
 /* A key argument: an integer, or a string holding a canonical decimal. */
 bool uc_arg_key(const struct unread_arg *a, uint64_t *key);
@@ -203,8 +232,8 @@ void uc_combine(struct uc_core *k, uint16_t op, size_t n,
 
 /*
  * One answer from a split request's span replies res[0..span) (one per
- * server holding some of its uids, in server order), map[0..nuids) giving
- * each uid's server: the arrays merged back in the caller's order into
+ * group of its uids, uc_split_plan), map[0..nuids) giving each uid's
+ * group: the arrays merged back in the caller's order into
  * k->merged. false when the answer is a failure for uc_surface to
  * describe; true when *out is final (merged, degraded, or a failure of
  * the merge itself).

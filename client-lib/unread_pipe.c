@@ -4,6 +4,7 @@
  * rounds of unread_round.c.
  */
 #include "ops.h"
+#include "unread_cluster.h"
 #include "unread_int.h"
 #include "unread_round.h"
 
@@ -14,6 +15,9 @@ int unread_pipe_begin(struct unread *c)
     if (c->batch.open)
         return uc_err(&c->k, UNREAD_EUSAGE,
                       "a batch is open: execute it or reset it");
+    uc_round_refresh(c); /* cluster mode: routes from a fresh map */
+    if (c->k.cl != NULL)
+        c->k.cl->last[0] = '\0';
     c->piping = true;
     return 0;
 }

@@ -242,6 +242,11 @@ static void ps_clear(struct uc_pubsub *ps, bool pattern)
     ps->nchan = 0;
 }
 
+/* Cluster mode routes no subscriptions (docs/CLIENT.md section 16). */
+#define CLUSTER_NO_SUBS                                                        \
+    "cluster mode: subscriptions are not routed; subscribe with a handle "     \
+    "on each node"
+
 /* ---- Where subscriptions live -------------------------------------------- */
 
 uint32_t uc_ps_home(const struct uc_core *k, const char *ch, size_t len)
@@ -550,6 +555,8 @@ static int sync_sub(struct unread *c, bool pattern, const char *name,
 
     if (name == NULL || cb == NULL)
         return uc_err(&c->k, UNREAD_EUSAGE, "a name and a callback are needed");
+    if (c->k.cl != NULL)
+        return uc_err(&c->k, UNREAD_EUSAGE, CLUSTER_NO_SUBS);
     ps = ps_get(&c->k, false);
     u.sync = cb;
     if (ps == NULL || ps_add(ps, pattern, name, u, priv) < 0)
@@ -811,6 +818,8 @@ static int async_sub(struct unread_async *a, bool pattern, const char *name,
 
     if (name == NULL || cb == NULL)
         return uc_err(k, UNREAD_EUSAGE, "a name and a callback are needed");
+    if (k->cl != NULL)
+        return uc_err(k, UNREAD_EUSAGE, CLUSTER_NO_SUBS);
     ps = ps_get(k, true);
     u.async = cb;
     if (ps == NULL || ps_add(ps, pattern, name, u, priv) < 0)

@@ -6,7 +6,7 @@
  *   queue  route it, check the server's circuit, connect if needed,
  *          encode it into that server's output buffer, and record a slot
  *          in the round's order list (a global write takes one slot per
- *          server, a split request one per server holding its uids);
+ *          server, a split request one per group of its uids);
  *   flush  send every server's queued frames;
  *   read   take the next request's slots in queue order, read each reply
  *          from its server (each server answers in its own request
@@ -36,9 +36,11 @@ struct uc_slot {
     int rc;           /* UC_PENDING, or the outcome decided without a reply */
     uint16_t nbatch;  /* a batch frame: its command count */
     bool batch_reads; /* ... all of them reads: degraded mode may answer */
-    bool split;       /* one server's share of a split request */
-    uint32_t nuids;   /* first slot of a split: its uids, whose servers */
+    bool split;       /* one group's share of a split request */
+    uint32_t nuids;   /* first slot of a split: its uids, whose groups */
     size_t map_off;   /* ... are c->split_map[map_off .. + nuids) */
+    size_t frame_off; /* cluster mode: its frame, c->frames[off .. + len), */
+    size_t frame_len; /* ... resent when a node redirects it */
 };
 
 /* The batch being queued (unread_batch_begin): its commands encoded as a
@@ -46,6 +48,7 @@ struct uc_slot {
 struct uc_batch {
     bool open;
     bool writes;     /* holds a command that is not a read */
+    int slot;        /* cluster mode: its keys' slot; -1 none yet */
     uint32_t server; /* where its commands route */
     uint16_t n;      /* commands */
     struct ur_buf body;
@@ -60,11 +63,20 @@ struct unread {
     size_t pending;   /* requests flushed, reply not yet read */
     bool piping;      /* a pipeline is open */
     struct uc_batch batch;
-    uint32_t *split_map; /* the round's split requests: uid -> server */
+    uint32_t *split_map; /* the round's split requests: uid -> group */
     size_t split_len, split_cap;
-    struct unread_arg *split_argv; /* one server's share, while queuing */
-    size_t split_argc_cap;
+    /* Cluster mode (unread_cluster.h): the round's frames, kept to be
+     * resent; a side connection per node, for a redirected request sent
+     * while the node's own connection owes replies of the round. */
+    struct ur_buf frames;
+    struct uc_conn **side;
+    bool refreshing;
 };
+
+/* Cluster mode: asks CLUSTER SLOTS again when the map is stale (a MOVED
+ * was followed) and it was not asked in the last UC_REFRESH_MIN_MS.
+ * Between rounds only. */
+void uc_round_refresh(struct unread *c);
 
 /* Readies server s for a request of this round: 0, or why it cannot take
  * one (an open circuit, a failed connect, a failure earlier in the

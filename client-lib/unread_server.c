@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 
+#include "unread_cluster.h"
 #include "unread_core.h"
 
 bool uc_unreachable(int rc)
@@ -37,6 +38,8 @@ void uc_server_down(struct uc_core *k, uint32_t s, int rc)
     struct uc_server *sv = &k->srv[s];
 
     uc_conn_drop(&sv->conn);
+    if (k->cl != NULL)
+        k->cl->stale = true; /* a node lost: a failover may be under way */
     if (k->opt.degraded && uc_unreachable(rc))
         uc_breaker_done(&sv->brk, &k->brk_cfg, false, uc_now_ms());
 }

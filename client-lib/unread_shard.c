@@ -115,6 +115,29 @@ static int parse_one(const char *s, size_t n, uint16_t default_port,
     return 0;
 }
 
+int uc_addr_make(struct uc_addr *a, const char *host, size_t hlen,
+                 uint16_t port)
+{
+    char name[UC_MAX_HOST + 16];
+    bool v6 = memchr(host, ':', hlen) != NULL;
+
+    memset(a, 0, sizeof(*a));
+    if (hlen == 0 || hlen > UC_MAX_HOST)
+        return -1;
+    a->port = port;
+    snprintf(name, sizeof(name), v6 ? "[%.*s]:%u" : "%.*s:%u", (int)hlen, host,
+             (unsigned)port);
+    a->host = dup_n(host, hlen);
+    a->name = dup_n(name, strlen(name));
+    if (a->host == NULL || a->name == NULL) {
+        free(a->host);
+        free(a->name);
+        memset(a, 0, sizeof(*a));
+        return -1;
+    }
+    return 0;
+}
+
 void uc_addrs_free(struct uc_addr *a, size_t n)
 {
     size_t i;

@@ -33,6 +33,11 @@ struct uc_addr {
 int uc_addrs_parse(const char *list, uint16_t default_port,
                    struct uc_addr **out, size_t *n, char *err, size_t errlen);
 void uc_addrs_free(struct uc_addr *a, size_t n);
+/* One address from a host (hlen bytes, an IPv6 one without brackets) and
+ * a port, as parsed from a list: 0, or -1 (empty or too long host, out of
+ * memory) with *a zeroed. */
+int uc_addr_make(struct uc_addr *a, const char *host, size_t hlen,
+                 uint16_t port);
 
 /*
  * The ring: `points` points per server, at XXH3_64bits_withSeed(name, i)

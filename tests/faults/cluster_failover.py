@@ -8,7 +8,7 @@ down-after-milliseconds 1000). Each trial:
      each write a CNT.INCR or CONV.SEQ of a user of any shard followed by
      WAIT 1 100 on the connection to that user's node, "acknowledged" when
      WAIT answers >= 1; a global writer publishing on BC channels of every
-     shard the same way; with build/cluster-writer built, libunread writers
+     shard the same way; with build/failover-writer built, libunread writers
      in cluster mode too (sync and async handles);
   2. at a random moment one shard's primary is killed with SIGKILL;
   3. sentinel promotes its replica (REPLICAOF NO ONE), which takes the
@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 sys.dont_write_bytecode = True
 
 import harness  # noqa: E402
-from cluster_rig import Cluster, key_slot  # noqa: E402
+from cluster_rig import Cluster, bc_head, key_slot, slots_of  # noqa: E402
 from harness import info_flat  # noqa: E402
 from sentinel_rig import wait_until  # noqa: E402
 
@@ -48,7 +48,7 @@ QUICK = os.environ.get("FAULTS_QUICK") == "1"
 TRIALS = int(os.environ.get("CLUSTER_FAILOVER_TRIALS") or
              (1 if QUICK else 3))
 DEBIAN_PY = "/usr/bin/python3"
-WRITER = os.path.join(harness.BUILD, "cluster-writer")
+WRITER = os.path.join(harness.BUILD, "failover-writer")
 NUIDS = 60
 CHANNELS = [101, 102, 103, 104, 105, 106]
 
@@ -255,15 +255,12 @@ def trial(cl, sen, t, rnd):
         for mode in ("sync", "async"):
             writers.append(Writer(
                 "libunread-" + mode,
-                [WRITER, "127.0.0.1:%d" % port0,
+                [WRITER, "--cluster", "127.0.0.1:%d" % port0,
                  str(base + (5 if mode == "sync" else 6) * 10 ** 5),
                  str(NUIDS), mode],
                 os.path.join(cl.tmp, "w-%s-%d.log" % (mode, t))))
     victim = rnd.choice(cl.masters())
-    vslots = set()
-    for r in victim.cmd("CLUSTER", "SLOTS"):
-        if r[2][1] == victim.port:
-            vslots.update(range(r[0], r[1] + 1))
+    vslots = slots_of(victim)
     try:
         wait_until(lambda: all(any(x[0] == "A" for x in w.lines())
                                for w in writers), 30, "acknowledged writes")
@@ -328,29 +325,6 @@ def trial(cl, sen, t, rnd):
     return {"old": victim.port, "new": new, "firsts": firsts,
             "acked": sum(sum(1 for x in w.lines() if x[0] == "A")
                          for w in writers)}
-
-
-def bc_head(node, ch):
-    """Channel ch's head as node holds it: USER.INFO of a scratch user of
-    the node, registered in the channel, shows it."""
-    uid = scratch_uid(node)
-    node.cmd("BC.UNREAD", uid, ch)
-    for line in node.cmd("USER.INFO", uid):
-        text = line.decode() if isinstance(line, bytes) else str(line)
-        if text.startswith("bc %d: head=" % ch):
-            return int(text.split("head=")[1].split()[0])
-    raise AssertionError("no head for channel %d on %d" % (ch, node.port))
-
-
-def scratch_uid(node):
-    slots = set()
-    for r in node.cmd("CLUSTER", "SLOTS"):
-        if r[2][1] == node.port:
-            slots.update(range(r[0], r[1] + 1))
-    for u in range(900000000, 900100000):
-        if key_slot(u) in slots:
-            return u
-    raise AssertionError("no scratch uid")
 
 
 def main():

@@ -15,7 +15,10 @@
  * against the first write sent after it.
  *
  *   failover-writer SENTINELS MASTER UID_BASE NUIDS [async]
+ *   failover-writer --cluster SEEDS UID_BASE NUIDS [async]
  *
+ * --cluster: a cluster-mode deployment (tests/faults/cluster_failover.py),
+ * the handle in cluster mode over the seeds instead of sentinels.
  * async: the same through the asynchronous handle (unread_async_*), each
  * call driven to completion with unread_async_poll.
  */
@@ -27,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../async_done.h"
 #include "unread.h"
 
 static volatile sig_atomic_t stop;
@@ -38,30 +42,6 @@ static void on_term(int sig)
 }
 
 /* ---- the asynchronous handle, one call at a time ----------------------- */
-
-struct done {
-    bool fired;
-    int rc;
-};
-
-static void on_done(struct unread_async *a, int rc, void *priv)
-{
-    struct done *d = priv;
-
-    (void)a;
-    d->fired = true;
-    d->rc = rc;
-}
-
-/* Waits for d (the call was queued when rc is 0): its rc. */
-static int finish(struct unread_async *a, int rc, struct done *d)
-{
-    if (rc != 0)
-        return rc;
-    while (!d->fired && !stop)
-        unread_async_poll(a, 100);
-    return d->fired ? d->rc : UNREAD_ECLOSED;
-}
 
 /* What a call writes when it completes: static, since a call given up at
  * SIGTERM completes later, at unread_async_close. */
@@ -83,7 +63,7 @@ static int async_write(struct unread_async *a, char kind, uint64_t uid,
         rc = finish(a,
                     unread_async_cnt_incr(a, uid, 0, 1, &a_value, &a_total,
                                           on_done, &a_done),
-                    &a_done);
+                    &a_done, &stop);
     } else {
         args[0] = unread_arg_int(uid);
         args[1] = unread_arg_int(1);
@@ -91,7 +71,7 @@ static int async_write(struct unread_async *a, char kind, uint64_t uid,
         rc = finish(a,
                     unread_async_command(a, "CONV.SEQ", 0, 3, args, &a_reply,
                                          on_done, &a_done),
-                    &a_done);
+                    &a_done, &stop);
         unread_reply_free(a_reply);
         a_reply = NULL;
     }
@@ -103,7 +83,7 @@ static int async_write(struct unread_async *a, char kind, uint64_t uid,
     rc = finish(
         a,
         unread_async_command(a, "WAIT", 0, 2, args, &a_reply, on_done, &a_done),
-        &a_done);
+        &a_done, &stop);
     *acked = rc == 0 && a_reply != NULL && a_reply->kind == UNREAD_REPLY_INT
                  ? a_reply->integer
                  : 0;
@@ -124,15 +104,18 @@ int main(int argc, char **argv)
     struct unread_opts *o;
     struct unread *c = NULL;
     struct unread_async *as = NULL;
-    bool async;
+    bool async, cluster;
     char err[512];
     unsigned long long base, nuids, seq = 0;
 
     if (argc != 5 && argc != 6) {
         fprintf(stderr, "usage: failover-writer SENTINELS MASTER UID_BASE "
-                        "NUIDS\n");
+                        "NUIDS [async]\n"
+                        "       failover-writer --cluster SEEDS UID_BASE "
+                        "NUIDS [async]\n");
         return 2;
     }
+    cluster = strcmp(argv[1], "--cluster") == 0;
     async = argc == 6 && strcmp(argv[5], "async") == 0;
     base = strtoull(argv[3], NULL, 10);
     nuids = strtoull(argv[4], NULL, 10);
@@ -141,7 +124,9 @@ int main(int argc, char **argv)
     signal(SIGTERM, on_term);
     signal(SIGPIPE, SIG_IGN);
     o = unread_opts_new();
-    if (o == NULL || unread_opts_set_sentinels(o, argv[1], false) != 0 ||
+    if (o == NULL ||
+        (cluster ? unread_opts_set_cluster(o, true)
+                 : unread_opts_set_sentinels(o, argv[1], false)) != 0 ||
         unread_opts_set_timeouts(o, 500, 1000, 1000) != 0 ||
         unread_opts_set_reconnect(o, 50, 500) != 0)
         return 2;

@@ -70,8 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *nl = memchr(s, '\n', n);
         size_t first = nl ? (size_t)(nl - s) : n;
 
-        if (cluster_parse_ranges(s, first, ranges, 2 * UR_SLOTS, &nranges) ==
-            0)
+        if (cluster_parse_ranges(s, first, ranges, 2 * UR_SLOTS, &nranges) == 0)
             for (size_t i = 0; i < nranges; i++)
                 ASSERT(ranges[2 * i] <= ranges[2 * i + 1] &&
                        ranges[2 * i + 1] < UR_SLOTS);

@@ -143,7 +143,19 @@ class Cluster:
                        "--cluster-yes", timeout=60)
         assert "[OK] All 16384 slots covered." in out, out
         self.wait_agree()
+        self.wait_replicas()
         return self
+
+    def wait_replicas(self, timeout=20):
+        """Every live replica's link to its master is up."""
+        def linked():
+            for n in self.live():
+                i = harness.info_flat(n.cmd("INFO", "replication"))
+                if i.get("role") == "slave" and \
+                        i.get("master_link_status") != "up":
+                    return False
+            return True
+        wait_until(linked, timeout, "every replica's link")
 
     def cli(self, *args, timeout=30, check=True, input=None):
         p = subprocess.run([REDIS_CLI] + list(args), capture_output=True,
@@ -204,6 +216,36 @@ class Cluster:
             except Exception:
                 pass
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def bc_head(node, ch):
+    """Channel ch's head as node holds it: USER.INFO of a scratch user of
+    the node, registered in the channel, shows it."""
+    uid = scratch_uid(node)
+    node.cmd("BC.UNREAD", uid, ch)
+    for line in node.cmd("USER.INFO", uid):
+        text = line.decode() if isinstance(line, bytes) else str(line)
+        if text.startswith("bc %d: head=" % ch):
+            return int(text.split("head=")[1].split()[0])
+    raise AssertionError("no head for channel %d on %d" % (ch, node.port))
+
+
+def slots_of(node):
+    """The slots node serves, per its own CLUSTER SLOTS."""
+    out = set()
+    for r in node.cmd("CLUSTER", "SLOTS"):
+        if r[2][1] == node.port:
+            out.update(range(r[0], r[1] + 1))
+    return out
+
+
+def scratch_uid(node):
+    """A uid of node's slots from 900000000 up, kept for probes."""
+    slots = slots_of(node)
+    for u in range(900000000, 900100000):
+        if key_slot(u) in slots:
+            return u
+    raise AssertionError("no scratch uid")
 
 
 def resp(node, timeout=5.0):

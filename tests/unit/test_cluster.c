@@ -28,8 +28,8 @@ static struct cluster *fresh(const char *conf)
     srv.cfg.cluster_enabled = true;
     c = cluster_create(&srv);
     CHECK(c != NULL);
-    if (conf != NULL && cluster_config_parse(c, conf, strlen(conf), "test",
-                                             err, sizeof(err)) != 0) {
+    if (conf != NULL && cluster_config_parse(c, conf, strlen(conf), "test", err,
+                                             sizeof(err)) != 0) {
         fprintf(stderr, "parse: %s\n", err);
         CHECK(0);
     }
@@ -46,9 +46,9 @@ static void done(struct cluster *c)
 
 static const char conf3[] =
     ID_A " 127.0.0.1:7001@17001 myself,master - 0 0 1 connected 0-5460\n" ID_B
-    " 127.0.0.1:7002@17002 master - 0 0 2 connected 5461-10922\n" ID_C
-    " 127.0.0.1:7003@17003 master - 0 0 3 connected 10923-16383\n"
-    "vars currentEpoch 3 lastVoteEpoch 0\n";
+         " 127.0.0.1:7002@17002 master - 0 0 2 connected 5461-10922\n" ID_C
+         " 127.0.0.1:7003@17003 master - 0 0 3 connected 10923-16383\n"
+         "vars currentEpoch 3 lastVoteEpoch 0\n";
 
 static void test_parse(void)
 {
@@ -186,7 +186,7 @@ static void test_epoch_collision(void)
     /* Myself A (smaller id than B) with B's epoch: A bumps its own. */
     static const char conf[] =
         ID_A " 127.0.0.1:7001@17001 myself,master - 0 0 2 connected 0-10\n"
-        "vars currentEpoch 2 lastVoteEpoch 0\n";
+             "vars currentEpoch 2 lastVoteEpoch 0\n";
     struct cluster *c = fresh(conf);
     static const uint16_t b_r[] = {11, 20};
     struct cluster_record r = rec(ID_B, 7002, true, 2, 1, b_r, 1);
@@ -260,9 +260,10 @@ static void test_routing(void)
     CHECK(strcmp(ask(c, "PING", 0, a), "") == 0);
     /* Many uids: one slot, or CROSSSLOT. */
     a[0] = num(mine), a[1] = num(theirs);
-    CHECK(strcmp(ask(c, "USER.MBADGE", 2, a),
-                 "-CROSSSLOT Keys in request don't hash to the same slot\r\n") ==
-          0);
+    CHECK(
+        strcmp(ask(c, "USER.MBADGE", 2, a),
+               "-CROSSSLOT Keys in request don't hash to the same slot\r\n") ==
+        0);
     a[1] = num(mine);
     CHECK(strcmp(ask(c, "USER.MBADGE", 2, a), "") == 0);
     /* A slot with no node, then the cluster down for the rest. */
