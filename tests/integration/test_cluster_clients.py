@@ -2,7 +2,8 @@
 3-replica unreadd cluster made by `redis-cli --cluster create`: redis-py's
 RedisCluster (Debian's python3-redis), ioredis's Cluster and node-redis's
 createCluster (npm, cached under build/node-clients as test_clients.py
-does; skipped with a message when npm cannot fetch them). Each runs the
+does; skipped with a message when npm cannot fetch them), and libunread
+in cluster mode (build/cluster_client, sync and async). Each runs the
 same random commands of every family, and every answer must equal what
 one server holding the same data answers (a differential test).
 
@@ -243,3 +244,38 @@ def test_node_cluster_clients_match_one_server():
                 ["node", script, str(cl.nodes[1].port), path, which], cwd=d),
                 cl.tmp)
 test_node_cluster_clients_match_one_server.timeout = 300
+
+
+def flat_want(v):
+    """A norm()ed answer as build/cluster_client prints one (an error as
+    ERR: its wording is compared by the tests of each command)."""
+    if isinstance(v, dict):
+        return "ERR"
+    if isinstance(v, list):
+        return "[" + ",".join(flat_want(x) for x in v) + "]"
+    if v is None:
+        return "nil"
+    if isinstance(v, str):
+        return v.replace("\n", " ").replace("\r", " ")
+    return str(v)
+
+
+def test_libunread_cluster_matches_one_server():
+    from test_client_cluster import Drv
+    for mode, seed, node in (("sync", 31, 0), ("async", 32, 4)):
+        ph = phases(seed)
+        want = [[flat_want(w) for w in phase] for phase in reference(ph)]
+        with Cluster(masters=3, replicas=1) as cl:
+            d = Drv(mode, cl.nodes[node].addr())  # node 4: a replica
+            try:
+                def run(path):
+                    out = []
+                    for cmd in json.load(open(path)):
+                        rc, text, _ = d.cmd(*cmd)
+                        assert rc >= 0, (mode, cmd, text)
+                        out.append("ERR" if rc > 0 else text)
+                    return out
+                differential(cl, ph, want, run, cl.tmp)
+            finally:
+                d.close()
+test_libunread_cluster_matches_one_server.timeout = 240
