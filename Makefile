@@ -6,7 +6,7 @@ BUILD    ?= build
 CC       ?= cc
 OPT      ?= -O2
 SAN      ?=
-PKGS     := libevent libxxhash liblz4
+PKGS     := libevent libxxhash liblz4 openssl
 
 WARN     := -Wall -Wextra -Wshadow -Wmissing-prototypes -Werror
 CFLAGS   ?= $(OPT) -g
@@ -15,7 +15,11 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -pthread $(WARN) $(CFLAGS) $(SAN) \
              -Iclient-lib \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
 # -pthread: persistence/bgsync.c (the journal's everysec fsync thread).
+# openssl: TLS, in the server (server/tls.c) and in libunread.
 LIBS      = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
+# The server's objects also need libevent's OpenSSL bufferevents (the
+# metrics port over TLS, server/metrics.c).
+CORE_LIBS = $(LIBS) $(shell pkg-config --libs libevent_openssl 2>/dev/null)
 LDFLAGS  ?=
 
 PROTO_SRC  := $(wildcard protocol/*.c)
@@ -78,7 +82,7 @@ SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd)
 endif
 $(BUILD)/unreadd: $(BUILD)/obj/server/main.o $(BUILD)/obj/server/notify.o \
                   $(CORE_OBJ)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS) $(SYSTEMD_LIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(CORE_LIBS) $(SYSTEMD_LIBS)
 
 $(BUILD)/libunread.a: $(CLIENT_OBJ) $(PROTO_OBJ)
 	@rm -f $@
@@ -152,7 +156,7 @@ $(BUILD)/tests/test_client: $(BUILD)/obj/tests/unit/test_client.o $(BUILD)/libun
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(CORE_LIBS)
 
 # Store-level figures (bench/store_*.c): memory and speed of the stores
 # alone, no server involved.
@@ -160,7 +164,7 @@ $(BUILD)/store_%: $(BUILD)/obj/bench/store_%.o $(STORE_OBJ)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 # The snapshot figures need the persistence container and struct db too.
 $(BUILD)/store_snapshot: $(BUILD)/obj/bench/store_snapshot.o $(CORE_OBJ)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(CORE_LIBS)
 
 $(BUILD)/gencmds: $(BUILD)/obj/tools/gencmds.o $(PROTO_OBJ)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
@@ -305,7 +309,7 @@ build-fuzz/fuzz_cluster: \
 	@sh tools/deps.sh fuzz
 	@mkdir -p build-fuzz
 	clang $(FUZZ_FLAGS) -Ipersistence -o $@ $< $(PROTO_SRC) $(STORE_SRC) \
-	    $(FUZZ_SERVER_SRC) $(LIBS)
+	    $(FUZZ_SERVER_SRC) $(CORE_LIBS)
 # A crash, leak or failed check fails that target (its log's tail is
 # shown, the input left as build-fuzz/<name>-crash-*: add it to the corpus
 # with the fix) and the run, after every target ran; the last line counts

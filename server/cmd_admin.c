@@ -227,7 +227,8 @@ static void config_apply(struct server *srv, const char *key)
 static void config_set_pairs(struct exec_ctx *x)
 {
     struct config next = x->srv->cfg;
-    char err[256];
+    char err[512];
+    bool tls = false;
 
     if (x->argc < 3 || (x->argc - 1) % 2 != 0) {
         reply_err(x->r, UR_E_ARITY,
@@ -268,6 +269,15 @@ static void config_set_pairs(struct exec_ctx *x)
             reply_err(x->r, UR_E_BADARG, "CONFIG SET failed: %s", err);
             return;
         }
+        if (strncasecmp(key, "tls-", 4) == 0)
+            tls = true;
+    }
+    /* The certificates are read again (rotation): a file that does not
+     * load refuses the whole CONFIG SET. */
+    if (tls && x->srv->on_tls_config != NULL &&
+        x->srv->on_tls_config(x->srv, &next, err, sizeof(err)) != 0) {
+        reply_err(x->r, UR_E_BADARG, "CONFIG SET failed: %s", err);
+        return;
     }
     x->srv->cfg = next;
     for (uint32_t i = 1; i < x->argc; i += 2) {

@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "persist.h"
 #include "repl.h"
+#include "tls.h"
 #include "u32map.h"
 
 /* INFO text is built in a scratch buffer, then sent as one bulk string. */
@@ -95,13 +96,15 @@ static void sec_server(struct info *in, const struct server *srv)
     );
     add(in,
         "process_id:%d\r\nprocess_supervised:no\r\nrun_id:%s\r\n"
-        "tcp_port:%u\r\nserver_time_usec:%llu\r\nuptime_in_seconds:%llu\r\n"
+        "tcp_port:%u\r\ntls_port:%u\r\nserver_time_usec:%llu\r\n"
+        "uptime_in_seconds:%llu\r\n"
         "uptime_in_days:%llu\r\nhz:10\r\nconfigured_hz:10\r\n"
         "lru_clock:%llu\r\nexecutable:%s\r\nconfig_file:%s\r\n"
         "io_threads_active:0\r\nbind:%s\r\n\r\n",
-        (int)getpid(), srv->run_id, srv->cfg.port, (ull)now * 1000, (ull)up,
-        (ull)(up / 86400), (ull)((now / 1000) & ((1u << 24) - 1)), exe,
-        srv->cfg.config_file, srv->cfg.bind);
+        (int)getpid(), srv->run_id, srv->cfg.port, srv->cfg.tls_port,
+        (ull)now * 1000, (ull)up, (ull)(up / 86400),
+        (ull)((now / 1000) & ((1u << 24) - 1)), exe, srv->cfg.config_file,
+        srv->cfg.bind);
 }
 
 static void sec_clients(struct info *in, const struct server *srv)
@@ -125,10 +128,10 @@ static void sec_clients(struct info *in, const struct server *srv)
         "maxclients:%u\r\nclient_recent_max_input_buffer:%zu\r\n"
         "client_recent_max_output_buffer:%zu\r\nblocked_clients:0\r\n"
         "tracking_clients:0\r\nclients_in_timeout_table:0\r\n"
-        "text_clients:%u\r\nbinary_clients:%u\r\nmonitor_clients:%u\r\n"
-        "pubsub_clients:%u\r\nclients_paused:%d\r\n",
+        "text_clients:%u\r\nbinary_clients:%u\r\ntls_clients:%u\r\n"
+        "monitor_clients:%u\r\npubsub_clients:%u\r\nclients_paused:%d\r\n",
         srv->clients, cfg->maxclients, max_in, max_out, srv->text_clients,
-        srv->bin_clients, monitors, srv->pubsub.sub_clients,
+        srv->bin_clients, srv->tls_clients, monitors, srv->pubsub.sub_clients,
         srv->pause_end_ms != 0 && srv->pause_end_ms > server_mono_ms());
     add(in,
         "max_frame:%u\r\nmax_args:%u\r\nmax_inline:%u\r\n"
@@ -279,6 +282,7 @@ static void sec_stats(struct info *in, const struct server *srv)
     const struct stats *st = &srv->stats;
     struct persist_info pi = {0};
     struct repl_info ri;
+    struct tls_info ti;
 
     repl_info(srv, &ri);
     if (srv->persist != NULL)
@@ -332,9 +336,18 @@ static void sec_stats(struct info *in, const struct server *srv)
         "total_writes_processed:%llu\r\nio_threaded_reads_processed:0\r\n"
         "io_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\n"
         "reply_buffer_expands:0\r\ntotal_errors:%llu\r\n"
-        "protocol_errors:%llu\r\n\r\n",
+        "protocol_errors:%llu\r\n",
         (ull)st->errors, (ull)st->reads, (ull)st->writes, (ull)st->errors,
         (ull)st->proto_errors);
+    tls_get_info(&ti);
+    add(in,
+        "tls_handshakes:%llu\r\ntls_handshake_failures:%llu\r\n"
+        "tls_handshake_timeouts:%llu\r\ntls_sessions_resumed:%llu\r\n"
+        "tls_certificate_loads:%llu\r\ntls_certificate_not_after:%lld\r\n"
+        "\r\n",
+        (ull)st->tls_handshakes, (ull)st->tls_handshake_failures,
+        (ull)st->tls_handshake_timeouts, (ull)ti.session_hits, (ull)ti.loads,
+        (long long)ti.cert_not_after);
 }
 
 struct slave_lines {

@@ -29,8 +29,12 @@ enum key_kind {
     K_SECRET,   /* a string that may be empty; CONFIG GET does not show it */
     K_I64,      /* signed; negative means "off" (slowlog-log-slower-than) */
     K_STR0,     /* a string that may be empty (logfile: "" is stderr) */
-    K_HOSTPORT  /* "" or "host port" (replicaof) */
+    K_HOSTPORT, /* "" or "host port" (replicaof) */
+    K_TLSAUTH   /* tls-auth-clients: yes, no, optional */
 };
+
+/* K_TLSAUTH values, indexed by enum config_tls_auth. */
+static const char *const tls_auth_names[] = {"no", "yes", "optional"};
 
 /* K_FSYNC values, indexed by enum journal_fsync. */
 static const char *const fsync_names[] = {"no", "everysec", "always"};
@@ -52,7 +56,8 @@ struct key {
 
 static const struct key keys[] = {
     {"bind", K_STR, F(bind), "127.0.0.1", 0, 0, 0},
-    {"port", K_U32, F(port), "7460", 1, 65535, 0},
+    /* 0: no plaintext listener (tls-port alone) */
+    {"port", K_U32, F(port), "7460", 0, 65535, 0},
     {"dir", K_STR, F(dir), "./data", 0, 0, 0},
     {"loglevel", K_LOGLEVEL, F(loglevel), "info", 0, 0, R},
     {"max-frame", K_U32, F(max_frame), "1048576", 64, UR_MAX_FRAME_CEILING, R},
@@ -146,6 +151,37 @@ static const struct key keys[] = {
      3600000, R},
     {"cluster-link-sendbuf-limit", K_BYTES, F(cluster_link_sendbuf_limit),
      "64mb", 0, 0, R},
+    /* TLS (docs/OPERATIONS.md "TLS"), Redis's names and defaults. A
+     * CONFIG SET of any tls- key rebuilds the contexts (tls.h): the
+     * certificate files are read again, for rotation. */
+    {"tls-port", K_U32, F(tls_port), "0", 0, 65535, 0},
+    {"tls-cert-file", K_STR0, F(tls_cert_file), "", 0, 0, R},
+    {"tls-key-file", K_STR0, F(tls_key_file), "", 0, 0, R},
+    {"tls-key-file-pass", K_SECRET, F(tls_key_file_pass), "", 0, 0, R},
+    {"tls-client-cert-file", K_STR0, F(tls_client_cert_file), "", 0, 0, R},
+    {"tls-client-key-file", K_STR0, F(tls_client_key_file), "", 0, 0, R},
+    {"tls-client-key-file-pass", K_SECRET, F(tls_client_key_file_pass), "", 0,
+     0, R},
+    {"tls-dh-params-file", K_STR0, F(tls_dh_params_file), "", 0, 0, R},
+    {"tls-ca-cert-file", K_STR0, F(tls_ca_cert_file), "", 0, 0, R},
+    {"tls-ca-cert-dir", K_STR0, F(tls_ca_cert_dir), "", 0, 0, R},
+    {"tls-auth-clients", K_TLSAUTH, F(tls_auth_clients), "yes", 0, 0, R},
+    {"tls-protocols", K_STR0, F(tls_protocols), "", 0, 0, R},
+    {"tls-ciphers", K_STR0, F(tls_ciphers), "", 0, 0, R},
+    {"tls-ciphersuites", K_STR0, F(tls_ciphersuites), "", 0, 0, R},
+    {"tls-prefer-server-ciphers", K_YESNO, F(tls_prefer_server_ciphers), "no",
+     0, 0, R},
+    {"tls-session-caching", K_YESNO, F(tls_session_caching), "yes", 0, 0, R},
+    {"tls-session-cache-size", K_U32, F(tls_session_cache_size), "20480", 0,
+     100000000, R},
+    {"tls-session-cache-timeout", K_U32, F(tls_session_cache_timeout), "300", 0,
+     31536000, R},
+    {"tls-replication", K_YESNO, F(tls_replication), "no", 0, 0, R},
+    {"tls-cluster", K_YESNO, F(tls_cluster), "no", 0, 0, R},
+    /* unreadd's own: Redis has no metrics port */
+    {"metrics-tls", K_YESNO, F(metrics_tls), "no", 0, 0, 0},
+    {"tls-handshake-timeout", K_U32, F(tls_handshake_timeout), "10", 1, 3600,
+     R},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -439,6 +475,16 @@ int config_set(struct config *cfg, const char *key, const char *value,
         memcpy(field, host, hl);
         return 0;
     }
+    case K_TLSAUTH:
+        for (int i = 0; i < 3; i++) {
+            if (strcasecmp(value, tls_auth_names[i]) == 0) {
+                *(int *)(void *)field = i;
+                return 0;
+            }
+        }
+        snprintf(err, errlen, "%s: '%s' is not one of yes, no, optional",
+                 k->name, value);
+        return -1;
     case K_STR0:
     case K_SECRET:
         if (strlen(value) >= CONFIG_STR_MAX) {
@@ -607,6 +653,8 @@ static const char *key_text(const struct config *cfg, const struct key *k,
         return buf;
     case K_SECRET:
         return reveal ? field : field[0] != '\0' ? "(set)" : "";
+    case K_TLSAUTH:
+        return tls_auth_names[*(const int *)(const void *)field];
     default:
         return field;
     }

@@ -103,8 +103,39 @@ struct config {
     bool cluster_allow_reads_when_down;       /* ... but reads still run */
     uint32_t cluster_node_timeout;            /* ms: a peer link's replies */
     uint64_t cluster_link_sendbuf_limit;      /* a peer's queue; 0: none */
+    /* TLS (docs/OPERATIONS.md "TLS", server/tls.h): Redis's keys */
+    uint32_t tls_port; /* 0: no TLS listener */
+    char tls_cert_file[CONFIG_STR_MAX];
+    char tls_key_file[CONFIG_STR_MAX];
+    char tls_key_file_pass[CONFIG_STR_MAX];
+    char tls_client_cert_file[CONFIG_STR_MAX]; /* "": tls-cert-file */
+    char tls_client_key_file[CONFIG_STR_MAX];
+    char tls_client_key_file_pass[CONFIG_STR_MAX];
+    char tls_dh_params_file[CONFIG_STR_MAX];
+    char tls_ca_cert_file[CONFIG_STR_MAX];
+    char tls_ca_cert_dir[CONFIG_STR_MAX];
+    int tls_auth_clients;               /* enum config_tls_auth */
+    char tls_protocols[CONFIG_STR_MAX]; /* "": TLSv1.2 TLSv1.3 */
+    char tls_ciphers[CONFIG_STR_MAX];   /* "": OpenSSL's defaults */
+    char tls_ciphersuites[CONFIG_STR_MAX];
+    bool tls_prefer_server_ciphers;
+    bool tls_session_caching;
+    uint32_t tls_session_cache_size;
+    uint32_t tls_session_cache_timeout; /* seconds */
+    bool tls_replication;               /* replication links over TLS */
+    bool tls_cluster;                   /* cluster links over TLS */
+    bool metrics_tls;                   /* the metrics port over TLS */
+    uint32_t tls_handshake_timeout;     /* seconds a handshake may take */
 
     char config_file[CONFIG_STR_MAX]; /* "" when none */
+};
+
+/* tls-auth-clients: no, yes (a certificate required), optional (checked
+ * when one is shown). */
+enum config_tls_auth {
+    TLS_AUTH_NO = 0,
+    TLS_AUTH_YES = 1,
+    TLS_AUTH_OPTIONAL = 2
 };
 
 /* Fills every key with its default. */

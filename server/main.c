@@ -26,6 +26,7 @@
 #include "repl.h"
 #include "replay.h"
 #include "server.h"
+#include "tls.h"
 #include "users.h"
 
 /* Persistence housekeeping period (journal everysec sync, save triggers). */
@@ -131,6 +132,19 @@ static void on_expire(evutil_socket_t fd, short what, void *arg)
                     (server_mono_ns() - t0) / 1000000,
                     server.cfg.latency_threshold);
     event_add(expire_ev, &tv);
+}
+
+/* srv->on_tls_config: CONFIG SET of a tls- key rebuilds the contexts
+ * from the new values (tls.h), or refuses. */
+static int tls_reconfigure(struct server *srv, const struct config *next,
+                           char *err, size_t errlen)
+{
+    (void)srv;
+    if (tls_configure(next, err, errlen) != 0)
+        return -1;
+    if (tls_wanted(next))
+        log_info("TLS: certificates and settings loaded again");
+    return 0;
 }
 
 static void print_key(const char *name, const char *value, void *ctx)
@@ -266,17 +280,23 @@ int main(int argc, char **argv)
     }
     server.mux_api = event_base_get_method(base);
     cluster_config_fix(&server.cfg);
-    if (metrics_setup(&server, base, err, sizeof(err)) != 0 ||
+    server.on_tls_config = tls_reconfigure;
+    if (tls_configure(&server.cfg, err, sizeof(err)) != 0 ||
+        metrics_setup(&server, base, err, sizeof(err)) != 0 ||
         net_setup(&server, base, err, sizeof(err)) != 0 ||
         repl_setup(&server, base, err, sizeof(err)) != 0 ||
         cluster_setup(&server, base, err, sizeof(err)) != 0) {
         log_error("%s", err);
         goto out;
     }
+    if (server.cfg.tls_port != 0)
+        log_info("TLS on %s:%u", server.cfg.bind, server.cfg.tls_port);
     log_info("unreadd %s ready on %s:%u (pid %d, dir %s)", UNREADD_VERSION,
-             server.cfg.bind, server.cfg.port, (int)getpid(), server.cfg.dir);
+             server.cfg.bind,
+             server.cfg.port != 0 ? server.cfg.port : server.cfg.tls_port,
+             (int)getpid(), server.cfg.dir);
     snprintf(err, sizeof(err), "serving on %s:%u", server.cfg.bind,
-             server.cfg.port);
+             server.cfg.port != 0 ? server.cfg.port : server.cfg.tls_port);
     notify_ready(err);
 
     event_base_dispatch(base);
@@ -292,6 +312,7 @@ out:
     cluster_teardown(&server);
     repl_teardown(&server);
     metrics_teardown();
+    tls_teardown();
     replay_close(&server);
     if (cron)
         event_free(cron);

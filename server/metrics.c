@@ -12,12 +12,16 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/listener.h>
+#include <openssl/ssl.h>
 
 #include "log.h"
 #include "persist.h"
+#include "tls.h"
 
 /* Limits on what a scraper may send: a GET needs little. */
 #define HTTP_MAX_HEADERS 8192
@@ -289,6 +293,28 @@ static void on_rest(evutil_socket_t fd, short what, void *arg)
     evconnlistener_enable(http_listener);
 }
 
+/* metrics-tls: each connection evhttp accepts is a TLS stream on the
+ * server's context (tls.h), through libevent's OpenSSL bufferevent. A
+ * NULL return makes evhttp drop the connection. */
+static struct bufferevent *tls_bev(struct event_base *base, void *arg)
+{
+    SSL *ssl = tls_server_ssl();
+    struct bufferevent *bev;
+
+    (void)arg;
+    if (ssl == NULL)
+        return NULL;
+    bev = bufferevent_openssl_socket_new(
+        base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+    if (bev == NULL) {
+        SSL_free(ssl);
+        return NULL;
+    }
+    /* A scraper that closes without a TLS goodbye is not an error. */
+    bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    return bev;
+}
+
 int metrics_setup(struct server *srv, struct event_base *base, char *err,
                   size_t errlen)
 {
@@ -298,11 +324,19 @@ int metrics_setup(struct server *srv, struct event_base *base, char *err,
     if (cfg->metrics_port == 0)
         return 0;
     msrv = srv;
+    if (cfg->metrics_tls && !tls_ready()) {
+        snprintf(err, errlen,
+                 "metrics-tls yes needs the TLS settings "
+                 "(tls-cert-file, tls-key-file)");
+        return -1;
+    }
     http = evhttp_new(base);
     if (http == NULL) {
         snprintf(err, errlen, "metrics: cannot create the HTTP server");
         return -1;
     }
+    if (cfg->metrics_tls)
+        evhttp_set_bevcb(http, tls_bev, NULL);
     evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
     evhttp_set_max_headers_size(http, HTTP_MAX_HEADERS);
     evhttp_set_max_body_size(http, HTTP_MAX_BODY);
@@ -320,7 +354,8 @@ int metrics_setup(struct server *srv, struct event_base *base, char *err,
     http_listener = evhttp_bound_socket_get_listener(bound);
     evconnlistener_set_error_cb(http_listener, on_accept_error);
     evhttp_set_gencb(http, on_other, NULL);
-    log_info("metrics on http://%s:%u/metrics", cfg->metrics_bind,
+    log_info("metrics on %s://%s:%u/metrics",
+             cfg->metrics_tls ? "https" : "http", cfg->metrics_bind,
              cfg->metrics_port);
     return 0;
 }

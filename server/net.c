@@ -89,6 +89,8 @@
 #include "repl.h"
 #include "reply.h"
 #include "resp.h"
+#include "tls.h"
+#include "transport.h"
 
 #define READ_CHUNK (64u << 10)
 /* Output buffers larger than this are released once written. */
@@ -118,7 +120,8 @@
 enum conn_proto { PROTO_UNKNOWN = 0, PROTO_TEXT = 1, PROTO_BIN = 2 };
 
 struct conn {
-    int fd;
+    struct tr_conn tr; /* the socket and its transport (transport.h) */
+
     uint8_t proto;    /* enum conn_proto, fixed by the first byte */
     bool close_after; /* stop reading; close once output is written */
     bool pending;     /* in the flush list */
@@ -152,6 +155,7 @@ struct conn {
     uint64_t soft_since_ms; /* above pubsub-output-soft-limit since; 0 not */
     bool running;           /* its requests are being run (process) */
     bool pause_wait;        /* input waits for CLIENT PAUSE to end */
+    bool read_on_write;     /* a TLS read waits for the socket to take bytes */
     bool blocked;           /* input waits: a WAIT's reply is not written */
     bool resume;            /* the WAIT ended: the flush runs what waited */
     uint8_t block_proto;    /* ... the reply's protocol and request id */
@@ -162,7 +166,8 @@ struct conn {
 
 static struct server *srv;
 static struct event_base *base;
-static struct evconnlistener *listener;
+static struct evconnlistener *listener;     /* port; NULL with port 0 */
+static struct evconnlistener *tls_listener; /* tls-port; NULL: none */
 static struct event *flush_ev;
 static struct event *retry_ev;  /* re-runs the flush while replies are held */
 static struct event *accept_ev; /* re-enables the listener after a rest */
@@ -173,7 +178,7 @@ static struct conn *conns;
 static struct event *pause_ev; /* CLIENT PAUSE's end */
 static struct ur_arg *args;    /* scratch: max_args + 1 parsed arguments */
 static char rbuf[READ_CHUNK];
-static struct log_rate accept_log, auth_log, input_log;
+static struct log_rate accept_log, auth_log, input_log, handshake_log;
 static uint64_t auth_second_ms; /* the second AUTH failures are counted in */
 static uint32_t auth_second_n;
 
@@ -231,7 +236,7 @@ static void conn_free(struct conn *c)
  * the socket is closed, or kept when it was handed over (PSYNC). */
 static void conn_release(struct conn *c, bool close_fd)
 {
-    if (c->fd < 0)
+    if (c->tr.fd < 0)
         return;
     event_del(c->rev);
     event_del(c->wev);
@@ -242,8 +247,11 @@ static void conn_release(struct conn *c, bool close_fd)
         cluster_meet_cancel(srv, &c->sess);
     }
     if (close_fd)
-        close(c->fd);
-    c->fd = -1;
+        tr_close(&c->tr);
+    c->tr.fd = -1;
+    c->tr.ssl = NULL;
+    if (c->tr.type != &tr_tcp)
+        srv->tls_clients--;
 
     clients_remove(srv, &c->cl);
     srv->clients--;
@@ -338,7 +346,8 @@ static void conn_write(struct conn *c)
     size_t end = conn_sendable(c);
 
     while (c->out_sent < end) {
-        ssize_t n = write(c->fd, c->out.data + c->out_sent, end - c->out_sent);
+        ssize_t n =
+            tr_write(&c->tr, c->out.data + c->out_sent, end - c->out_sent);
         if (n > 0) {
             c->out_sent += (size_t)n;
             srv->client_out_bytes -= (size_t)n;
@@ -359,7 +368,7 @@ static void conn_write(struct conn *c)
             return;
         }
         log_debug("client %llu: write: %s", (unsigned long long)c->sess.id,
-                  strerror(errno));
+                  tr_error(&c->tr));
         conn_close(c);
         return;
     }
@@ -441,11 +450,27 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     event_active(flush_ev, EV_WRITE, 0);
 }
 
+static void on_read(evutil_socket_t fd, short what, void *arg);
+static void conn_handshake(struct conn *c, short what);
+
 static void on_writable(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
-    (void)fd;
 
+    if (c->tr.state != TR_READY) {
+        conn_handshake(c, what);
+        return;
+    }
+    if (c->read_on_write && !(what & EV_TIMEOUT)) {
+        /* The socket takes bytes again: the read that had to write. */
+        c->read_on_write = false;
+        if (c->out_sent == c->out.len && c->want_write) {
+            event_del(c->wev);
+            c->want_write = false;
+        }
+        on_read(fd, EV_READ, c);
+        return;
+    }
     if (what & EV_TIMEOUT) {
         srv->stats.output_timeouts++;
         log_debug("client %llu: no reply bytes taken for %u s, closing",
@@ -822,7 +847,7 @@ static void input_over(struct conn *c, size_t more)
  * sent (its handshake's +OKs); c leaves the network. */
 static void conn_hand_over(struct conn *c)
 {
-    repl_take_replica(srv, c->fd, &c->sess, c->cl.addr, c->cl.laddr,
+    repl_take_replica(srv, &c->tr, &c->sess, c->cl.addr, c->cl.laddr,
                       c->out.data + c->out_sent, c->out.len - c->out_sent);
     srv->client_out_bytes -= c->out.len - c->out_sent;
     c->out_sent = c->out.len;
@@ -904,8 +929,11 @@ static void conn_continue(struct conn *c)
     if (c->in.len > 0 && !conn_run(c, NULL, 0))
         return;
     if (!c->paused && !c->delayed && !c->pause_wait && !c->close_after &&
-        !c->blocked)
+        !c->blocked) {
         conn_arm_read(c);
+        if (tr_pending(&c->tr) != 0)
+            event_active(c->rev, EV_READ, 0); /* TLS: read ahead */
+    }
 }
 
 /* c's unsent replies fell below OUT_PAUSE. */
@@ -935,7 +963,7 @@ static void peer_name(const struct conn *c, char *out, size_t cap)
     int port = 0;
 
     snprintf(out, cap, "?");
-    if (getpeername(c->fd, (struct sockaddr *)&ss, &len) != 0)
+    if (getpeername(c->tr.fd, (struct sockaddr *)&ss, &len) != 0)
         return;
     if (ss.ss_family == AF_INET) {
         const struct sockaddr_in *in = (const void *)&ss;
@@ -1201,13 +1229,112 @@ static void fmt_addr(const struct sockaddr *sa, char *buf, size_t cap)
     snprintf(buf, cap, "%s:%u", host, port);
 }
 
+/* Whether c's input is read now (nothing holds it back). */
+static bool conn_reading(const struct conn *c)
+{
+    return !c->paused && !c->delayed && !c->pause_wait && !c->close_after &&
+           !c->blocked && !c->doomed;
+}
+
+/* A TLS read must write first (a key update's answer) and the socket is
+ * full: the write event brings the read back (on_writable). */
+static void read_wants_write(struct conn *c)
+{
+    c->read_on_write = true;
+    if (!c->want_write) {
+        event_add(c->wev, out_tv);
+        c->want_write = true;
+    }
+}
+
+/* (Re-)arms a handshaking c's read event with what is left of its
+ * deadline, tls-handshake-timeout after the accept: bytes arriving do
+ * not push it back, so a client sending its handshake a byte at a time
+ * is closed like a silent one. */
+static void handshake_arm(struct conn *c)
+{
+    uint64_t limit = (uint64_t)srv->cfg.tls_handshake_timeout * 1000;
+    uint64_t age = mono_ms() - c->req_start_ms;
+    uint64_t left = age < limit ? limit - age : 0;
+    struct timeval tv = {(time_t)(left / 1000),
+                         (suseconds_t)(left % 1000) * 1000};
+
+    event_add(c->rev, &tv);
+}
+
+/*
+ * One step of a new connection's handshake (TLS), on either event: it
+ * waits for the one the transport names, within its deadline; a failure
+ * or the deadline closes the connection (counted in INFO's
+ * tls_handshake_failures, tls_handshake_timeouts). Until it is done the
+ * connection holds a slot of maxclients and no input buffer. Then it
+ * reads requests as any other: the first byte picks the protocol.
+ */
+static void conn_handshake(struct conn *c, short what)
+{
+    uint64_t quiet;
+    int rc;
+
+    if (what & EV_TIMEOUT) {
+        if (mono_ms() - c->req_start_ms <
+            (uint64_t)srv->cfg.tls_handshake_timeout * 1000) {
+            handshake_arm(c); /* early by a rounding: wait the rest */
+            return;
+        }
+        srv->stats.tls_handshake_timeouts++;
+        log_debug("client %llu: TLS handshake not done within %u s, closing",
+                  (unsigned long long)c->sess.id,
+                  srv->cfg.tls_handshake_timeout);
+        conn_close(c);
+        return;
+    }
+    rc = tr_handshake(&c->tr);
+    if (rc < 0) {
+        srv->stats.tls_handshake_failures++;
+        if (log_rate_ok(&handshake_log, mono_ms(), &quiet))
+            log_info("client %llu (%s): TLS handshake failed: %s (%llu "
+                     "more since the last line)",
+                     (unsigned long long)c->sess.id, c->cl.addr,
+                     tr_error(&c->tr), (unsigned long long)quiet);
+        conn_close(c);
+        return;
+    }
+    if (rc > 0) {
+        bool write = c->tr.want == TR_WANT_WRITE;
+
+        if (write != c->want_write) {
+            if (write)
+                event_add(c->wev, NULL);
+            else
+                event_del(c->wev);
+            c->want_write = write;
+        }
+        handshake_arm(c);
+        return;
+    }
+    srv->stats.tls_handshakes++;
+    if (c->want_write) {
+        event_del(c->wev);
+        c->want_write = false;
+    }
+    c->req_start_ms = 0;
+    conn_arm_read(c);
+    if (tr_pending(&c->tr) != 0)
+        event_active(c->rev, EV_READ, 0);
+}
+
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
     ssize_t n;
 
+    (void)fd;
     if (c->doomed)
         return;
+    if (c->tr.state != TR_READY) {
+        conn_handshake(c, what);
+        return;
+    }
     if (what & EV_TIMEOUT) {
         if (c->req_start_ms != 0 && idle_tv != NULL &&
             mono_ms() - c->req_start_ms >= (uint64_t)srv->cfg.timeout * 1000) {
@@ -1231,7 +1358,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (c->in.len == 0) {
-        n = read(fd, rbuf, sizeof(rbuf));
+        n = tr_read(&c->tr, rbuf, sizeof(rbuf));
     } else {
         /* Before AUTH a request is at most ~PREAUTH_FRAME bytes: a
          * connection holding a partial one holds no more than that. The
@@ -1251,14 +1378,17 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
             return;
         }
         in_account(c);
-        n = read(fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+        n = tr_read(&c->tr, c->in.data + c->in.len, c->in.cap - c->in.len);
     }
 
     if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            if (c->tr.want == TR_WANT_WRITE)
+                read_wants_write(c);
             return;
+        }
         log_debug("client %llu: read: %s", (unsigned long long)c->sess.id,
-                  strerror(errno));
+                  tr_error(&c->tr));
         conn_close(c);
         return;
     }
@@ -1287,6 +1417,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     if ((c->req_start_ms != 0 ? idle_tv != NULL : c->deadline) && !c->paused &&
         !c->delayed && !c->close_after && !c->blocked)
         conn_arm_read(c);
+    /* TLS: records read ahead wait in the transport, which the socket no
+     * longer signals. */
+    if (tr_pending(&c->tr) != 0 && conn_reading(c))
+        event_active(c->rev, EV_READ, 0);
 }
 
 /* maxclients reached: one text error line (a client's protocol is known
@@ -1302,12 +1436,23 @@ static void conn_refuse(evutil_socket_t fd)
     srv->stats.rejected_conns++;
 }
 
+/* A connection on either port: arg is the listener's transport (NULL:
+ * TCP, the plaintext port). A TLS connection starts with its handshake
+ * (conn_handshake); at maxclients it is closed at once, with no
+ * handshake spent on it (a TLS client cannot read a plaintext error). */
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
                       struct sockaddr *addr, int socklen, void *arg)
 {
-    (void)l, (void)socklen, (void)arg;
+    const struct tr_type *type = arg != NULL ? arg : &tr_tcp;
+
+    (void)l, (void)socklen;
     if (srv->clients >= srv->cfg.maxclients) {
-        conn_refuse(fd);
+        if (type == &tr_tcp) {
+            conn_refuse(fd);
+        } else {
+            close(fd);
+            srv->stats.rejected_conns++;
+        }
         return;
     }
     struct conn *c = calloc(1, sizeof(*c));
@@ -1319,7 +1464,12 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
-    c->fd = fd;
+    if (tr_accept(&c->tr, type, fd) != 0) {
+        log_warn("TLS: cannot take a connection: %s", tr_error(&c->tr));
+        free(c);
+        close(fd);
+        return;
+    }
     c->sess.id = ++srv->next_client_id;
     c->sess.client = &c->cl;
     /* As Redis: a connection made while no password is set stays in when
@@ -1343,9 +1493,14 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
             event_free(c->rev);
         if (c->wev)
             event_free(c->wev);
+        tr_close(&c->tr);
         free(c);
-        close(fd);
         return;
+    }
+    if (type != &tr_tcp) {
+        srv->tls_clients++;
+        c->req_start_ms = mono_ms(); /* the handshake's deadline */
+        handshake_arm(c);
     }
     c->next = conns;
     if (conns)
@@ -1364,13 +1519,12 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
     uint64_t quiet;
     int err = errno;
 
-    (void)arg;
     srv->stats.accept_errors++;
     if (log_rate_ok(&accept_log, mono_ms(), &quiet))
         log_warn("accept on port %u: %s; not accepting for %d ms at a time "
                  "until it succeeds (%llu more failures since the last line)",
-                 srv->cfg.port, strerror(err), ACCEPT_REST_MS,
-                 (unsigned long long)quiet);
+                 arg != NULL ? srv->cfg.tls_port : srv->cfg.port, strerror(err),
+                 ACCEPT_REST_MS, (unsigned long long)quiet);
     evconnlistener_disable(l);
     evtimer_add(accept_ev, &rest);
 }
@@ -1378,7 +1532,10 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
 static void on_accept_rest(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what, (void)arg;
-    evconnlistener_enable(listener);
+    if (listener != NULL)
+        evconnlistener_enable(listener);
+    if (tls_listener != NULL)
+        evconnlistener_enable(tls_listener);
 }
 
 /*
@@ -1437,6 +1594,58 @@ static const struct timeval *common_timeout(uint32_t seconds)
     return seconds == 0 ? NULL : event_base_init_common_timeout(base, &tv);
 }
 
+/* Listens on bind:port for connections over type (NULL: TCP): the
+ * listener, or NULL with a message. */
+static struct evconnlistener *
+listen_on(uint32_t port, const struct tr_type *type, char *err, size_t errlen)
+{
+    struct evutil_addrinfo hints, *ai = NULL;
+    struct evconnlistener *l;
+    char portstr[8];
+    int rc;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_NUMERICHOST;
+    snprintf(portstr, sizeof(portstr), "%u", port);
+    rc = evutil_getaddrinfo(srv->cfg.bind, portstr, &hints, &ai);
+    if (rc != 0) {
+        snprintf(err, errlen, "bind %s: %s", srv->cfg.bind,
+                 evutil_gai_strerror(rc));
+        return NULL;
+    }
+    l = evconnlistener_new_bind(base, on_accept, (void *)(uintptr_t)type,
+                                LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
+                                    LEV_OPT_CLOSE_ON_EXEC,
+                                511, ai->ai_addr, (int)ai->ai_addrlen);
+    evutil_freeaddrinfo(ai);
+    if (l == NULL) {
+        snprintf(err, errlen, "listen on %s:%u: %s", srv->cfg.bind, port,
+                 strerror(errno));
+        return NULL;
+    }
+    evconnlistener_set_error_cb(l, on_accept_error);
+    return l;
+}
+
+/* Whether bind is a loopback address (the warning of net_setup). */
+static bool bind_is_loopback(void)
+{
+    struct evutil_addrinfo hints, *ai = NULL;
+    bool loop;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_NUMERICHOST;
+    if (evutil_getaddrinfo(srv->cfg.bind, "1", &hints, &ai) != 0)
+        return false;
+    loop = is_loopback(ai->ai_addr);
+    evutil_freeaddrinfo(ai);
+    return loop;
+}
+
 int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
 {
     srv = s;
@@ -1463,40 +1672,32 @@ int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
     }
     fd_limit_setup();
 
-    struct evutil_addrinfo hints, *ai = NULL;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_NUMERICHOST;
-    char port[8];
-    snprintf(port, sizeof(port), "%u", srv->cfg.port);
-    int rc = evutil_getaddrinfo(srv->cfg.bind, port, &hints, &ai);
-    if (rc != 0) {
-        snprintf(err, errlen, "bind %s: %s", srv->cfg.bind,
-                 evutil_gai_strerror(rc));
+    if (srv->cfg.port == 0 && srv->cfg.tls_port == 0) {
+        snprintf(err, errlen, "port 0 and no tls-port: nothing to listen on");
         goto error;
     }
-    listener = evconnlistener_new_bind(
-        base, on_accept, NULL,
-        LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 511,
-        ai->ai_addr, (int)ai->ai_addrlen);
-    if (listener != NULL && srv->cfg.requirepass[0] == '\0' &&
-        !is_loopback(ai->ai_addr))
+    if ((srv->cfg.port != 0 &&
+         (listener = listen_on(srv->cfg.port, NULL, err, errlen)) == NULL) ||
+        (srv->cfg.tls_port != 0 &&
+         (tls_listener = listen_on(srv->cfg.tls_port, &tr_tls, err, errlen)) ==
+             NULL))
+        goto error;
+    if (srv->cfg.requirepass[0] == '\0' && !bind_is_loopback())
         log_warn("listening on %s:%u, not a loopback address, "
                  "without requirepass: anyone who can reach this port can "
                  "read and change every count. Set requirepass, or bind "
                  "127.0.0.1 (docs/OPERATIONS.md, Security)",
-                 srv->cfg.bind, srv->cfg.port);
-    evutil_freeaddrinfo(ai);
-    if (listener == NULL) {
-        snprintf(err, errlen, "listen on %s:%u: %s", srv->cfg.bind,
-                 srv->cfg.port, strerror(errno));
-        goto error;
-    }
-    evconnlistener_set_error_cb(listener, on_accept_error);
+                 srv->cfg.bind,
+                 srv->cfg.port != 0 ? srv->cfg.port : srv->cfg.tls_port);
     return 0;
 
 error:
+    if (listener)
+        evconnlistener_free(listener);
+    listener = NULL;
+    if (tls_listener)
+        evconnlistener_free(tls_listener);
+    tls_listener = NULL;
     if (flush_ev)
         event_free(flush_ev);
     flush_ev = NULL;
@@ -1519,6 +1720,9 @@ void net_teardown(void)
     if (listener)
         evconnlistener_free(listener);
     listener = NULL;
+    if (tls_listener)
+        evconnlistener_free(tls_listener);
+    tls_listener = NULL;
     while (conns != NULL)
         conn_close(conns);
     on_flush(-1, 0, NULL); /* frees connections closed while pending */

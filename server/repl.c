@@ -38,6 +38,7 @@
 #include "persist.h"
 #include "replay.h"
 #include "resp.h"
+#include "tls.h"
 
 /* A link writes at most this much per event before the loop serves
  * others (the write event brings it back at once). */
@@ -60,9 +61,10 @@ static const char *const link_state_names[] = {"wait_bgsave", "send_bulk",
 
 struct link {
     struct repl *R;
-    int fd;
+    struct tr_conn tr; /* the replica's connection, taken over from net.c */
     struct event *rev, *wev;
     bool want_write;
+    bool read_on_write; /* a TLS read waits for the socket to take bytes */
     enum link_state state;
     struct ur_buf out; /* lines before the stream: replies, +FULLRESYNC,
                           the bulk header, keepalives, heartbeats */
@@ -112,9 +114,10 @@ struct repl {
     uint32_t port;
     enum repl_state state;
     enum hs_step hs;
-    int fd;
+    struct tr_conn tr; /* the link to the primary; tr.fd -1: none */
     struct event *mrev, *mwev;
     bool m_want_write;
+    bool m_read_on_write; /* a TLS read waits for the socket to take bytes */
     struct ur_buf min, mout;
     size_t mout_sent;
     uint64_t connect_ms; /* last connect attempt (monotonic) */
@@ -414,7 +417,7 @@ static void link_close(struct link *L, const char *why)
     log_info("replica %s:%u: link closed (%s)", L->ip, L->port, why);
     event_free(L->rev);
     event_free(L->wev);
-    close(L->fd);
+    tr_close(&L->tr);
     if (L->snap_fd >= 0)
         close(L->snap_fd);
     clients_remove(R->srv, &L->cl);
@@ -452,8 +455,8 @@ static bool link_write(struct link *L)
         ssize_t n;
 
         if (L->out_sent < L->out.len) {
-            n = write(L->fd, L->out.data + L->out_sent,
-                      L->out.len - L->out_sent);
+            n = tr_write(&L->tr, L->out.data + L->out_sent,
+                         L->out.len - L->out_sent);
             if (n > 0) {
                 L->out_sent += (size_t)n;
                 goto wrote;
@@ -466,8 +469,8 @@ static bool link_write(struct link *L)
                 off_t o = (off_t)L->snap_sent;
                 uint64_t left = L->snap_len - L->snap_sent;
 
-                n = sendfile(L->fd, L->snap_fd, &o,
-                             left < budget ? (size_t)left : budget);
+                n = tr_sendfile(&L->tr, L->snap_fd, &o,
+                                left < budget ? (size_t)left : budget);
                 if (n > 0) {
                     L->snap_sent += (uint64_t)n;
                     goto wrote;
@@ -491,7 +494,7 @@ static bool link_write(struct link *L)
         k = backlog_peek(&R->bl, &L->cur, &p);
         if (k == 0)
             break;
-        n = write(L->fd, p, k < budget ? k : budget);
+        n = tr_write(&L->tr, p, k < budget ? k : budget);
         if (n > 0) {
             backlog_skip(&L->cur, (size_t)n);
             goto wrote;
@@ -510,7 +513,7 @@ static bool link_write(struct link *L)
             link_arm(L, true);
             return true;
         }
-        link_close(L, n < 0 ? strerror(errno) : "closed");
+        link_close(L, n < 0 ? tr_error(&L->tr) : "closed");
         return false;
     }
     /* More left than this turn's share: the write event comes back. */
@@ -518,10 +521,20 @@ static bool link_write(struct link *L)
     return true;
 }
 
+static void on_link_read(evutil_socket_t fd, short what, void *arg);
+
 static void on_link_write(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd, (void)what;
-    link_write(arg);
+    struct link *L = arg;
+
+    if (!L->read_on_write) {
+        link_write(L);
+        return;
+    }
+    /* The read that had to write first (TLS), after what waits to go. */
+    L->read_on_write = false;
+    if (link_write(L))
+        on_link_read(fd, what, L);
 }
 
 /* One request from a replica: REPLCONF ACK offset is all that matters
@@ -550,16 +563,21 @@ static void on_link_read(evutil_socket_t fd, short what, void *arg)
     size_t off = 0;
     ssize_t n;
 
-    (void)what;
+    (void)fd, (void)what;
     if (ur_buf_reserve(&L->in, READ_CHUNK) != 0) {
         link_close(L, "out of memory");
         return;
     }
-    n = read(fd, L->in.data + L->in.len, L->in.cap - L->in.len);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    n = tr_read(&L->tr, L->in.data + L->in.len, L->in.cap - L->in.len);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        if (L->tr.want == TR_WANT_WRITE) { /* TLS: it must write first */
+            L->read_on_write = true;
+            link_arm(L, true);
+        }
         return;
+    }
     if (n <= 0) {
-        link_close(L, n == 0 ? "closed by the replica" : strerror(errno));
+        link_close(L, n == 0 ? "closed by the replica" : tr_error(&L->tr));
         return;
     }
     L->in.len += (size_t)n;
@@ -588,6 +606,8 @@ static void on_link_read(evutil_socket_t fd, short what, void *arg)
     }
     if (L->R->waiters != NULL)
         wait_check(L->R, false);
+    if (tr_pending(&L->tr) != 0)
+        event_active(L->rev, EV_READ, 0); /* TLS: read ahead */
 }
 
 /* Where a partial resync of (id, from: the first byte it wants) can
@@ -723,21 +743,23 @@ static void addr_ip(const char *addr, char *out, size_t cap)
     out[n] = '\0';
 }
 
-void repl_take_replica(struct server *srv, int fd, const struct session *sess,
-                       const char *addr, const char *laddr, const char *out,
-                       size_t n)
+void repl_take_replica(struct server *srv, const struct tr_conn *tr,
+                       const struct session *sess, const char *addr,
+                       const char *laddr, const char *out, size_t n)
 {
     struct repl *R = srv->repl;
     const struct repl_hs *hs = sess->repl_hs;
+    struct tr_conn t = *tr;
+    int fd = t.fd;
     struct link *L;
 
     if (R == NULL || hs == NULL || P(R) == NULL ||
         (L = calloc(1, sizeof(*L))) == NULL) {
-        close(fd);
+        tr_close(&t);
         return;
     }
     L->R = R;
-    L->fd = fd;
+    L->tr = t;
     L->snap_fd = -1;
     L->port = hs->port;
     if (hs->ip[0] != '\0')
@@ -763,7 +785,7 @@ void repl_take_replica(struct server *srv, int fd, const struct session *sess,
         if (L->wev != NULL)
             event_free(L->wev);
         ur_buf_deinit(&L->out);
-        close(fd);
+        tr_close(&L->tr);
         free(L);
         return;
     }
@@ -932,7 +954,7 @@ static const struct client_io master_io = {master_io_bufs, master_io_kill,
  * (while this is a replica). A full sync in progress is given up. */
 static void master_drop(struct repl *R, const char *why)
 {
-    if (R->fd < 0)
+    if (R->tr.fd < 0)
         return;
     if (R->state == RS_CONNECTED)
         R->down_ms = now_ms();
@@ -943,9 +965,9 @@ static void master_drop(struct repl *R, const char *why)
     if (R->mwev != NULL)
         event_free(R->mwev);
     R->mrev = R->mwev = NULL;
-    close(R->fd);
-    R->fd = -1;
+    tr_close(&R->tr);
     R->m_want_write = false;
+    R->m_read_on_write = false;
     if (R->mcl_on)
         clients_remove(R->srv, &R->mcl);
     R->mcl_on = false;
@@ -974,8 +996,8 @@ static void master_arm(struct repl *R, bool on)
 static bool master_write(struct repl *R)
 {
     while (R->mout_sent < R->mout.len) {
-        ssize_t n = write(R->fd, R->mout.data + R->mout_sent,
-                          R->mout.len - R->mout_sent);
+        ssize_t n = tr_write(&R->tr, R->mout.data + R->mout_sent,
+                             R->mout.len - R->mout_sent);
 
         if (n > 0) {
             R->mout_sent += (size_t)n;
@@ -988,7 +1010,7 @@ static bool master_write(struct repl *R)
             master_arm(R, true);
             return true;
         }
-        master_drop(R, n < 0 ? strerror(errno) : "closed");
+        master_drop(R, n < 0 ? tr_error(&R->tr) : "closed");
         return false;
     }
     R->mout.len = R->mout_sent = 0;
@@ -1040,9 +1062,12 @@ static bool hs_next(struct repl *R)
         }
         /* fall through */
     case HS_AUTH:
+        /* Over TLS the port a peer reaches us on is tls-port, as Redis
+         * announces it (sentinels connect to it). */
         port[ur_fmt_u64(port, cfg->replica_announce_port != 0
                                   ? cfg->replica_announce_port
-                                  : cfg->port)] = '\0';
+                              : cfg->tls_replication ? cfg->tls_port
+                                                     : cfg->port)] = '\0';
         R->hs = HS_PORT;
         return master_send(
             R, 3, (const char *[]){"REPLCONF", "listening-port", port});
@@ -1140,7 +1165,7 @@ static bool psync_reply(struct repl *R, char *line)
         log_info("replication: partial resync with %s:%u from offset %llu",
                  R->host, R->port, (unsigned long long)o.offset);
         connected(R);
-        return R->fd >= 0;
+        return R->tr.fd >= 0;
     }
     master_drop(R, line);
     return false;
@@ -1181,7 +1206,7 @@ static bool sync_done(struct repl *R)
     R->bl_active = false;
     backlog_on(R);
     connected(R);
-    return R->fd >= 0;
+    return R->tr.fd >= 0;
 }
 
 /* Applies the records in min; returns false when the link was dropped. */
@@ -1360,21 +1385,50 @@ static bool master_input(struct repl *R)
     }
 }
 
+static void master_connected(struct repl *R);
+
+/* The connect, then the transport's handshake (TLS, tls-replication),
+ * one step per event: the events follow what it waits for. */
+static void master_handshake(struct repl *R)
+{
+    int rc = tr_handshake(&R->tr);
+
+    if (rc < 0) {
+        master_drop(R, tr_error(&R->tr));
+        return;
+    }
+    if (rc > 0) {
+        master_arm(R, R->tr.want == TR_WANT_WRITE);
+        return;
+    }
+    master_arm(R, false);
+    master_connected(R);
+}
+
 static void on_master_read(evutil_socket_t fd, short what, void *arg)
 {
     struct repl *R = arg;
     ssize_t n;
 
-    (void)what;
+    (void)fd, (void)what;
+    if (R->state == RS_CONNECTING) {
+        master_handshake(R);
+        return;
+    }
     if (ur_buf_reserve(&R->min, READ_CHUNK) != 0) {
         master_drop(R, "out of memory");
         return;
     }
-    n = read(fd, R->min.data + R->min.len, R->min.cap - R->min.len);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    n = tr_read(&R->tr, R->min.data + R->min.len, R->min.cap - R->min.len);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        if (R->tr.want == TR_WANT_WRITE) { /* TLS: it must write first */
+            R->m_read_on_write = true;
+            master_arm(R, true);
+        }
         return;
+    }
     if (n <= 0) {
-        master_drop(R, n == 0 ? "closed by the primary" : strerror(errno));
+        master_drop(R, n == 0 ? "closed by the primary" : tr_error(&R->tr));
         return;
     }
     R->min.len += (size_t)n;
@@ -1382,33 +1436,38 @@ static void on_master_read(evutil_socket_t fd, short what, void *arg)
     R->srv->stats.net_in_bytes += (uint64_t)n;
     R->last_io_ms = now_ms();
     R->mcl.last_ms = server_now_ms();
-    master_input(R);
+    if (master_input(R) && tr_pending(&R->tr) != 0)
+        event_active(R->mrev, EV_READ, 0); /* TLS: read ahead */
 }
 
 static void on_master_write(evutil_socket_t fd, short what, void *arg)
 {
     struct repl *R = arg;
-    int err = 0;
-    socklen_t len = sizeof(err);
 
-    (void)what;
     if (R->state == RS_CONNECTING) {
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-            err = errno;
-        if (err != 0) {
-            master_drop(R, strerror(err));
-            return;
-        }
-        master_arm(R, false);
-        R->state = RS_HANDSHAKE;
-        R->hs = HS_PONG;
-        R->last_io_ms = now_ms();
-        log_info("replication: connected to the primary %s:%u", R->host,
-                 R->port);
-        master_send(R, 1, (const char *[]){"PING"});
+        master_handshake(R);
         return;
     }
-    master_write(R);
+    if (!R->m_read_on_write) {
+        master_write(R);
+        return;
+    }
+    /* The read that had to write first (TLS), after what waits to go. */
+    R->m_read_on_write = false;
+    if (master_write(R))
+        on_master_read(fd, what, R);
+}
+
+/* The link to the primary is up (and, over TLS, the primary's certificate
+ * verified): the replication handshake starts with PING. */
+static void master_connected(struct repl *R)
+{
+    R->state = RS_HANDSHAKE;
+    R->hs = HS_PONG;
+    R->last_io_ms = now_ms();
+    log_info("replication: connected to the primary %s:%u%s", R->host, R->port,
+             R->tr.type == &tr_tcp ? "" : " over TLS");
+    master_send(R, 1, (const char *[]){"PING"});
 }
 
 /* Registers the link to the primary as a client (CLIENT LIST's flags=M). */
@@ -1427,9 +1486,9 @@ static void master_register(struct repl *R)
     R->msess.client = &R->mcl;
     R->mcl.sess = &R->msess;
     R->mcl.io = &master_io;
-    R->mcl.fd = R->fd;
+    R->mcl.fd = R->tr.fd;
     snprintf(R->mcl.addr, sizeof(R->mcl.addr), "%.46s:%u", R->host, R->port);
-    if (getsockname(R->fd, (struct sockaddr *)&ss, &len) == 0) {
+    if (getsockname(R->tr.fd, (struct sockaddr *)&ss, &len) == 0) {
         if (ss.ss_family == AF_INET) {
             const struct sockaddr_in *in = (const void *)&ss;
             inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
@@ -1451,42 +1510,20 @@ static void master_register(struct repl *R)
  * again. */
 static void master_connect(struct repl *R)
 {
-    struct addrinfo hints, *res = NULL, *ai;
-    char port[8];
-    int fd = -1, one = 1, rc;
+    const struct tr_type *type =
+        R->srv->cfg.tls_replication ? &tr_tls : &tr_tcp;
+    char err[512];
 
     R->connect_ms = now_ms();
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    snprintf(port, sizeof(port), "%u", R->port);
-    rc = getaddrinfo(R->host, port, &hints, &res);
-    if (rc != 0) {
-        log_warn("replication: cannot resolve %s: %s", R->host,
-                 gai_strerror(rc));
+    if (tr_connect(&R->tr, type, R->host, R->port, err, sizeof(err)) != 0) {
+        R->tr.fd = -1;
+        log_debug("replication: %s", err);
         return;
     }
-    for (ai = res; ai != NULL; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                    0);
-        if (fd < 0)
-            continue;
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ||
-            errno == EINPROGRESS)
-            break;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd < 0) {
-        log_debug("replication: cannot connect to %s:%u: %s", R->host, R->port,
-                  strerror(errno));
-        return;
-    }
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    R->fd = fd;
-    R->mrev = event_new(R->base, fd, EV_READ | EV_PERSIST, on_master_read, R);
-    R->mwev = event_new(R->base, fd, EV_WRITE | EV_PERSIST, on_master_write, R);
+    R->mrev =
+        event_new(R->base, R->tr.fd, EV_READ | EV_PERSIST, on_master_read, R);
+    R->mwev =
+        event_new(R->base, R->tr.fd, EV_WRITE | EV_PERSIST, on_master_write, R);
     if (R->mrev == NULL || R->mwev == NULL || event_add(R->mrev, NULL) != 0) {
         master_drop(R, "out of memory");
         return;
@@ -1603,7 +1640,8 @@ int repl_setup(struct server *srv, struct event_base *base, char *err,
     }
     R->srv = srv;
     R->base = base;
-    R->fd = R->tmp_fd = -1;
+    R->tr.fd = R->tmp_fd = -1;
+    R->tr.type = &tr_tcp;
     srv->repl = R;
     if (srv->persist != NULL)
         R->seen_ended = 0;

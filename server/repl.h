@@ -87,15 +87,17 @@ void repl_feed(struct server *srv, struct session *sess);
 void repl_flush(struct server *srv);
 
 /*
- * PSYNC ran on a connection (sess->handover): net.c gives it up. fd and
- * the registry's addresses (addr "ip:port", laddr) become a replica's
+ * PSYNC ran on a connection (sess->handover): net.c gives it up. Its
+ * transport (tr, copied: the socket and, over TLS, the session with it)
+ * and the registry's addresses (addr "ip:port", laddr) become a replica's
  * link; out[0..n) is reply output not yet sent (REPLCONF's +OK), which
  * goes first. The handshake is sess->repl_hs. The link's client id is
  * sess->id.
  */
-void repl_take_replica(struct server *srv, int fd, const struct session *sess,
-                       const char *addr, const char *laddr, const char *out,
-                       size_t n);
+struct tr_conn;
+void repl_take_replica(struct server *srv, const struct tr_conn *tr,
+                       const struct session *sess, const char *addr,
+                       const char *laddr, const char *out, size_t n);
 
 /* WAIT (cmd_repl.c): true with *count when it can answer now (enough
  * replicas acknowledged sess->woff, or none is wanted); else blocks sess

@@ -48,6 +48,10 @@ struct stats {
     uint64_t net_in_bytes;             /* read from clients */
     uint64_t net_out_bytes;            /* written to clients */
     uint64_t reads, writes; /* read(2) / write(2) calls that moved bytes */
+    /* TLS (net.c, tls.h) */
+    uint64_t tls_handshakes;         /* completed on the TLS port */
+    uint64_t tls_handshake_failures; /* refused: bad certificate, ... */
+    uint64_t tls_handshake_timeouts; /* not done in tls-handshake-timeout */
 };
 
 /* instantaneous_*: samples of a counter every 100 ms (server_sample, from
@@ -89,6 +93,7 @@ struct server {
     uint32_t clients;              /* connected now */
     uint32_t text_clients;         /* ... that chose RESP */
     uint32_t bin_clients;          /* ... that chose the binary protocol */
+    uint32_t tls_clients;          /* ... over TLS (handshaking included) */
     uint32_t paused_clients;       /* ... not read while their replies wait */
     uint64_t client_out_bytes;     /* reply bytes waiting, every connection */
     uint64_t client_in_bytes;      /* input buffers of unfinished requests */
@@ -131,6 +136,12 @@ struct server {
      * changed pause_end_ms; CONFIG SET changed a key net.c reads once. */
     void (*on_pause)(struct server *srv);
     void (*on_config)(struct server *srv, const char *key);
+    /* Set by main.c: CONFIG SET named a tls- key; next is the
+     * configuration it would make. 0 when the TLS contexts were rebuilt
+     * from it (or TLS is off), else -1 with a message: the CONFIG SET
+     * is refused (tls.h). */
+    int (*on_tls_config)(struct server *srv, const struct config *next,
+                         char *err, size_t errlen);
     /* Set by net.c: a WAIT that blocked sess ends with value (repl.c). */
     void (*on_unblock)(struct server *srv, struct session *sess,
                        uint64_t value);
