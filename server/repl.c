@@ -849,7 +849,7 @@ void repl_flush(struct server *srv)
 static void links_cron(struct repl *R)
 {
     const struct config *cfg = &R->srv->cfg;
-    uint64_t now = now_ms(), keep, limit = cfg->repl_buffer_limit;
+    uint64_t now, keep, limit = cfg->repl_buffer_limit;
     struct persist_save_state st;
     struct link *L, *next;
     bool waiting = false;
@@ -859,6 +859,10 @@ static void links_cron(struct repl *R)
         R->seen_ended = st.ended;
         sync_saved(R, st.ended);
     }
+    /* After the snapshots went: a link that sent all of its snapshot
+     * there starts its acknowledgement clock then, which must not look
+     * later than now (an unsigned now - ack_ms would wrap). */
+    now = now_ms();
     for (L = R->links; L != NULL; L = next) {
         next = L->next;
         if (L->state == LINK_WAIT_BGSAVE && L->save_no == 0)
