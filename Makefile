@@ -92,7 +92,7 @@ $(BUILD)/libunread.so.$(UNREAD_VER): $(CLIENT_OBJ) $(PROTO_OBJ) \
                                      client-lib/libunread.map
 	$(CC) $(SAN) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) \
 	    -Wl,--version-script=client-lib/libunread.map -o $@ \
-	    $(CLIENT_OBJ) $(PROTO_OBJ) -lxxhash
+	    $(CLIENT_OBJ) $(PROTO_OBJ) -lxxhash -lssl -lcrypto
 $(BUILD)/$(SONAME): $(BUILD)/libunread.so.$(UNREAD_VER)
 	ln -sf libunread.so.$(UNREAD_VER) $@
 $(BUILD)/libunread.so: $(BUILD)/$(SONAME)

@@ -5,7 +5,8 @@
  *   unread-cli [-h host] [-p port | --cluster host:port,... |
  *              --sentinel host:port,... [--master name,...] [--replica]]
  *              [-t ms] [-a password] [--default N] [--raw|--no-raw]
- *              [CMD [ARG ...]]
+ *              [--tls [--cacert file] [--cacertdir dir] [--cert file]
+ *               [--key file] [--sni name] [--insecure]] [CMD [ARG ...]]
  *
  * With a command: runs it once; exit status 0, 1 on an error reply or a
  * connection failure, or 2 when --default answered a read with the default
@@ -18,7 +19,10 @@
  * the rest as byte strings, which the server resolves (counter type names such
  * as "mention"). Replies print as redis-cli prints them: the human form on a
  * terminal (or --no-raw), the raw form otherwise (or --raw), so scripts
- * that parse redis-cli output can parse this one.
+ * that parse redis-cli output can parse this one. --tls and its options
+ * are redis-cli's: the connection is TLS, the server's certificate checked
+ * against --cacert/--cacertdir (the system's store without them) and its
+ * name (--sni, else -h), not checked at all with --insecure.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,7 +53,14 @@ struct cli {
     uint64_t dflt;        /* its value */
     int timeout_ms;       /* per command; 0: none */
     bool tty;             /* human form, else raw */
-    struct unread *conn;  /* NULL until connected */
+    bool tls;             /* --tls */
+    bool insecure;        /* --insecure */
+    const char *cacert;   /* --cacert, --cacertdir, --cert, --key, --sni */
+    const char *cacertdir;
+    const char *cert;
+    const char *key;
+    const char *sni;
+    struct unread *conn; /* NULL until connected */
 };
 
 /* ---- Reply printing (redis-cli's two forms) --------------------------- */
@@ -217,6 +228,16 @@ static struct unread *cli_open(const struct cli *cli, char *err, size_t errlen)
     unread_opts_set_degraded(o, cli->degraded, cli->dflt);
     if (cli->cmode)
         (void)unread_opts_set_cluster(o, true);
+    if (cli->tls &&
+        (unread_opts_set_tls(o, true) != 0 ||
+         unread_opts_set_tls_ca(o, cli->cacert, cli->cacertdir) != 0 ||
+         unread_opts_set_tls_cert(o, cli->cert, cli->key) != 0 ||
+         unread_opts_set_tls_server_name(o, cli->sni) != 0 ||
+         unread_opts_set_tls_verify(o, !cli->insecure) != 0)) {
+        unread_opts_free(o);
+        snprintf(err, errlen, "bad --tls options (--key needs --cert)");
+        return NULL;
+    }
     if (cli->sentinel != NULL &&
         unread_opts_set_sentinels(o, cli->sentinel, cli->replica) != 0) {
         unread_opts_free(o);
@@ -244,7 +265,7 @@ static bool cli_connect(struct cli *cli)
     if (cli->conn != NULL)
         return true;
     if (cli->cluster != NULL || cli->sentinel != NULL || cli->degraded ||
-        cli->auth != NULL || cli->cmode)
+        cli->auth != NULL || cli->cmode || cli->tls)
         cli->conn = cli_open(cli, err, sizeof(err));
     else
         cli->conn = unread_connect(cli->host, cli->port, CLI_CONNECT_TIMEOUT_MS,
@@ -742,7 +763,7 @@ static void usage(FILE *f)
             "                  --sentinel list [--master names] [--replica]] "
             "[-t ms] "
             "[-a password]\n"
-            "                  [--default N] [--raw|--no-raw] "
+            "                  [--default N] [--raw|--no-raw] [--tls ...] "
             "[command [arg ...]]\n"
             "  -h host    server address or name (default 127.0.0.1)\n"
             "  -p port    server port (default %u)\n"
@@ -764,6 +785,14 @@ static void usage(FILE *f)
             "  --default N  degraded mode: a read whose server is down "
             "answers N,\n"
             "             marked degraded (exit status 2)\n"
+            "  --tls      connect over TLS (the server's tls-port)\n"
+            "  --cacert file, --cacertdir dir  the CA certificates that "
+            "sign the\n"
+            "             server's (default: the system's store)\n"
+            "  --cert file, --key file  this client's certificate and key\n"
+            "             (servers with tls-auth-clients yes)\n"
+            "  --sni name  the server name to check and send (default: -h)\n"
+            "  --insecure  do not check the server's certificate\n"
             "  --raw      print replies raw even on a terminal\n"
             "  --no-raw   print replies in the human form even when piped\n"
             "  --version  print the version and exit\n"
@@ -825,6 +854,20 @@ int main(int argc, char **argv)
             cli.master = argv[++i];
         } else if (strcmp(argv[i], "--replica") == 0) {
             cli.replica = true;
+        } else if (strcmp(argv[i], "--tls") == 0) {
+            cli.tls = true;
+        } else if (strcmp(argv[i], "--insecure") == 0) {
+            cli.insecure = true;
+        } else if (strcmp(argv[i], "--cacert") == 0 && i + 1 < argc) {
+            cli.cacert = argv[++i];
+        } else if (strcmp(argv[i], "--cacertdir") == 0 && i + 1 < argc) {
+            cli.cacertdir = argv[++i];
+        } else if (strcmp(argv[i], "--cert") == 0 && i + 1 < argc) {
+            cli.cert = argv[++i];
+        } else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc) {
+            cli.key = argv[++i];
+        } else if (strcmp(argv[i], "--sni") == 0 && i + 1 < argc) {
+            cli.sni = argv[++i];
         } else if (strcmp(argv[i], "--default") == 0 && i + 1 < argc) {
             if (!parse_num(argv[++i], UINT64_MAX, &cli.dflt)) {
                 fprintf(stderr, "unread-cli: bad default '%s'\n", argv[i]);

@@ -102,6 +102,8 @@ void uc_core_deinit(struct uc_core *k)
     ur_buf_deinit(&k->dflt_batch);
     ur_buf_deinit(&k->merged);
     free(k->group_of);
+    uc_tls_free(k->tls);
+    k->tls = NULL;
     free(k->opt.password);
     free(k->srv);
     free(k->res);
@@ -143,6 +145,7 @@ static bool opts_valid(const struct unread_opts *o, size_t n, char *err,
 int uc_core_init(struct uc_core *k, struct uc_addr *a, size_t n,
                  const struct unread_opts *o, char *err, size_t errlen)
 {
+    bool failed;
     size_t i, cap;
 
     memset(k, 0, sizeof(*k));
@@ -156,6 +159,9 @@ int uc_core_init(struct uc_core *k, struct uc_addr *a, size_t n,
     k->opt = *o;
     k->opt.password = NULL;  /* the core's own copy, below */
     k->opt.sentinels = NULL; /* parsed into each server's uc_sentinel */
+    /* Made into the TLS context, below: not kept. */
+    memset(&k->opt.tls, 0, sizeof(k->opt.tls));
+    k->opt.tls.on = o->tls.on;
     k->brk_cfg.failures = o->breaker_failures;
     k->brk_cfg.open_ms = o->breaker_open_ms;
     if (o->cluster) {
@@ -184,8 +190,13 @@ int uc_core_init(struct uc_core *k, struct uc_addr *a, size_t n,
         return -1;
     }
     memset(k->group_of, 0xff, cap * sizeof(*k->group_of)); /* none */
-    for (i = 0; i < n; i++)
+    k->tls = uc_tls_new(&o->tls, &failed, err, errlen);
+    if (failed)
+        return -1;
+    for (i = 0; i < n; i++) {
         uc_conn_init(&k->srv[i].conn, &a[i]);
+        k->srv[i].conn.tls = k->tls;
+    }
     if (uc_core_password(k, o->password) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -346,6 +357,7 @@ void uc_opts_defaults(struct unread_opts *o)
     o->ring_points = UC_DEFAULT_RING_POINTS;
     o->reconnect_min_ms = UC_DEFAULT_RECONNECT_MIN_MS;
     o->reconnect_max_ms = UC_DEFAULT_RECONNECT_MAX_MS;
+    o->tls.verify = true;
 }
 
 /* ---- Options --------------------------------------------------------------
@@ -366,6 +378,7 @@ void unread_opts_free(struct unread_opts *o)
         return;
     free(o->password);
     free(o->sentinels);
+    uc_tls_opts_free(&o->tls);
     free(o);
 }
 
@@ -442,6 +455,74 @@ int unread_opts_set_sentinels(struct unread_opts *o, const char *sentinels,
     free(o->sentinels);
     o->sentinels = copy;
     o->sentinel_replica = replica;
+    return 0;
+}
+
+int unread_opts_set_tls(struct unread_opts *o, bool on)
+{
+    o->tls.on = on;
+    return 0;
+}
+
+/* Replaces *field with a copy of value (NULL: none). */
+static int set_str(char **field, const char *value)
+{
+    char *copy = NULL;
+
+    if (value != NULL && (copy = strdup(value)) == NULL)
+        return UNREAD_ENOMEM;
+    free(*field);
+    *field = copy;
+    return 0;
+}
+
+int unread_opts_set_tls_ca(struct unread_opts *o, const char *ca_file,
+                           const char *ca_dir)
+{
+    struct uc_tls_opts n = o->tls;
+
+    n.ca_file = n.ca_dir = NULL;
+    if (set_str(&n.ca_file, ca_file) != 0 || set_str(&n.ca_dir, ca_dir) != 0) {
+        free(n.ca_file);
+        return UNREAD_ENOMEM;
+    }
+    free(o->tls.ca_file);
+    free(o->tls.ca_dir);
+    o->tls.ca_file = n.ca_file;
+    o->tls.ca_dir = n.ca_dir;
+    return 0;
+}
+
+int unread_opts_set_tls_cert(struct unread_opts *o, const char *cert_file,
+                             const char *key_file)
+{
+    struct uc_tls_opts n = o->tls;
+
+    if (cert_file == NULL && key_file != NULL)
+        return UNREAD_EUSAGE;
+    n.cert_file = n.key_file = NULL;
+    if (set_str(&n.cert_file, cert_file) != 0 ||
+        set_str(&n.key_file, key_file) != 0) {
+        free(n.cert_file);
+        return UNREAD_ENOMEM;
+    }
+    free(o->tls.cert_file);
+    free(o->tls.key_file);
+    o->tls.cert_file = n.cert_file;
+    o->tls.key_file = n.key_file;
+    return 0;
+}
+
+int unread_opts_set_tls_server_name(struct unread_opts *o, const char *name)
+{
+    if (name != NULL && name[0] == '\0')
+        return UNREAD_EUSAGE;
+    return set_str(&o->tls.server_name, name);
+}
+
+int unread_opts_set_tls_verify(struct unread_opts *o, bool verify)
+{
+    o->tls.verify = verify;
     return 0;
 }
 

@@ -244,6 +244,33 @@ int unread_opts_set_sentinels(struct unread_opts *o, const char *sentinels,
 int unread_opts_set_cluster(struct unread_opts *o, bool on);
 
 /*
+ * TLS (docs/CLIENT.md, "TLS"; since 1.1): with on, every connection of
+ * the handle, synchronous or asynchronous, is TLS (OpenSSL), its
+ * handshake within the connect timeout. The server's certificate is
+ * verified by default: it must chain to the CA of
+ * unread_opts_set_tls_ca (the system's store when none is set) and name
+ * the server (unread_opts_set_tls_server_name, else the host of the
+ * server list: a DNS name, or an address against the certificate's IP
+ * addresses). A server that fails it fails the connect, as an
+ * unreachable one (UNREAD_ECONNECT, errstr saying why).
+ *   ca      a PEM file and/or a directory of hashed certificates (NULL:
+ *           the system's store when both are NULL)
+ *   cert    this client's certificate chain and key (PEM; key NULL: in
+ *           the cert file), for servers with tls-auth-clients yes
+ *   server_name  the name to verify and send in SNI (NULL: the host)
+ *   verify  false: no verification at all (tests, redis-cli's
+ *           --insecure): anyone on the path can read and change traffic
+ * The files are read when the handle is made (a bad one fails it).
+ */
+int unread_opts_set_tls(struct unread_opts *o, bool on);
+int unread_opts_set_tls_ca(struct unread_opts *o, const char *ca_file,
+                           const char *ca_dir);
+int unread_opts_set_tls_cert(struct unread_opts *o, const char *cert_file,
+                             const char *key_file);
+int unread_opts_set_tls_server_name(struct unread_opts *o, const char *name);
+int unread_opts_set_tls_verify(struct unread_opts *o, bool verify);
+
+/*
  * A client of every server in `servers`: "host:port,host:port,..." (":port"
  * may be omitted for 7460; IPv6 as "[::1]:7460"; at most 1024 servers, each
  * once). One server is a cluster of one: this is also how a single server

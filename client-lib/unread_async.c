@@ -355,7 +355,9 @@ static void wanted(const struct unread_async *a, uint32_t s, int *fd, int *ev)
     *fd = c->fd;
     *ev = 0;
     if (sv->state == UA_CONNECTING)
-        *ev = UNREAD_EV_WRITE;
+        /* the connect, then (TLS) what its handshake waits for */
+        *ev = c->ssl != NULL && c->tls_want == UC_TLS_READ ? UNREAD_EV_READ
+                                                           : UNREAD_EV_WRITE;
     else if (sv->state == UA_UP)
         *ev = UNREAD_EV_READ | (c->out_pos < c->out.len ? UNREAD_EV_WRITE : 0);
 }
@@ -538,12 +540,18 @@ static int server_ready(struct unread_async *a, uint32_t s)
     return 0;
 }
 
-/* The connect of server s completed (or failed). */
+/* The connect of server s completed (or failed), or (TLS) its handshake
+ * went a step further. */
 static void connected(struct unread_async *a, uint32_t s)
 {
     struct ua_server *sv = &a->as[s];
-    int rc = uc_conn_dialed(&a->k.srv[s].conn);
+    struct uc_conn *c = &a->k.srv[s].conn;
+    int rc = c->ssl != NULL ? 0 : uc_conn_dialed(c);
 
+    if (rc == 0)
+        rc = uc_conn_handshake(c);
+    if (rc == 1)
+        return; /* the handshake waits: watched as c->tls_want says */
     if (rc != 0) {
         fail_server(a, s, rc);
         return;
@@ -1116,6 +1124,10 @@ static void after(struct unread_async *a)
         for (s = 0; s < a->k.nsrv; s++) {
             struct uc_conn *c = &a->k.srv[s].conn;
 
+            /* TLS: replies decrypted already, which no poll reports */
+            if (a->as[s].state == UA_UP && c->ssl != NULL &&
+                uc_tls_pending(c->ssl) > 0)
+                read_server(a, s);
             if (a->as[s].state == UA_UP && c->out_pos < c->out.len)
                 write_server(a, s);
         }

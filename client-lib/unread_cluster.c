@@ -48,6 +48,7 @@ uint32_t uc_cluster_node(struct uc_core *k, const char *host, size_t hlen,
     memset(&k->srv[s], 0, sizeof(k->srv[s]));
     uc_conn_init(&k->srv[s].conn, &k->addr[s]);
     k->srv[s].conn.password = k->opt.password;
+    k->srv[s].conn.tls = k->tls;
     k->nsrv++;
     return s;
 }

@@ -154,7 +154,7 @@ static int conn_target(struct uc_conn *k, int connect_ms, const char **host,
         *port = k->a->port;
         return 0;
     }
-    if (uc_sentinel_resolve(s, connect_ms, why, sizeof(why)) != 0)
+    if (uc_sentinel_resolve(s, k->tls, connect_ms, why, sizeof(why)) != 0)
         return conn_err(k, UNREAD_ECONNECT, "connect: %s", why);
     *host = s->host;
     *port = s->port;
@@ -174,6 +174,7 @@ static int conn_resolve(struct uc_conn *k, int connect_ms,
 
     if (conn_target(k, connect_ms, &host, &port) != 0)
         return UNREAD_ECONNECT;
+    k->tls_host = host;
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -184,6 +185,33 @@ static int conn_resolve(struct uc_conn *k, int connect_ms,
         return conn_err(k, UNREAD_ECONNECT, "connect: cannot resolve %s: %s",
                         host, gai_strerror(gai));
     return 0;
+}
+
+static void conn_close(struct uc_conn *k);
+
+/* The TLS handshake on k's new socket, within the connect's deadline at:
+ * 0, or UNREAD_ECONNECT with the socket closed. */
+static int tls_open(struct uc_conn *k, int connect_ms, int64_t at)
+{
+    struct pollfd p;
+    int rc, n;
+
+    while ((rc = uc_conn_handshake(k)) == 1) {
+        p.fd = k->fd;
+        p.events = k->tls_want == UC_TLS_WRITE ? POLLOUT : POLLIN;
+        do {
+            n = poll(&p, 1, ms_left(at));
+        } while (n < 0 && errno == EINTR);
+        if (n == 0) {
+            conn_err(k, UNREAD_ECONNECT, "TLS handshake: timeout after %d ms",
+                     connect_ms);
+            rc = UNREAD_ECONNECT;
+            break;
+        }
+    }
+    if (rc != 0)
+        conn_close(k);
+    return rc;
 }
 
 /* Resolves the host and tries each address in turn, the whole within
@@ -202,7 +230,7 @@ static int conn_open(struct uc_conn *k, int connect_ms)
         k->fd = dial_one(ai, at, &err_no);
     freeaddrinfo(res);
     if (k->fd >= 0)
-        return 0;
+        return k->tls != NULL ? tls_open(k, connect_ms, at) : 0;
     if (err_no == ETIMEDOUT)
         return conn_err(k, UNREAD_ECONNECT, "connect: timeout after %d ms",
                         connect_ms);
@@ -221,20 +249,28 @@ void uc_conn_init(struct uc_conn *k, const struct uc_addr *a)
     ur_buf_init(&k->in);
 }
 
-void uc_conn_deinit(struct uc_conn *k)
+/* Closes k's socket and its TLS stream. */
+static void conn_close(struct uc_conn *k)
 {
+    uc_tls_close(k->ssl, k->tls_broken);
+    k->ssl = NULL;
+    k->tls_broken = false;
+    k->tls_wpending = false;
     if (k->fd >= 0)
         close(k->fd);
     k->fd = -1;
+}
+
+void uc_conn_deinit(struct uc_conn *k)
+{
+    conn_close(k);
     ur_buf_deinit(&k->out);
     ur_buf_deinit(&k->in);
 }
 
 void uc_conn_drop(struct uc_conn *k)
 {
-    if (k->fd >= 0)
-        close(k->fd);
-    k->fd = -1;
+    conn_close(k);
     k->out.len = 0;
     k->out_pos = 0;
     k->in.len = 0;
@@ -267,7 +303,16 @@ int uc_conn_ensure(struct uc_conn *k, int connect_ms)
         k->in_pos = 0;
         if (k->in.cap > UC_IDLE_KEEP)
             ur_buf_shrink(&k->in, UC_IDLE_KEEP);
-        if (k->fd >= 0) {
+        if (k->fd >= 0 && k->ssl != NULL) {
+            /* TLS: a read, which also takes the session tickets a server
+             * sends after the handshake (records, but no bytes). */
+            char why[128];
+            int want;
+
+            n = uc_tls_recv(k->ssl, &b, 1, &want, why, sizeof(why));
+            if (n >= 0 || errno != EAGAIN)
+                uc_conn_drop(k);
+        } else if (k->fd >= 0) {
             n = recv(k->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
             /* EOF, an error, or bytes nobody asked for: start afresh. */
             if (n >= 0 ||
@@ -369,7 +414,7 @@ void uc_conn_unencode(struct uc_conn *k)
 
 void uc_conn_abandon(struct uc_conn *k)
 {
-    if (k->inflight > 0 || k->out_pos > 0) {
+    if (k->inflight > 0 || k->out_pos > 0 || k->tls_wpending) {
         uc_conn_drop(k);
         return;
     }
@@ -380,6 +425,56 @@ void uc_conn_abandon(struct uc_conn *k)
 
 /* ---- Socket I/O ------------------------------------------------------- */
 
+/* errno's text into why, errno kept. */
+static void sys_why(char *why, size_t cap)
+{
+    char buf[128];
+    int e = errno;
+
+    snprintf(why, cap, "%s", errno_text(e, buf, sizeof(buf)));
+    errno = e;
+}
+
+/* recv(2) and send(2) on k, through its TLS stream when it has one: their
+ * contract (errno EAGAIN when the socket has nothing, or no room), with a
+ * TLS failure's text in why. */
+static ssize_t conn_recv(struct uc_conn *k, void *buf, size_t n, char *why,
+                         size_t cap)
+{
+    ssize_t r;
+    int want;
+
+    if (k->ssl == NULL) {
+        r = recv(k->fd, buf, n, 0);
+        if (r < 0)
+            sys_why(why, cap);
+        return r;
+    }
+    r = uc_tls_recv(k->ssl, buf, n, &want, why, cap);
+    if (r < 0 && errno != EAGAIN)
+        k->tls_broken = true;
+    return r;
+}
+
+static ssize_t conn_send(struct uc_conn *k, const void *buf, size_t n,
+                         char *why, size_t cap)
+{
+    ssize_t r;
+    int want;
+
+    if (k->ssl == NULL) {
+        r = send(k->fd, buf, n, MSG_NOSIGNAL);
+        if (r < 0)
+            sys_why(why, cap);
+        return r;
+    }
+    r = uc_tls_send(k->ssl, buf, n, &want, why, cap);
+    k->tls_wpending = r < 0 && errno == EAGAIN;
+    if (r < 0 && errno != EAGAIN)
+        k->tls_broken = true;
+    return r;
+}
+
 static int wait_fd(struct uc_conn *k, short events, const struct uc_deadline *d,
                    short *revents)
 {
@@ -387,6 +482,10 @@ static int wait_fd(struct uc_conn *k, short events, const struct uc_deadline *d,
     char ebuf[128];
     int n;
 
+    if ((events & POLLIN) && k->ssl != NULL && uc_tls_pending(k->ssl) > 0) {
+        *revents = POLLIN; /* decrypted bytes poll cannot see */
+        return 0;
+    }
     p.fd = k->fd;
     p.events = events;
     for (;;) {
@@ -409,7 +508,7 @@ static int wait_fd(struct uc_conn *k, short events, const struct uc_deadline *d,
  * 0 when bytes arrived, 1 when none were waiting, else a failure code. */
 static int in_recv(struct uc_conn *k, size_t want)
 {
-    char ebuf[128];
+    char ebuf[256];
     ssize_t n;
 
     /* Parsed bytes are dropped only here, so a long pipeline's replies are
@@ -426,7 +525,8 @@ static int in_recv(struct uc_conn *k, size_t want)
     if (ur_buf_reserve(&k->in, want) != 0)
         return conn_err(k, UNREAD_ENOMEM, "out of memory reading a reply");
     for (;;) {
-        n = recv(k->fd, k->in.data + k->in.len, k->in.cap - k->in.len, 0);
+        n = conn_recv(k, k->in.data + k->in.len, k->in.cap - k->in.len, ebuf,
+                      sizeof(ebuf));
         if (n > 0) {
             k->in.len += (size_t)n;
             return 0;
@@ -436,8 +536,7 @@ static int in_recv(struct uc_conn *k, size_t want)
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return 1;
         if (errno != EINTR)
-            return conn_err(k, UNREAD_EIO, "read: %s",
-                            errno_text(errno, ebuf, sizeof(ebuf)));
+            return conn_err(k, UNREAD_EIO, "read: %s", ebuf);
     }
 }
 
@@ -459,14 +558,14 @@ static int in_read(struct uc_conn *k, size_t want, const struct uc_deadline *d)
 
 int uc_conn_flush(struct uc_conn *k, const struct uc_deadline *d)
 {
-    char ebuf[128];
+    char ebuf[256];
     ssize_t n;
     short ev;
     int rc;
 
     while (k->out_pos < k->out.len) {
-        n = send(k->fd, k->out.data + k->out_pos, k->out.len - k->out_pos,
-                 MSG_NOSIGNAL);
+        n = conn_send(k, k->out.data + k->out_pos, k->out.len - k->out_pos,
+                      ebuf, sizeof(ebuf));
         if (n > 0) {
             k->out_pos += (size_t)n;
             continue;
@@ -474,8 +573,7 @@ int uc_conn_flush(struct uc_conn *k, const struct uc_deadline *d)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-            return conn_err(k, UNREAD_EIO, "write: %s",
-                            errno_text(errno, ebuf, sizeof(ebuf)));
+            return conn_err(k, UNREAD_EIO, "write: %s", ebuf);
         rc = wait_fd(k, POLLOUT | POLLIN, d, &ev);
         if (rc != 0)
             return rc;
@@ -609,14 +707,34 @@ int uc_conn_dialed(struct uc_conn *k)
                     errno_text(soerr, ebuf, sizeof(ebuf)));
 }
 
+int uc_conn_handshake(struct uc_conn *k)
+{
+    char why[256];
+    int rc;
+
+    if (k->tls == NULL)
+        return 0;
+    if (k->ssl == NULL) {
+        k->ssl = uc_tls_stream(k->tls, k->fd, k->tls_host, why, sizeof(why));
+        if (k->ssl == NULL)
+            return conn_err(k, UNREAD_ECONNECT, "%s", why);
+    }
+    rc = uc_tls_handshake(k->ssl, &k->tls_want, why, sizeof(why));
+    if (rc < 0) {
+        k->tls_broken = true;
+        return conn_err(k, UNREAD_ECONNECT, "TLS handshake: %s", why);
+    }
+    return rc;
+}
+
 int uc_conn_send(struct uc_conn *k)
 {
-    char ebuf[128];
+    char ebuf[256];
     ssize_t n;
 
     while (k->out_pos < k->out.len) {
-        n = send(k->fd, k->out.data + k->out_pos, k->out.len - k->out_pos,
-                 MSG_NOSIGNAL);
+        n = conn_send(k, k->out.data + k->out_pos, k->out.len - k->out_pos,
+                      ebuf, sizeof(ebuf));
         if (n > 0) {
             k->out_pos += (size_t)n;
             continue;
@@ -625,8 +743,7 @@ int uc_conn_send(struct uc_conn *k)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 1;
-        return conn_err(k, UNREAD_EIO, "write: %s",
-                        errno_text(errno, ebuf, sizeof(ebuf)));
+        return conn_err(k, UNREAD_EIO, "write: %s", ebuf);
     }
     k->out.len = 0;
     k->out_pos = 0;

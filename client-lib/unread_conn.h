@@ -20,6 +20,7 @@
 #include "frame.h"
 #include "unread.h"
 #include "unread_shard.h"
+#include "unread_tls.h"
 
 #define UC_ERRLEN 512
 
@@ -34,6 +35,18 @@ struct uc_conn {
     int fd;                  /* -1 while not connected */
     const struct uc_addr *a; /* borrowed from the handle */
     const char *password;    /* AUTH after each connect, or NULL; borrowed */
+
+    /* TLS (unread_tls.h): the handle's context (borrowed; NULL: TCP),
+     * and this connection's stream while connected. The handshake
+     * follows the connect (uc_conn_ensure; uc_conn_handshake for the
+     * asynchronous face). */
+    struct uc_tls *tls;
+    void *ssl;
+    const char *tls_host; /* the host dialed (verification, SNI) */
+    int tls_want;         /* enum uc_tls_want: what the handshake waits for */
+    bool tls_broken;      /* a TLS failure: no goodbye at the close */
+    bool tls_wpending;    /* a write was cut by EAGAIN: TLS holds its bytes,
+                             the frames queued can no longer be taken back */
 
     uint32_t next_id;   /* id of the next request encoded */
     uint32_t expect_id; /* id the next reply must carry */
@@ -146,6 +159,11 @@ int uc_conn_dial(struct uc_conn *k, int connect_ms);
 /* Whether the connect uc_conn_dial started succeeded: 0 or
  * UNREAD_ECONNECT. */
 int uc_conn_dialed(struct uc_conn *k);
+
+/* After uc_conn_dialed, over TLS: one step of the handshake (the server's
+ * certificate verified at its end): 0 done (at once without TLS), 1 again
+ * when the socket is ready for k->tls_want, or UNREAD_ECONNECT. */
+int uc_conn_handshake(struct uc_conn *k);
 
 /* Sends what the socket takes of the queued frames: 0 when all are sent,
  * 1 when the socket is full, else a failure code. */

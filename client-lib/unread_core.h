@@ -56,6 +56,7 @@ struct unread_opts {
     char *sentinels; /* owned; servers are master names (unread_sentinel.h) */
     bool sentinel_replica;
     bool cluster; /* cluster mode: the servers are seeds (unread_cluster.h) */
+    struct uc_tls_opts tls; /* owned strings (unread_tls.h) */
 };
 
 struct uc_server {
@@ -85,6 +86,7 @@ struct uc_core {
     size_t nsrv;
     struct uc_ring ring;    /* when nsrv > 1 */
     struct unread_opts opt; /* its password is the core's copy */
+    struct uc_tls *tls;     /* the connections' TLS context; NULL: TCP */
     struct uc_breaker_cfg brk_cfg;
 
     struct uc_res *res; /* res_cap: one request's replies (one a

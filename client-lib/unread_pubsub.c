@@ -92,6 +92,7 @@ static struct uc_pubsub *ps_get(struct uc_core *k, bool async)
         for (s = 0; s < k->nsrv; s++) {
             uc_conn_init(&ps->conn[s], &k->addr[s]);
             ps->conn[s].password = k->opt.password;
+            ps->conn[s].tls = k->tls;
             ps->backoff_ms[s] = k->opt.reconnect_min_ms;
         }
     }

@@ -22,6 +22,7 @@
 #include "resp.h"
 #include "unread_conn.h"
 #include "unread_sentinel.h"
+#include "unread_tls.h"
 
 #define SENT_MAX_REPLY (1u << 20) /* a SENTINEL replicas answer, at most */
 
@@ -168,10 +169,53 @@ static int sent_dial(const struct uc_addr *a, int64_t at)
     return fd;
 }
 
-/* Sends the request and reads one whole reply into in: 0 or -1. */
-static int sent_ask(int fd, uint32_t argc, const char *const *argv, int64_t at,
-                    struct ur_buf *in)
+/* A sentinel's connection: a socket, and its TLS stream when the handle
+ * has TLS on (the sentinels then run with their tls-port). */
+struct sent_io {
+    int fd;
+    void *ssl;
+};
+
+/* One send or receive on io: bytes moved, 0 at the end, -1 with errno
+ * EAGAIN (*ev: the poll event to wait for) or another error. */
+static ssize_t io_move(struct sent_io *io, bool out, void *buf, size_t n,
+                       short *ev)
 {
+    char why[128];
+    ssize_t r;
+    int want = UC_TLS_READ;
+
+    *ev = out ? POLLOUT : POLLIN;
+    if (io->ssl == NULL)
+        return out ? send(io->fd, buf, n, MSG_NOSIGNAL)
+                   : recv(io->fd, buf, n, 0);
+    r = out ? uc_tls_send(io->ssl, buf, n, &want, why, sizeof(why))
+            : uc_tls_recv(io->ssl, buf, n, &want, why, sizeof(why));
+    *ev = want == UC_TLS_WRITE ? POLLOUT : POLLIN;
+    return r;
+}
+
+/* The TLS handshake on a dialled sentinel, within at: 0 or -1. */
+static int sent_handshake(struct sent_io *io, struct uc_tls *tls,
+                          const char *host, int64_t at)
+{
+    char why[128];
+    int want = UC_TLS_READ, rc;
+
+    io->ssl = uc_tls_stream(tls, io->fd, host, why, sizeof(why));
+    if (io->ssl == NULL)
+        return -1;
+    while ((rc = uc_tls_handshake(io->ssl, &want, why, sizeof(why))) == 1)
+        if (!wait_fd(io->fd, want == UC_TLS_WRITE ? POLLOUT : POLLIN, at))
+            return -1;
+    return rc;
+}
+
+/* Sends the request and reads one whole reply into in: 0 or -1. */
+static int sent_ask(struct sent_io *io, uint32_t argc, const char *const *argv,
+                    int64_t at, struct ur_buf *in)
+{
+    short ev;
     struct ur_buf req;
     size_t lens[4], off = 0, total, consumed;
     ssize_t n;
@@ -188,11 +232,11 @@ static int sent_ask(int fd, uint32_t argc, const char *const *argv, int64_t at,
     }
     total = req.len;
     while (off < total) {
-        n = send(fd, req.data + off, req.len - off, MSG_NOSIGNAL);
+        n = io_move(io, true, req.data + off, req.len - off, &ev);
         if (n > 0) {
             off += (size_t)n;
         } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (!wait_fd(fd, POLLOUT, at))
+            if (!wait_fd(io->fd, ev, at))
                 break;
         } else {
             break;
@@ -207,9 +251,16 @@ static int sent_ask(int fd, uint32_t argc, const char *const *argv, int64_t at,
         if (st == UR_PARSE_OK)
             return 0;
         if (st != UR_PARSE_NEED_MORE || in->len >= SENT_MAX_REPLY ||
-            ur_buf_reserve(in, 4096) != 0 || !wait_fd(fd, POLLIN, at))
+            ur_buf_reserve(in, 4096) != 0)
             return -1;
-        n = recv(fd, in->data + in->len, in->cap - in->len, 0);
+        ev = POLLIN;
+        do {
+            /* Bytes OpenSSL already holds are not the socket's to poll. */
+            if ((io->ssl == NULL || uc_tls_pending(io->ssl) == 0) &&
+                !wait_fd(io->fd, ev, at))
+                return -1;
+            n = io_move(io, false, in->data + in->len, in->cap - in->len, &ev);
+        } while (n < 0 && (errno == EAGAIN || errno == EINTR));
         if (n <= 0)
             return -1;
         in->len += (size_t)n;
@@ -365,8 +416,8 @@ static int read_replica(struct uc_sentinel *s, const struct ur_buf *in)
     return rc;
 }
 
-int uc_sentinel_resolve(struct uc_sentinel *s, int timeout_ms, char *err,
-                        size_t errlen)
+int uc_sentinel_resolve(struct uc_sentinel *s, struct uc_tls *tls,
+                        int timeout_ms, char *err, size_t errlen)
 {
     struct ur_buf in;
     size_t i, idx;
@@ -377,26 +428,33 @@ int uc_sentinel_resolve(struct uc_sentinel *s, int timeout_ms, char *err,
     for (i = 0; i < s->nsent && rc != 0; i++) {
         const struct uc_addr *a;
         int64_t at = timeout_ms > 0 ? uc_now_ms() + timeout_ms : -1;
-        int fd;
+        struct sent_io io = {-1, NULL};
 
         idx = (s->first + i) % s->nsent;
         a = &s->sent[idx];
-        fd = sent_dial(a, at);
-        if (fd < 0)
+        io.fd = sent_dial(a, at);
+        if (io.fd < 0)
             continue;
+        if (tls != NULL && sent_handshake(&io, tls, a->host, at) != 0) {
+            uc_tls_close(io.ssl, true);
+            close(io.fd);
+            continue;
+        }
         if (s->replica) {
             const char *argv[] = {"SENTINEL", "replicas", s->master};
             in.len = 0;
-            if (sent_ask(fd, 3, argv, at, &in) == 0)
+            if (sent_ask(&io, 3, argv, at, &in) == 0)
                 rc = read_replica(s, &in);
         }
         if (rc != 0) { /* the master, or no healthy replica: the master */
             const char *argv[] = {"SENTINEL", "get-master-addr-by-name",
                                   s->master};
             in.len = 0;
-            rc = sent_ask(fd, 3, argv, at, &in) == 0 ? read_master(s, &in) : -1;
+            rc =
+                sent_ask(&io, 3, argv, at, &in) == 0 ? read_master(s, &in) : -1;
         }
-        close(fd);
+        uc_tls_close(io.ssl, false);
+        close(io.fd);
         if (rc == 1)
             unknown = true;
         if (rc == 0)

@@ -50,9 +50,11 @@ void uc_sentinel_free(struct uc_sentinel *s);
  * Asks the sentinels where s's master (or a replica of it) is, each within
  * timeout_ms (<= 0: none), until one knows: 0 with s->host and s->port
  * set, or -1 with a message in err (no sentinel answered, or none knows
- * the name).
+ * the name). With tls (the handle's, unread_tls.h) each sentinel is
+ * spoken to over TLS, verified as a server is.
  */
-int uc_sentinel_resolve(struct uc_sentinel *s, int timeout_ms, char *err,
-                        size_t errlen);
+struct uc_tls;
+int uc_sentinel_resolve(struct uc_sentinel *s, struct uc_tls *tls,
+                        int timeout_ms, char *err, size_t errlen);
 
 #endif

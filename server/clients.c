@@ -2,6 +2,7 @@
  * clients.c - see clients.h.
  */
 #include "clients.h"
+#include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,10 +228,8 @@ static bool word(const struct ur_arg *a, const char *w)
            strncasecmp(a->str, w, a->len) == 0;
 }
 
-/* Whether argument i of op must not be shown: passwords (AUTH's, HELLO's
- * after AUTH, CONFIG SET requirepass's value). */
-static bool redacted(const struct ur_op *op, uint32_t argc,
-                     const struct ur_arg *argv, uint32_t i)
+bool clients_arg_secret(const struct ur_op *op, uint32_t argc,
+                        const struct ur_arg *argv, uint32_t i)
 {
     if (op->code == UR_OP_AUTH)
         return true;
@@ -242,7 +241,8 @@ static bool redacted(const struct ur_op *op, uint32_t argc,
     }
     if (op->code == UR_OP_CONFIG && i >= 2 && i % 2 == 0 &&
         word(&argv[0], "SET"))
-        return word(&argv[i - 1], "requirepass");
+        return argv[i - 1].kind == UR_ARG_STR &&
+               config_is_secret(argv[i - 1].str, argv[i - 1].len);
     return false;
 }
 
@@ -269,7 +269,7 @@ void clients_monitor_feed(struct server *srv, const struct session *sess,
     for (uint32_t i = 0; i < argc && !oom; i++) {
         char num[24];
 
-        if (redacted(op, argc, argv, i))
+        if (clients_arg_secret(op, argc, argv, i))
             oom |= put_repr(&line, "(redacted)", 10) != 0;
         else if (argv[i].kind == UR_ARG_INT)
             oom |= put_repr(&line, num, ur_fmt_u64(num, argv[i].num)) != 0;

@@ -125,11 +125,17 @@ bool clients_push_end(struct client *cl, struct reply *r);
 /* Makes sess's client a monitor; false when sess has no client. */
 bool clients_monitor(struct server *srv, struct session *sess);
 
+/* Whether argument i of op is a secret that is never shown (MONITOR,
+ * SLOWLOG): AUTH's arguments, HELLO's after AUTH, the value CONFIG SET
+ * gives a secret key (config_is_secret). */
+bool clients_arg_secret(const struct ur_op *op, uint32_t argc,
+                        const struct ur_arg *argv, uint32_t i);
+
 /*
  * After a command ran: sends it, as Redis's MONITOR shows it, to every
- * monitor but the client that sent it. AUTH's and HELLO's arguments and
- * CONFIG SET requirepass's value are redacted. Commands of sessions with
- * no client (replay, expiry) are not shown.
+ * monitor but the client that sent it, its secrets (clients_arg_secret)
+ * as "(redacted)". Commands of sessions with no client (replay, expiry)
+ * are not shown.
  */
 void clients_monitor_feed(struct server *srv, const struct session *sess,
                           const struct ur_op *op, uint32_t argc,

@@ -498,8 +498,11 @@ static void myself_addr(struct cluster *c)
     struct in_addr a4;
     struct in6_addr a6;
 
-    me->port =
-        cfg->cluster_announce_port ? cfg->cluster_announce_port : cfg->port;
+    /* with tls-cluster yes the nodes and clients dial the TLS port (the
+     * links are TLS: cluster_link.c), as Redis announces it */
+    me->port = cfg->cluster_announce_port ? cfg->cluster_announce_port
+               : cfg->tls_cluster         ? cfg->tls_port
+                                          : cfg->port;
     me->cport = cfg->cluster_announce_bus_port ? cfg->cluster_announce_bus_port
                                                : me->port + 10000;
     if (me->cport > 65535)

@@ -26,6 +26,8 @@
 #include <event2/event.h>
 
 #include "cluster_copy.h"
+#include "tls.h"
+#include "transport.h"
 #include "frame.h"
 #include "log.h"
 #include "ops.h"
@@ -52,7 +54,7 @@ struct msg {
 struct cluster_link {
     struct cluster *c;
     uint32_t node;
-    int fd;
+    struct tr_conn tr; /* TCP, or TLS with tls-cluster yes; tr.fd -1: none */
     enum link_state state;
     struct event *rev, *wev;
     bool want_write;
@@ -95,7 +97,7 @@ struct cluster_link *clink_create(struct cluster *c, uint32_t node)
         return NULL;
     l->c = c;
     l->node = node;
-    l->fd = -1;
+    l->tr.fd = -1;
     l->state = L_DOWN;
     l->backoff_ms = BACKOFF_MIN_MS;
     l->next_id = 1;
@@ -155,12 +157,11 @@ static void answer_waiters(struct cluster_link *l, uint16_t code,
 /* Closes the connection; the queue stays for the next one. */
 static void disconnect(struct cluster_link *l, const char *why)
 {
-    if (l->fd >= 0) {
+    if (l->tr.fd >= 0) {
         event_free(l->rev);
         event_free(l->wev);
         l->rev = l->wev = NULL;
-        close(l->fd);
-        l->fd = -1;
+        tr_close(&l->tr);
         if (l->state == L_UP)
             log_info("cluster: link to %.40s (%s:%u) lost: %s", peer(l)->id,
                      peer(l)->ip, peer(l)->port, why);
@@ -255,7 +256,7 @@ static void msg_ack(struct cluster_link *l)
 
 static void arm_write(struct cluster_link *l)
 {
-    if (l->fd >= 0 && l->state != L_CONNECTING && !l->want_write) {
+    if (l->tr.fd >= 0 && l->state != L_CONNECTING && !l->want_write) {
         event_add(l->wev, NULL);
         l->want_write = true;
     }
@@ -397,43 +398,16 @@ static int preamble(struct cluster_link *l)
 static void link_connect(struct cluster_link *l)
 {
     const struct cluster_node *n = peer(l);
-    struct addrinfo hints, *res = NULL, *ai;
-    char port[8];
-    int fd = -1, one = 1, rc;
+    const struct tr_type *type = l->c->srv->cfg.tls_cluster ? &tr_tls : &tr_tcp;
+    char err[256];
 
     l->connect_ms = now_ms();
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICHOST;
-    snprintf(port, sizeof(port), "%u", n->port);
-    rc = getaddrinfo(n->ip, port, &hints, &res);
-    if (rc != 0) {
-        disconnect(l, gai_strerror(rc));
+    if (tr_connect(&l->tr, type, n->ip, n->port, err, sizeof(err)) != 0) {
+        disconnect(l, err);
         return;
     }
-    for (ai = res; ai != NULL; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                    0);
-        if (fd < 0)
-            continue;
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ||
-            errno == EINPROGRESS)
-            break;
-        rc = errno;
-        close(fd);
-        fd = -1;
-        errno = rc;
-    }
-    freeaddrinfo(res);
-    if (fd < 0) {
-        disconnect(l, strerror(errno));
-        return;
-    }
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    l->fd = fd;
-    l->rev = event_new(l->c->base, fd, EV_READ | EV_PERSIST, on_read, l);
-    l->wev = event_new(l->c->base, fd, EV_WRITE, on_write, l);
+    l->rev = event_new(l->c->base, l->tr.fd, EV_READ | EV_PERSIST, on_read, l);
+    l->wev = event_new(l->c->base, l->tr.fd, EV_WRITE, on_write, l);
     if (l->rev == NULL || l->wev == NULL || preamble(l) != 0) {
         disconnect(l, "out of memory");
         return;
@@ -441,6 +415,32 @@ static void link_connect(struct cluster_link *l)
     l->state = L_CONNECTING;
     event_add(l->wev, NULL); /* writable: connected (or failed) */
     l->want_write = true;
+}
+
+static void link_write(struct cluster_link *l);
+
+/* The connect and (TLS) its handshake, a step on either event: the
+ * preamble goes once bytes can flow. */
+static void link_handshake(struct cluster_link *l)
+{
+    int rc = tr_handshake(&l->tr);
+
+    if (rc < 0) {
+        disconnect(l, tr_error(&l->tr));
+        return;
+    }
+    if (rc > 0) {
+        if (l->tr.want == TR_WANT_WRITE && !l->want_write) {
+            event_add(l->wev, NULL);
+            l->want_write = true;
+        } else if (l->tr.want == TR_WANT_READ) {
+            event_add(l->rev, NULL);
+        }
+        return;
+    }
+    l->state = L_HANDSHAKE;
+    event_add(l->rev, NULL);
+    link_write(l);
 }
 
 /* Writes the preamble, then the queue. */
@@ -461,7 +461,7 @@ static void link_write(struct cluster_link *l)
         } else {
             break;
         }
-        w = send(l->fd, p, n, MSG_NOSIGNAL);
+        w = tr_write(&l->tr, p, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -472,7 +472,7 @@ static void link_write(struct cluster_link *l)
             return;
         }
         if (w <= 0) {
-            disconnect(l, strerror(errno));
+            disconnect(l, tr_error(&l->tr));
             return;
         }
         l->sent_ms = now_ms();
@@ -491,20 +491,12 @@ static void link_write(struct cluster_link *l)
 static void on_write(evutil_socket_t fd, short what, void *arg)
 {
     struct cluster_link *l = arg;
-    int err = 0;
-    socklen_t len = sizeof(err);
 
-    (void)what;
+    (void)fd, (void)what;
     l->want_write = false;
     if (l->state == L_CONNECTING) {
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-            err = errno;
-        if (err != 0) {
-            disconnect(l, strerror(err));
-            return;
-        }
-        l->state = L_HANDSHAKE;
-        event_add(l->rev, NULL);
+        link_handshake(l);
+        return;
     }
     link_write(l);
 }
@@ -621,7 +613,7 @@ static bool on_reply(struct cluster_link *l, const struct ur_frame_hdr *h,
             log_debug("cluster: link to %.40s (%s:%u) up", peer(l)->id,
                       peer(l)->ip, peer(l)->port);
             link_write(l);
-            if (l->fd < 0)
+            if (l->tr.fd < 0)
                 return false;
         }
     } else {
@@ -637,10 +629,15 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     ssize_t n;
     size_t pos = 0;
 
-    (void)what;
-    n = recv(fd, buf, sizeof(buf), 0);
+    (void)fd, (void)what;
+    if (l->state == L_CONNECTING) {
+        link_handshake(l);
+        return;
+    }
+again:
+    n = tr_read(&l->tr, buf, sizeof(buf));
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        disconnect(l, n == 0 ? "closed by the peer" : strerror(errno));
+        disconnect(l, n == 0 ? "closed by the peer" : tr_error(&l->tr));
         return;
     }
     if (n < 0)
@@ -668,6 +665,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         pos += used;
     }
     ur_buf_consume(&l->in, pos);
+    if (tr_pending(&l->tr) > 0)
+        goto again; /* TLS: decrypted already, which no event reports */
 }
 
 void clink_cron(struct cluster_link *l, uint64_t now)
@@ -701,7 +700,7 @@ void clink_cron(struct cluster_link *l, uint64_t now)
 
 void clink_flush(struct cluster_link *l)
 {
-    if (l->fd >= 0 && l->state == L_UP && l->q_sent < l->q.len)
+    if (l->tr.fd >= 0 && l->state == L_UP && l->q_sent < l->q.len)
         link_write(l);
 }
 

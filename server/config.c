@@ -177,7 +177,7 @@ static const struct key keys[] = {
     {"tls-session-cache-timeout", K_U32, F(tls_session_cache_timeout), "300", 0,
      31536000, R},
     {"tls-replication", K_YESNO, F(tls_replication), "no", 0, 0, R},
-    {"tls-cluster", K_YESNO, F(tls_cluster), "no", 0, 0, R},
+    {"tls-cluster", K_YESNO, F(tls_cluster), "no", 0, 0, 0},
     /* unreadd's own: Redis has no metrics port */
     {"metrics-tls", K_YESNO, F(metrics_tls), "no", 0, 0, 0},
     {"tls-handshake-timeout", K_U32, F(tls_handshake_timeout), "10", 1, 3600,
@@ -909,6 +909,21 @@ int config_set_runtime(struct config *cfg, const char *key, const char *value,
         return -1;
     }
     return config_set(cfg, k->name, value, err, errlen);
+}
+
+bool config_is_secret(const char *key, size_t len)
+{
+    const struct alias *a;
+    const struct key *k;
+    char name[64];
+
+    if (len >= sizeof(name))
+        return false;
+    memcpy(name, key, len);
+    name[len] = '\0';
+    a = alias_find(name);
+    k = key_find(a != NULL && a->target != NULL ? a->target : name);
+    return k != NULL && k->kind == K_SECRET;
 }
 
 bool config_is_runtime(const char *key)

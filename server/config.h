@@ -184,6 +184,10 @@ int config_set_runtime(struct config *cfg, const char *key, const char *value,
 /* Whether key (or alias) exists / may change at run time. */
 bool config_known(const char *key);
 bool config_is_runtime(const char *key);
+/* Whether key (len bytes, any case, a Redis name too) holds a secret
+ * (requirepass, masterauth, the TLS key passphrases): its value is never
+ * shown (CONFIG GET, MONITOR, SLOWLOG). */
+bool config_is_secret(const char *key, size_t len);
 /* The table's name of key or alias (save -> save-seconds); NULL if none. */
 const char *config_canonical(const char *key);
 

@@ -26,6 +26,7 @@
 
 #include "batch.h"
 #include "cluster.h"
+#include "clients.h"
 #include "cluster_copy.h"
 #include "cmds.h"
 #include "badges.h"
@@ -140,11 +141,44 @@ static bool stage(struct server *srv, const struct ur_op *op, uint32_t argc,
  * server.h cmd_ns), INFO commandstats and errorstats, SLOWLOG, the
  * latency monitor, CLIENT LIST's idle and cmd, and MONITOR.
  */
+#define REDACT_ARGS 16
+
+/*
+ * The arguments SLOWLOG keeps, with every secret (clients_arg_secret: AUTH
+ * and HELLO AUTH passwords, CONFIG SET of requirepass, masterauth and the
+ * TLS key passphrases) replaced by "(redacted)", as MONITOR shows them.
+ * Only the commands that can carry a secret are copied, into `out`; they
+ * have few arguments, past REDACT_ARGS they are kept whole.
+ */
+static const struct ur_arg *redact(const struct ur_op *op, uint32_t argc,
+                                   const struct ur_arg *argv,
+                                   struct ur_arg out[REDACT_ARGS])
+{
+    static const char hidden[] = "(redacted)";
+    bool any = false;
+
+    if ((op->code != UR_OP_AUTH && op->code != UR_OP_HELLO &&
+         op->code != UR_OP_CONFIG) ||
+        argc > REDACT_ARGS)
+        return argv;
+    for (uint32_t i = 0; i < argc; i++) {
+        out[i] = argv[i];
+        if (clients_arg_secret(op, argc, argv, i)) {
+            out[i].kind = UR_ARG_STR;
+            out[i].str = hidden;
+            out[i].len = sizeof(hidden) - 1;
+            any = true;
+        }
+    }
+    return any ? out : argv;
+}
+
 static void exec_done(struct server *srv, struct session *sess,
                       const struct ur_op *op, uint32_t argc,
                       const struct ur_arg *argv, const struct reply *r,
                       uint64_t t0)
 {
+    struct ur_arg shown[REDACT_ARGS];
     uint64_t now = server_mono_ns();
     uint64_t usec = (now - t0) / 1000;
     int64_t slower = srv->cfg.slowlog_slower_than;
@@ -158,7 +192,8 @@ static void exec_done(struct server *srv, struct session *sess,
     if (slower >= 0 && usec >= (uint64_t)slower)
         slowlog_add(
             &srv->slowlog, srv->cfg.slowlog_max_len, server_now_ms() / 1000,
-            usec, op->name, argc, argv, sess->client ? sess->client->addr : "",
+            usec, op->name, argc, redact(op, argc, argv, shown),
+            sess->client ? sess->client->addr : "",
             sess->client && sess->client->name ? sess->client->name : "");
     if (srv->cfg.latency_threshold != 0)
         latency_add(&srv->latency, LAT_COMMAND, server_now_ms() / 1000,

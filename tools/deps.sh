@@ -24,6 +24,8 @@ for what in "$@"; do
         want liblz4-dev pkg-config --exists liblz4
         want libedit-dev pkg-config --exists libedit
         want libsystemd-dev pkg-config --exists libsystemd
+        # TLS (server/tls.c, libunread): OpenSSL 3
+        want libssl-dev pkg-config --exists openssl
         ;;
     test)
         want python3 command -v python3
@@ -36,6 +38,8 @@ for what in "$@"; do
         want prometheus-redis-exporter command -v prometheus-redis-exporter
         # Failover under real sentinels (test_sentinel.py, faults/failover.py)
         want redis-sentinel command -v redis-sentinel
+        # The TLS tests make their own CA and certificates
+        want openssl command -v openssl
         ;;
     bench)
         want redis-server command -v redis-server

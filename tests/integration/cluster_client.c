@@ -4,8 +4,11 @@
  * mode over seeds; commands one per line on stdin, one result line each
  * on stdout.
  *
- *   cluster_client sync|async SEEDS
+ *   cluster_client sync|async SEEDS [--plain] [--tls CA [CERT KEY]]
  *
+ * --plain: not cluster mode (SEEDS is a server list, test_tls.py); --tls:
+ * TLS, the server checked against CA, with a client certificate when
+ * CERT and KEY are given.
  *   cmd NAME ARG...    any command (unread_command / _async_command)
  *                      -> "cmd RC FLAT" and "redir TEXT|-"
  *   incr UID TYPE N    unread_cnt_incr   -> "incr RC VALUE TOTAL"
@@ -29,7 +32,7 @@
 #include "../async_done.h"
 #include "unread.h"
 
-#define MAXW 1100
+#define MAXW 4100
 
 static void flat(const struct unread_reply *r)
 {
@@ -91,15 +94,23 @@ int main(int argc, char **argv)
     char err[512];
     bool async;
 
-    if (argc != 3) {
-        fprintf(stderr, "usage: cluster_client sync|async SEEDS\n");
+    if (argc < 3) {
+        fprintf(stderr, "usage: cluster_client sync|async SEEDS [--plain] "
+                        "[--tls CA [CERT KEY]]\n");
         return 2;
     }
     async = strcmp(argv[1], "async") == 0;
     o = unread_opts_new();
-    if (o == NULL || unread_opts_set_cluster(o, true) != 0 ||
-        unread_opts_set_timeouts(o, 2000, 5000, 5000) != 0)
+    if (o == NULL || unread_opts_set_timeouts(o, 2000, 5000, 5000) != 0)
         return 2;
+    (void)unread_opts_set_cluster(o, argc < 4 || strcmp(argv[3], "--plain"));
+    for (int i = 3; i < argc; i++)
+        if (strcmp(argv[i], "--tls") == 0 && i + 1 < argc &&
+            (unread_opts_set_tls(o, true) != 0 ||
+             unread_opts_set_tls_ca(o, argv[i + 1], NULL) != 0 ||
+             (i + 3 < argc &&
+              unread_opts_set_tls_cert(o, argv[i + 2], argv[i + 3]) != 0)))
+            return 2;
     if (async)
         a = unread_async_connect(argv[2], o, err, sizeof(err));
     else
@@ -110,7 +121,7 @@ int main(int argc, char **argv)
         return 1;
     }
     while (fgets(line, sizeof(line), stdin) != NULL) {
-        struct unread_arg args[MAXW];
+        static struct unread_arg args[MAXW];
         struct unread_reply *r = NULL;
         struct done d = {false, 0};
         size_t n = 0, i;

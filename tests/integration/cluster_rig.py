@@ -73,6 +73,10 @@ class CNode(Node):
         self.fixed_port = low_port()
 
     def addr(self):
+        """host:port as the cluster knows the node (its TLS port with
+        tls-cluster yes)."""
+        if self.config.get("tls_cluster") == "yes":
+            return "127.0.0.1:%d" % self.config["tls_port"]
         return "127.0.0.1:%d" % self.port
 
     def nodes(self):
@@ -105,10 +109,13 @@ def signature(node):
 class Cluster:
     """with Cluster(masters=3, replicas=1) as cl: ..."""
 
-    def __init__(self, masters=3, replicas=1, **config):
+    def __init__(self, masters=3, replicas=1, tls=None, **config):
+        """tls: test certificates (tlsgen.Certs): every node with a TLS
+        port, tls-cluster and tls-replication yes; redis-cli over TLS."""
         self.nmasters = masters
         self.nreplicas = replicas
         self.config = config
+        self.tls = tls
         self.tmp = tempfile.mkdtemp(prefix="unreadd-cluster-")
         self.nodes = []
 
@@ -129,6 +136,11 @@ class Cluster:
 
     def new_node(self, **config):
         cfg = dict(self.config)
+        if self.tls is not None:
+            cfg.update(tls_port=low_port(), tls_cluster="yes",
+                       tls_replication="yes", tls_cert_file=self.tls.server,
+                       tls_key_file=self.tls.server_key,
+                       tls_ca_cert_file=self.tls.ca)
         cfg.update(config)
         n = CNode(self.tmp, "node%d" % len(self.nodes), **cfg).start()
         self.nodes.append(n)
@@ -158,6 +170,9 @@ class Cluster:
         wait_until(linked, timeout, "every replica's link")
 
     def cli(self, *args, timeout=30, check=True, input=None):
+        if self.tls is not None:
+            args = ("--tls", "--cacert", self.tls.ca, "--cert",
+                    self.tls.client, "--key", self.tls.client_key) + args
         p = subprocess.run([REDIS_CLI] + list(args), capture_output=True,
                            text=True, timeout=timeout, input=input)
         if check and p.returncode != 0:
@@ -190,7 +205,8 @@ class Cluster:
         return out
 
     def by_port(self, port):
-        return [n for n in self.nodes if n.port == port][0]
+        return [n for n in self.nodes
+                if port in (n.port, n.config.get("tls_port"))][0]
 
     def owner(self, key, via=None):
         """The node serving key's slot, per CLUSTER SLOTS of via."""
@@ -234,7 +250,7 @@ def slots_of(node):
     """The slots node serves, per its own CLUSTER SLOTS."""
     out = set()
     for r in node.cmd("CLUSTER", "SLOTS"):
-        if r[2][1] == node.port:
+        if r[2][1] in (node.port, node.config.get("tls_port")):
             out.update(range(r[0], r[1] + 1))
     return out
 

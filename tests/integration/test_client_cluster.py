@@ -35,9 +35,9 @@ DRIVER = os.path.join(BUILD, "cluster_client")
 class Drv:
     """One cluster_client process: a line in, its result lines out."""
 
-    def __init__(self, mode, seeds):
+    def __init__(self, mode, seeds, *extra):
         self.mode = mode
-        self.l = Lines([DRIVER, mode, seeds])
+        self.l = Lines([DRIVER, mode, seeds] + list(extra))
 
     def do(self, line, n=1):
         self.l.p.stdin.write(line + "\n")

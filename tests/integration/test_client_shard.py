@@ -194,7 +194,8 @@ def test_badge_service_example_rides_out_a_shard_restart():
         b = subprocess.run([CC, "-std=c11", "-D_GNU_SOURCE", "-Wall",
                             "-Wextra", "-Werror", "-O1",
                             "-I" + os.path.join(REPO, "client-lib"), src, lib,
-                            "-lxxhash", "-o", exe] + _sanitizer_flags(lib),
+                            "-lxxhash", "-lssl", "-lcrypto", "-o", exe] +
+                           _sanitizer_flags(lib),
                            capture_output=True, text=True)
         assert b.returncode == 0, b.stderr
         p = subprocess.Popen([exe, server_list(srv), "4"],

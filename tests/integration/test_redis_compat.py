@@ -349,6 +349,39 @@ def test_monitor_streams_other_clients_commands():
         assert_err(c.cmd("MONITOR"))
 
 
+def test_secrets_are_redacted_in_monitor_and_slowlog():
+    """Every secret-bearing argument: CONFIG SET of masterauth and the TLS
+    key passphrases (several pairs in one SET too), AUTH with a user,
+    HELLO AUTH; shown as (redacted) to MONITOR and kept so by SLOWLOG."""
+    secrets = ["ma-%d-secret" % i for i in range(5)]
+    with Server() as srv, srv.resp() as m, srv.resp() as c:
+        assert c.cmd("CONFIG", "SET", "slowlog-log-slower-than", 0) == "OK"
+        assert m.cmd("MONITOR") == "OK"
+        c.cmd("CONFIG", "SET", "masterauth", secrets[0])
+        c.cmd("CONFIG", "SET", "maxclients", 900,
+              "tls-key-file-pass", secrets[1])
+        c.cmd("CONFIG", "SET", "tls-client-key-file-pass", secrets[2])
+        c.cmd("AUTH", "default", secrets[3])
+        c.cmd("HELLO", 3, "AUTH", "default", secrets[4])
+        c.cmd("CONFIG", "SET", "MASTERAUTH", secrets[0])
+        lines = [m.read_reply() for _ in range(6)]
+        text = "".join(lines)
+        for sec in secrets:
+            assert sec not in text, (sec, lines)
+        assert lines[0].endswith('"config" "SET" "masterauth" "(redacted)"')
+        assert lines[1].endswith('"maxclients" "900" "tls-key-file-pass" '
+                                 '"(redacted)"'), lines[1]
+        assert lines[3].endswith('"auth" "(redacted)" "(redacted)"')
+        assert lines[5].endswith('"MASTERAUTH" "(redacted)"'), lines[5]
+        log = c.cmd("SLOWLOG", "GET", 100)
+        flat = repr(log)
+        for sec in secrets:
+            assert sec not in flat, (sec, log)
+        args = [[a.decode() for a in e[3]] for e in log]
+        assert ["CONFIG", "SET", "masterauth", "(redacted)"] in args, args
+        assert ["AUTH", "(redacted)", "(redacted)"] in args, args
+
+
 def test_slowlog_records_commands_over_the_threshold():
     with Server() as srv, srv.resp() as c:
         n = c.cmd("SLOWLOG", "LEN")

@@ -1178,11 +1178,11 @@ static void test_sentinel(void)
     /* answers: an address, an unknown name, garbage */
     port = fake_sentinel(replies, 3, &pid);
     s = sentinel_of(port, false, &a, &n);
-    CHECK(uc_sentinel_resolve(s, 2000, err, sizeof(err)) == 0);
+    CHECK(uc_sentinel_resolve(s, NULL, 2000, err, sizeof(err)) == 0);
     CHECK(strcmp(s->host, "127.0.0.1") == 0 && s->port == 7461);
-    CHECK(uc_sentinel_resolve(s, 2000, err, sizeof(err)) != 0);
+    CHECK(uc_sentinel_resolve(s, NULL, 2000, err, sizeof(err)) != 0);
     CHECK(strstr(err, "no master named 'm1'") != NULL);
-    CHECK(uc_sentinel_resolve(s, 2000, err, sizeof(err)) != 0);
+    CHECK(uc_sentinel_resolve(s, NULL, 2000, err, sizeof(err)) != 0);
     CHECK(strstr(err, "none of 1 sentinels") != NULL);
     uc_addrs_free(a, n);
     waitpid(pid, &st, 0);
@@ -1195,7 +1195,7 @@ static void test_sentinel(void)
         port = fake_sentinel(rr, 3, &pid);
         s = sentinel_of(port, true, &a, &n);
         for (i = 0; i < 3; i++) {
-            CHECK(uc_sentinel_resolve(s, 2000, err, sizeof(err)) == 0);
+            CHECK(uc_sentinel_resolve(s, NULL, 2000, err, sizeof(err)) == 0);
             got[i] = s->host[0] == 'c' ? "c" : s->host[0] == 'd' ? "d" : "?";
         }
         CHECK(strcmp(got[0], "?") != 0 && strcmp(got[0], got[1]) != 0 &&
@@ -1208,7 +1208,7 @@ static void test_sentinel(void)
     port = fake_sentinel(replies, 0, &pid);
     waitpid(pid, &st, 0);
     s = sentinel_of(port, false, &a, &n);
-    CHECK(uc_sentinel_resolve(s, 500, err, sizeof(err)) != 0);
+    CHECK(uc_sentinel_resolve(s, NULL, 500, err, sizeof(err)) != 0);
     uc_addrs_free(a, n);
 }
 

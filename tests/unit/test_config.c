@@ -34,7 +34,9 @@ static void test_set(void)
     config_init(&c);
     CHECK(config_set(&c, "port", "7000", err, sizeof(err)) == 0);
     CHECK_EQ_U64(c.port, 7000);
-    CHECK(config_set(&c, "port", "0", err, sizeof(err)) == -1);
+    /* 0: no plaintext listener (TLS alone, on tls-port) */
+    CHECK(config_set(&c, "port", "0", err, sizeof(err)) == 0);
+    CHECK_EQ_U64(c.port, 0);
     CHECK(config_set(&c, "port", "65536", err, sizeof(err)) == -1);
     CHECK(config_set(&c, "port", "70a", err, sizeof(err)) == -1);
     CHECK(strstr(err, "port") != NULL);
