@@ -86,6 +86,9 @@ struct client {
     int fd;
     char addr[CLIENT_ADDR_MAX];  /* peer "ip:port" */
     char laddr[CLIENT_ADDR_MAX]; /* local "ip:port" */
+    bool local;                  /* the peer is a loopback address: what
+                                    enable-*-command local and protected
+                                    mode call local (net.c) */
     char *name;                  /* CLIENT SETNAME; NULL: none */
     char *lib_name, *lib_ver;    /* CLIENT SETINFO; NULL: none */
     uint64_t ctime_ms;           /* connected at (wall clock) */

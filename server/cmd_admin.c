@@ -214,8 +214,13 @@ static void config_get(struct exec_ctx *x)
  * anew each time. */
 static void config_apply(struct server *srv, const char *key)
 {
+    char err[256];
+
     if (strcmp(key, "loglevel") == 0)
         log_set_level((enum log_level)srv->cfg.loglevel);
+    else if (strcmp(key, "logfile") == 0 &&
+             log_open(srv->cfg.logfile, err, sizeof(err)) != 0)
+        log_warn("CONFIG SET logfile: %s; the log stays where it was", err);
     else if (strcmp(key, "slowlog-max-len") == 0)
         slowlog_trim(&srv->slowlog, srv->cfg.slowlog_max_len);
     if (srv->on_config != NULL)
@@ -264,6 +269,15 @@ static void config_set_pairs(struct exec_ctx *x)
                           "CONFIG SET failed: duplicate parameter '%s'", key);
                 return;
             }
+        }
+        if (config_protected_change(&x->srv->cfg, key, value) &&
+            !config_allows(x->srv->cfg.enable_protected_configs,
+                           session_local(x->sess))) {
+            reply_err(x->r, UR_E_ERR,
+                      "CONFIG SET failed (possibly related to argument "
+                      "'%s') - can't set protected config",
+                      key);
+            return;
         }
         if (config_set_runtime(&next, key, value, err, sizeof(err)) != 0) {
             reply_err(x->r, UR_E_BADARG, "CONFIG SET failed: %s", err);
@@ -318,7 +332,7 @@ void cmd_CONFIG(struct exec_ctx *x)
                       "file to write");
             return;
         }
-        if (config_rewrite(&x->srv->cfg, x->srv->cfg.config_file, err,
+        if (config_rewrite(&x->srv->cfg, x->srv->cfg.config_file, NULL, err,
                            sizeof(err)) != 0) {
             log_warn("CONFIG REWRITE: %s", err);
             reply_err(x->r, UR_E_ERR, "Rewriting config file: %s", err);

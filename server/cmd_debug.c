@@ -8,22 +8,15 @@
 #define ADVANCE_MAX_S (100ULL * 366 * 86400)
 
 /*
- * DEBUG ADVANCE-CLOCK seconds: a test hook, refused unless
- * enable-debug-command is yes. Moves the server clock (every default ts,
- * the activity days, expiry) forward. The offset itself is not journaled
- * and is gone after a restart; what runs under it is journaled with the
- * time it ran at, so replay is still exact.
+ * DEBUG ADVANCE-CLOCK seconds: a test hook. Moves the server clock (every
+ * default ts, the activity days, expiry) forward. The offset itself is not
+ * journaled and is gone after a restart; what runs under it is journaled with
+ * the time it ran at, so replay is still exact.
  */
 static void advance_clock(struct exec_ctx *x)
 {
     uint64_t s;
 
-    if (!x->srv->cfg.enable_debug_command) {
-        reply_err(x->r, UR_E_ERR,
-                  "DEBUG ADVANCE-CLOCK is a test hook: set "
-                  "enable-debug-command yes to use it");
-        return;
-    }
     if (!arg_u64(x, 1, "seconds", &s))
         return;
     if (s > ADVANCE_MAX_S) {
@@ -39,8 +32,20 @@ static void advance_clock(struct exec_ctx *x)
     reply_int(x->r, (uint64_t)(x->srv->clock_offset_ms / 1000));
 }
 
+/* DEBUG runs only where enable-debug-command allows it (no by default;
+ * local: loopback clients), as in Redis 7: AUDIT blocks the server, and
+ * the hooks change what the server believes. */
 void cmd_DEBUG(struct exec_ctx *x)
 {
+    if (!config_allows(x->srv->cfg.enable_debug_command,
+                       session_local(x->sess))) {
+        reply_err(x->r, UR_E_ERR,
+                  "DEBUG command not allowed. If the enable-debug-command "
+                  "option is set to \"local\", you can run it from a local "
+                  "connection, otherwise you need to set this option in the "
+                  "configuration file, and then restart the server.");
+        return;
+    }
     if (arg_is(x, 0, "AUDIT") && x->argc == 1) {
         size_t bad = db_audit(&x->srv->db);
         if (bad != 0)

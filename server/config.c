@@ -30,18 +30,28 @@ enum key_kind {
     K_I64,      /* signed; negative means "off" (slowlog-log-slower-than) */
     K_STR0,     /* a string that may be empty (logfile: "" is stderr) */
     K_HOSTPORT, /* "" or "host port" (replicaof) */
-    K_TLSAUTH   /* tls-auth-clients: yes, no, optional */
+    K_TLSAUTH,  /* tls-auth-clients: yes, no, optional */
+    K_ALLOW,    /* no, yes or local (enum config_allow) */
+    K_CHANDEF   /* acl-pubsub-default: resetchannels or allchannels */
 };
 
 /* K_TLSAUTH values, indexed by enum config_tls_auth. */
 static const char *const tls_auth_names[] = {"no", "yes", "optional"};
 
+/* K_ALLOW values, indexed by enum config_allow. */
+static const char *const allow_names[] = {"no", "yes", "local"};
+
 /* K_FSYNC values, indexed by enum journal_fsync. */
 static const char *const fsync_names[] = {"no", "everysec", "always"};
 
 /* R: CONFIG SET may change the key while the server runs (the rest are
- * read once at start: set them in the config file and restart). */
+ * read once at start: set them in the config file and restart).
+ * P: protected, as Redis 7's PROTECTED_CONFIG: a path the server writes
+ * or reads, which CONFIG SET changes only where enable-protected-configs
+ * allows it (cmd_admin.c asks config_is_protected); a client that could
+ * set it could make the server write or read files anywhere. */
 #define R 1u
+#define P 2u
 
 struct key {
     const char *name;
@@ -49,7 +59,7 @@ struct key {
     size_t off;
     const char *dflt;
     uint32_t min, max; /* K_U32 */
-    unsigned flags;    /* R */
+    unsigned flags;    /* R, P */
 };
 
 #define F(field) offsetof(struct config, field)
@@ -58,7 +68,9 @@ static const struct key keys[] = {
     {"bind", K_STR, F(bind), "127.0.0.1", 0, 0, 0},
     /* 0: no plaintext listener (tls-port alone) */
     {"port", K_U32, F(port), "7460", 0, 65535, 0},
-    {"dir", K_STR, F(dir), "./data", 0, 0, 0},
+    /* Read once at start (persistence keeps its files there), and
+     * protected besides. */
+    {"dir", K_STR, F(dir), "./data", 0, 0, P},
     {"loglevel", K_LOGLEVEL, F(loglevel), "info", 0, 0, R},
     {"max-frame", K_U32, F(max_frame), "1048576", 64, UR_MAX_FRAME_CEILING, R},
     {"max-args", K_U32, F(max_args), "4096", 8, 1u << 20, 0},
@@ -85,7 +97,8 @@ static const struct key keys[] = {
     {"inactive-days", K_U32, F(inactive_days), "30", 0, 36500, R},
     {"expire-families", K_FAMILIES, F(expire_families_text), "bc dot grp feed",
      0, 0, 0},
-    {"enable-debug-command", K_YESNO, F(enable_debug_command), "no", 0, 0, 0},
+    /* DEBUG: no, yes, or only for loopback clients (local) */
+    {"enable-debug-command", K_ALLOW, F(enable_debug_command), "no", 0, 0, 0},
     {"maxmemory", K_BYTES, F(maxmemory), "0", 0, 0, R},
     {"metrics-port", K_U32, F(metrics_port), "0", 0, 65535, 0},
     {"metrics-bind", K_STR, F(metrics_bind), "127.0.0.1", 0, 0, 0},
@@ -97,6 +110,10 @@ static const struct key keys[] = {
     {"client-output-timeout", K_U32, F(client_output_timeout), "60", 0,
      31536000, R},
     {"requirepass", K_SECRET, F(requirepass), "", 0, 0, R},
+    /* no password for the default user: only loopback clients (net.c) */
+    {"protected-mode", K_YESNO, F(protected_mode), "yes", 0, 0, R},
+    {"enable-protected-configs", K_ALLOW, F(enable_protected_configs), "no", 0,
+     0, 0},
     /* pub/sub (docs/OPERATIONS.md "Pub/sub and badge channels"): a
      * subscriber's unsent output, as Redis's client-output-buffer-limit
      * pubsub 32mb 8mb 60 (also settable under that name) */
@@ -108,9 +125,9 @@ static const struct key keys[] = {
     /* publish badge changes on badge:<uid> and global heads (badges.h) */
     {"notify-badges", K_YESNO, F(notify_badges), "no", 0, 0, R},
     /* introspection (docs/OPERATIONS.md "Redis tools") */
-    /* Not at run time (as in Redis): a client could make the server
-     * create files anywhere it may write. */
-    {"logfile", K_STR0, F(logfile), "", 0, 0, 0},
+    /* At run time only where enable-protected-configs allows it: a
+     * client could make the server create files anywhere it may write. */
+    {"logfile", K_STR0, F(logfile), "", 0, 0, R | P},
     {"slowlog-log-slower-than", K_I64, F(slowlog_slower_than), "10000", 0, 0,
      R},
     {"slowlog-max-len", K_U32, F(slowlog_max_len), "128", 0, 1000000, R},
@@ -155,16 +172,16 @@ static const struct key keys[] = {
      * CONFIG SET of any tls- key rebuilds the contexts (tls.h): the
      * certificate files are read again, for rotation. */
     {"tls-port", K_U32, F(tls_port), "0", 0, 65535, 0},
-    {"tls-cert-file", K_STR0, F(tls_cert_file), "", 0, 0, R},
-    {"tls-key-file", K_STR0, F(tls_key_file), "", 0, 0, R},
+    {"tls-cert-file", K_STR0, F(tls_cert_file), "", 0, 0, R | P},
+    {"tls-key-file", K_STR0, F(tls_key_file), "", 0, 0, R | P},
     {"tls-key-file-pass", K_SECRET, F(tls_key_file_pass), "", 0, 0, R},
-    {"tls-client-cert-file", K_STR0, F(tls_client_cert_file), "", 0, 0, R},
-    {"tls-client-key-file", K_STR0, F(tls_client_key_file), "", 0, 0, R},
+    {"tls-client-cert-file", K_STR0, F(tls_client_cert_file), "", 0, 0, R | P},
+    {"tls-client-key-file", K_STR0, F(tls_client_key_file), "", 0, 0, R | P},
     {"tls-client-key-file-pass", K_SECRET, F(tls_client_key_file_pass), "", 0,
      0, R},
-    {"tls-dh-params-file", K_STR0, F(tls_dh_params_file), "", 0, 0, R},
-    {"tls-ca-cert-file", K_STR0, F(tls_ca_cert_file), "", 0, 0, R},
-    {"tls-ca-cert-dir", K_STR0, F(tls_ca_cert_dir), "", 0, 0, R},
+    {"tls-dh-params-file", K_STR0, F(tls_dh_params_file), "", 0, 0, R | P},
+    {"tls-ca-cert-file", K_STR0, F(tls_ca_cert_file), "", 0, 0, R | P},
+    {"tls-ca-cert-dir", K_STR0, F(tls_ca_cert_dir), "", 0, 0, R | P},
     {"tls-auth-clients", K_TLSAUTH, F(tls_auth_clients), "yes", 0, 0, R},
     {"tls-protocols", K_STR0, F(tls_protocols), "", 0, 0, R},
     {"tls-ciphers", K_STR0, F(tls_ciphers), "", 0, 0, R},
@@ -363,10 +380,41 @@ static int set_bytes(uint64_t *out, const char *name, const char *value,
 static int set_alias(struct config *cfg, const char *key, const char *value,
                      char *err, size_t errlen);
 
+/* A `user` line (acl.h), handed over to whoever reads them. */
+static int set_user(struct config *cfg, const char *where, const char *line,
+                    char *err, size_t errlen)
+{
+    if (cfg->on_user == NULL) {
+        snprintf(err, errlen, "%s: user lines are not read here", where);
+        return -1;
+    }
+    return cfg->on_user(cfg->on_user_ctx, where, line, err, errlen);
+}
+
+/* Whether a host name or address can be written back as the first word
+ * of "host port" (replicaof): printable, no blank, quote or backslash. */
+static bool host_ok(const char *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)h[i];
+        if (c <= ' ' || c >= 0x7f || c == '"' || c == '\'' || c == '\\')
+            return false;
+    }
+    return n > 0;
+}
+
 int config_set(struct config *cfg, const char *key, const char *value,
                char *err, size_t errlen)
 {
     const struct key *k = key_find(key);
+    if (k == NULL && strcasecmp(key, "user") == 0) {
+        char why[512];
+
+        if (set_user(cfg, "--user", value, why, sizeof(why)) == 0)
+            return 0;
+        snprintf(err, errlen, "--user: %s", why);
+        return -1;
+    }
     if (k == NULL && set_alias(cfg, key, value, err, errlen) != 1)
         return err[0] != '\0' ? -1 : 0;
     if (k == NULL) {
@@ -460,7 +508,7 @@ int config_set(struct config *cfg, const char *key, const char *value,
             memset(field, 0, CONFIG_STR_MAX);
             return 0;
         }
-        if (hl == 0 || hl >= sizeof(host) - 8 ||
+        if (hl == 0 || hl >= sizeof(host) - 8 || !host_ok(value, hl) ||
             !ur_parse_u64(pv, strlen(pv), &port) || port == 0 || port > 65535) {
             snprintf(err, errlen,
                      "%s: '%s' is not \"host port\" (or \"\": none)", k->name,
@@ -485,6 +533,26 @@ int config_set(struct config *cfg, const char *key, const char *value,
         snprintf(err, errlen, "%s: '%s' is not one of yes, no, optional",
                  k->name, value);
         return -1;
+    case K_ALLOW:
+        for (int i = 0; i < 3; i++) {
+            if (strcasecmp(value, allow_names[i]) == 0) {
+                *(int *)(void *)field = i;
+                return 0;
+            }
+        }
+        snprintf(err, errlen, "%s: '%s' is not one of no, yes, local", k->name,
+                 value);
+        return -1;
+    case K_CHANDEF:
+        if (strcasecmp(value, "allchannels") != 0 &&
+            strcasecmp(value, "resetchannels") != 0) {
+            snprintf(err, errlen,
+                     "%s: '%s' is not allchannels or resetchannels", k->name,
+                     value);
+            return -1;
+        }
+        *(bool *)(void *)field = strcasecmp(value, "allchannels") == 0;
+        return 0;
     case K_STR0:
     case K_SECRET:
         if (strlen(value) >= CONFIG_STR_MAX) {
@@ -520,42 +588,178 @@ static char *trim(char *s)
     return s;
 }
 
+int config_split(char *line, size_t len, char **words, size_t *lens, int max)
+{
+    size_t i = 0;
+    int n = 0;
+
+    for (;;) {
+        char *o, *start;
+        bool dq = false, sq = false, done = false;
+
+        while (i < len && (isspace((unsigned char)line[i]) || line[i] == 0))
+            i++;
+        if (i >= len)
+            return n;
+        if (n == max)
+            return -2;
+        o = start = line + i;
+        while (!done) {
+            unsigned char c = i < len ? (unsigned char)line[i] : 0;
+
+            if (dq) {
+                if (i >= len)
+                    return -1;
+                if (c == '\\' && i + 3 < len && line[i + 1] == 'x' &&
+                    isxdigit((unsigned char)line[i + 2]) &&
+                    isxdigit((unsigned char)line[i + 3])) {
+                    char hex[3] = {line[i + 2], line[i + 3], 0};
+                    *o++ = (char)strtoul(hex, NULL, 16);
+                    i += 4;
+                } else if (c == '\\' && i + 1 < len) {
+                    char e = line[i + 1];
+                    *o++ = e == 'n'   ? '\n'
+                           : e == 'r' ? '\r'
+                           : e == 't' ? '\t'
+                           : e == 'b' ? '\b'
+                           : e == 'a' ? '\a'
+                                      : e;
+                    i += 2;
+                } else if (c == '"') {
+                    /* the closing quote ends the word */
+                    if (i + 1 < len && !isspace((unsigned char)line[i + 1]))
+                        return -1;
+                    i++;
+                    done = true;
+                } else {
+                    *o++ = (char)c;
+                    i++;
+                }
+            } else if (sq) {
+                if (i >= len)
+                    return -1;
+                if (c == '\\' && i + 1 < len && line[i + 1] == '\'') {
+                    *o++ = '\'';
+                    i += 2;
+                } else if (c == '\'') {
+                    if (i + 1 < len && !isspace((unsigned char)line[i + 1]))
+                        return -1;
+                    i++;
+                    done = true;
+                } else {
+                    *o++ = (char)c;
+                    i++;
+                }
+            } else if (i >= len || isspace(c) || c == 0) {
+                if (i < len)
+                    i++; /* the blank after the word */
+                done = true;
+            } else if (c == '"') {
+                dq = true;
+                i++;
+            } else if (c == '\'') {
+                sq = true;
+                i++;
+            } else {
+                *o++ = (char)c;
+                i++;
+            }
+        }
+        /* The output never passes the input: o < line + i, or both are at
+         * the end, where line[len] is the terminator. */
+        lens[n] = (size_t)(o - start);
+        words[n++] = start;
+        *o = '\0';
+    }
+}
+
+/*
+ * A value as the config file holds it: one quoted word ("..." or '...',
+ * with config_split's escapes), or, unquoted, the rest of the line as it
+ * is (so `counter-types a b c` keeps its blanks). The word is unescaped in
+ * place; *out points at the value. 0, or -1 with a message.
+ */
+static int file_value(char *v, char **out, char *why, size_t cap)
+{
+    char *w[1];
+    size_t l[1];
+    int n;
+
+    *out = v;
+    if (v[0] != '"' && v[0] != '\'')
+        return 0;
+    n = config_split(v, strlen(v), w, l, 1);
+    if (n != 1) {
+        snprintf(why, cap, "%s",
+                 n == -1 ? "unbalanced quotes"
+                         : "one value expected (quote all of it)");
+        return -1;
+    }
+    if (memchr(w[0], '\0', l[0]) != NULL) {
+        snprintf(why, cap, "a value cannot hold a NUL byte");
+        return -1;
+    }
+    *out = w[0];
+    return 0;
+}
+
+/* Longest line the config file may have: far above any value written
+ * back (4 bytes per byte of a CONFIG_STR_MAX value at most), and room for
+ * long `user` lines. */
+#define LINE_MAX_BYTES (64u << 10)
+
 int config_load_file(struct config *cfg, const char *path, char *err,
                      size_t errlen)
 {
     FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    unsigned lineno = 0;
+    int rc = 0;
+
     if (f == NULL) {
         snprintf(err, errlen, "cannot open config file %s: %s", path,
                  strerror(errno));
         return -1;
     }
-    char line[1024];
-    unsigned lineno = 0;
-    int rc = 0;
-    while (fgets(line, sizeof(line), f) != NULL) {
+    while ((got = getline(&line, &cap, f)) >= 0) {
+        char why[512], where[CONFIG_STR_MAX + 16];
+        char *s, *v, *value;
+
         lineno++;
-        char *s = trim(line);
+        snprintf(where, sizeof(where), "%s:%u", path, lineno);
+        if ((size_t)got > LINE_MAX_BYTES ||
+            memchr(line, '\0', (size_t)got) != NULL) {
+            snprintf(err, errlen,
+                     "%s: line longer than %u bytes or with a "
+                     "NUL byte",
+                     where, LINE_MAX_BYTES);
+            rc = -1;
+            break;
+        }
+        s = trim(line);
         if (*s == '\0' || *s == '#')
             continue;
-        char *v = s;
+        v = s;
         while (*v != '\0' && *v != ' ' && *v != '\t')
             v++;
         if (*v != '\0')
             *v++ = '\0';
         v = trim(v);
-        /* Allow "value" in quotes, as Redis configs do. */
-        size_t vl = strlen(v);
-        if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"') {
-            v[vl - 1] = '\0';
-            v++;
+        if (strcasecmp(s, "user") == 0) {
+            rc = set_user(cfg, where, v, why, sizeof(why));
+        } else {
+            rc = file_value(v, &value, why, sizeof(why));
+            if (rc == 0)
+                rc = config_set(cfg, s, value, why, sizeof(why));
         }
-        char why[256];
-        if (config_set(cfg, s, v, why, sizeof(why)) != 0) {
-            snprintf(err, errlen, "%s:%u: %s", path, lineno, why);
-            rc = -1;
+        if (rc != 0) {
+            snprintf(err, errlen, "%s: %s", where, why);
             break;
         }
     }
+    free(line);
     fclose(f);
     if (rc == 0 && strlen(path) < sizeof(cfg->config_file))
         strcpy(cfg->config_file, path);
@@ -642,6 +846,11 @@ static const char *key_text(const struct config *cfg, const struct key *k,
     }
     case K_YESNO:
         return *(const bool *)(const void *)field ? "yes" : "no";
+    case K_ALLOW:
+        return allow_names[*(const int *)(const void *)field];
+    case K_CHANDEF:
+        return *(const bool *)(const void *)field ? "allchannels"
+                                                  : "resetchannels";
     case K_FSYNC:
         return fsync_names[*(const int *)(const void *)field];
     case K_BYTES:
@@ -911,6 +1120,19 @@ int config_set_runtime(struct config *cfg, const char *key, const char *value,
     return config_set(cfg, k->name, value, err, errlen);
 }
 
+bool config_protected_change(const struct config *cfg, const char *key,
+                             const char *value)
+{
+    const struct alias *a = alias_find(key);
+    const struct key *k = key_find(a != NULL && a->target ? a->target : key);
+
+    if (k == NULL || !(k->flags & P))
+        return false;
+    if (k->kind != K_STR && k->kind != K_STR0)
+        return true;
+    return strcmp((const char *)cfg + k->off, value) != 0;
+}
+
 bool config_is_secret(const char *key, size_t len)
 {
     const struct alias *a;
@@ -952,18 +1174,117 @@ const char *config_canonical(const char *key)
     return k != NULL ? k->name : NULL;
 }
 
-/* A value as the config file holds it: quoted when empty or when it has
- * blanks (the loader strips one pair of quotes); "host port" as Redis
- * writes it, two words. */
-static void put_line(FILE *f, const char *name, const char *value)
+/* Whether a value must be quoted for the loader (file_value) to read it
+ * back: empty, or with a blank, a quote, a backslash, '#' or a byte that
+ * is not printable ASCII. */
+static bool needs_quotes(const char *v, size_t n)
+{
+    if (n == 0)
+        return true;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c <= ' ' || c >= 0x7f || c == '"' || c == '\'' || c == '\\' ||
+            c == '#')
+            return true;
+    }
+    return false;
+}
+
+size_t config_quote(const char *v, size_t n, char *out, size_t cap)
+{
+    size_t k = 0;
+
+#define PUT(c)                                                                 \
+    do {                                                                       \
+        if (k + 1 < cap)                                                       \
+            out[k] = (char)(c);                                                \
+        k++;                                                                   \
+    } while (0)
+    if (!needs_quotes(v, n)) {
+        for (size_t i = 0; i < n; i++)
+            PUT(v[i]);
+    } else {
+        PUT('"');
+        for (size_t i = 0; i < n; i++) {
+            unsigned char c = (unsigned char)v[i];
+            static const char hex[] = "0123456789abcdef";
+
+            switch (c) {
+            case '\\':
+            case '"':
+                PUT('\\');
+                PUT(c);
+                break;
+            case '\n':
+                PUT('\\');
+                PUT('n');
+                break;
+            case '\r':
+                PUT('\\');
+                PUT('r');
+                break;
+            case '\t':
+                PUT('\\');
+                PUT('t');
+                break;
+            case '\a':
+                PUT('\\');
+                PUT('a');
+                break;
+            case '\b':
+                PUT('\\');
+                PUT('b');
+                break;
+            default:
+                if (c >= 0x20 && c < 0x7f) {
+                    PUT(c);
+                } else {
+                    PUT('\\');
+                    PUT('x');
+                    PUT(hex[c >> 4]);
+                    PUT(hex[c & 15]);
+                }
+            }
+        }
+        PUT('"');
+    }
+#undef PUT
+    if (cap > 0)
+        out[k < cap ? k : cap - 1] = '\0';
+    return k;
+}
+
+/*
+ * One `name value` line, the value as the loader reads it back exactly
+ * (config_quote), or "host port" as Redis writes it, two words (host_ok
+ * made sure the host needs no quotes). The line is read back here before
+ * it is written: -1 with a message when it would not give the value back.
+ */
+static int put_line(FILE *f, const char *name, const char *value, char *err,
+                    size_t errlen)
 {
     bool hostport =
         strcmp(name, "replicaof") == 0 || strcmp(name, "slaveof") == 0;
+    char text[4 * CONFIG_STR_MAX + 8], back[sizeof(text)], why[64];
+    size_t n = strlen(value), len;
+    char *got;
 
-    if (value[0] == '\0' || (!hostport && strpbrk(value, " \t#") != NULL))
-        fprintf(f, "%s \"%s\"\n", name, value);
-    else
+    if (hostport && value[0] != '\0') {
         fprintf(f, "%s %s\n", name, value);
+        return 0;
+    }
+    len = config_quote(value, n, text, sizeof(text));
+    memcpy(back, text, len + 1);
+    if (len >= sizeof(text) || file_value(back, &got, why, sizeof(why)) != 0 ||
+        strcmp(got, value) != 0) {
+        snprintf(err, errlen,
+                 "the value of %s cannot be written back exactly: nothing "
+                 "was written",
+                 name);
+        return -1;
+    }
+    fprintf(f, "%s %s\n", name, text);
+    return 0;
 }
 
 #define REWRITE_MARK "# Generated by CONFIG REWRITE"
@@ -974,18 +1295,23 @@ static void put_line(FILE *f, const char *name, const char *value)
  * by its key's current value at its first occurrence and dropped at the
  * others; keys that are not in the file and differ from their default are
  * appended after REWRITE_MARK. Aliases in the file (save, appendonly, ...)
- * are rewritten under their own names. Written to a temporary file,
- * fsynced and renamed over the old one.
+ * are rewritten under their own names; `user` lines, when users is not
+ * NULL, are replaced by users at the first of them (appended after the
+ * mark when there is none). Written to a temporary file, fsynced and
+ * renamed over the old one; on any error the old file stays as it was.
  */
-int config_rewrite(const struct config *cfg, const char *path, char *err,
-                   size_t errlen)
+int config_rewrite(const struct config *cfg, const char *path,
+                   const char *users, char *err, size_t errlen)
 {
     bool seen[NKEYS] = {false}, seen_alias[NALIASES] = {false};
-    bool marked = false;
-    char tmp[CONFIG_STR_MAX + 32], line[1024], buf[48];
+    bool marked = false, users_done = users == NULL || users[0] == '\0';
+    char tmp[CONFIG_STR_MAX + 32], buf[160];
     FILE *in = fopen(path, "r"), *out;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
     struct config dflt;
-    int fd;
+    int fd, rc = 0;
 
     if (in == NULL && errno != ENOENT) {
         snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
@@ -999,7 +1325,7 @@ int config_rewrite(const struct config *cfg, const char *path, char *err,
             fclose(in);
         return -1;
     }
-    while (in != NULL && fgets(line, sizeof(line), in) != NULL) {
+    while (rc == 0 && in != NULL && (got = getline(&line, &cap, in)) > 0) {
         char word[64];
         const char *s = line;
         size_t n;
@@ -1010,8 +1336,8 @@ int config_rewrite(const struct config *cfg, const char *path, char *err,
         if (*s == '#' || n == 0 || n >= sizeof(word)) {
             if (strncmp(line, REWRITE_MARK, strlen(REWRITE_MARK)) == 0)
                 marked = true;
-            fputs(line, out);
-            if (line[strlen(line) - 1] != '\n')
+            fwrite(line, 1, (size_t)got, out);
+            if (line[got - 1] != '\n')
                 fputc('\n', out);
             continue;
         }
@@ -1022,25 +1348,35 @@ int config_rewrite(const struct config *cfg, const char *path, char *err,
         if (k != NULL) {
             size_t i = (size_t)(k - keys);
             if (!seen[i])
-                put_line(out, k->name,
-                         key_text(cfg, k, buf, sizeof(buf), true));
+                rc = put_line(out, k->name,
+                              key_text(cfg, k, buf, sizeof(buf), true), err,
+                              errlen);
             seen[i] = true;
         } else if (a != NULL) {
             size_t i = (size_t)(a - aliases);
             if (!seen_alias[i])
-                put_line(out, a->name, alias_text(cfg, a, buf, sizeof(buf)));
+                rc =
+                    put_line(out, a->name, alias_text(cfg, a, buf, sizeof(buf)),
+                             err, errlen);
             seen_alias[i] = true;
             if (a->target != NULL)
                 seen[key_find(a->target) - keys] = true;
             else if (strcmp(a->name, "save") == 0)
                 seen[key_find("save-seconds") - keys] = true;
+        } else if (users != NULL && strcasecmp(word, "user") == 0) {
+            if (!users_done)
+                fputs(users, out);
+            users_done = true;
         } else {
-            fputs(line, out); /* not ours: left as it is */
+            fwrite(line, 1, (size_t)got, out); /* not ours: left as it is */
+            if (line[got - 1] != '\n')
+                fputc('\n', out);
         }
     }
+    free(line);
     config_init(&dflt);
-    for (size_t i = 0; i < NKEYS; i++) {
-        char dbuf[48];
+    for (size_t i = 0; rc == 0 && i < NKEYS; i++) {
+        char dbuf[160];
         const char *v = key_text(cfg, &keys[i], buf, sizeof(buf), true);
 
         if (seen[i] ||
@@ -1049,11 +1385,21 @@ int config_rewrite(const struct config *cfg, const char *path, char *err,
         if (!marked)
             fprintf(out, "\n%s\n", REWRITE_MARK);
         marked = true;
-        put_line(out, keys[i].name, v);
+        rc = put_line(out, keys[i].name, v, err, errlen);
+    }
+    if (rc == 0 && !users_done) {
+        if (!marked)
+            fprintf(out, "\n%s\n", REWRITE_MARK);
+        fputs(users, out);
     }
     if (in != NULL)
         fclose(in);
     fd = fileno(out);
+    if (rc != 0) {
+        fclose(out);
+        unlink(tmp);
+        return -1;
+    }
     if (fflush(out) != 0 || fsync(fd) != 0) {
         snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
         fclose(out);
@@ -1068,6 +1414,14 @@ int config_rewrite(const struct config *cfg, const char *path, char *err,
         return -1;
     }
     return 0;
+}
+
+bool config_is_protected(const char *key)
+{
+    const struct alias *a = alias_find(key);
+    const struct key *k = key_find(a != NULL && a->target ? a->target : key);
+
+    return k != NULL && (k->flags & P);
 }
 
 int config_source_by_name(const struct config *cfg, const char *name,

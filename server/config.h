@@ -50,9 +50,10 @@ struct config {
     /* expire-families: bit FAM_x set for each family expiry forgets */
     char expire_families_text[CONFIG_STR_MAX];
     uint32_t expire_families;
-    bool enable_debug_command; /* DEBUG ADVANCE-CLOCK and other hooks */
-    uint64_t maxmemory;        /* bytes of used_memory; 0: no limit */
-    uint32_t metrics_port;     /* Prometheus /metrics; 0: off */
+    int enable_debug_command; /* enum config_allow: DEBUG (docs/OPERATIONS.md
+                                 "Security") */
+    uint64_t maxmemory;       /* bytes of used_memory; 0: no limit */
+    uint32_t metrics_port;    /* Prometheus /metrics; 0: off */
     char metrics_bind[CONFIG_STR_MAX];
 
     /* limits and authentication (docs/OPERATIONS.md "Security") */
@@ -64,6 +65,9 @@ struct config {
                                          clients together; 0: no limit */
     uint32_t client_output_timeout;   /* seconds without write progress */
     char requirepass[CONFIG_STR_MAX]; /* "" (default): no AUTH needed */
+    bool protected_mode;              /* protected-mode: see net.c */
+    int enable_protected_configs;     /* enum config_allow: CONFIG SET of the
+                                         keys config_is_protected names */
 
     /* pub/sub (docs/OPERATIONS.md "Pub/sub and badge channels") */
     uint64_t pubsub_output_limit; /* a subscriber's unsent bytes; 0: none */
@@ -128,6 +132,15 @@ struct config {
     uint32_t tls_handshake_timeout;     /* seconds a handshake may take */
 
     char config_file[CONFIG_STR_MAX]; /* "" when none */
+
+    /* `user` lines of the config file and `--user` options (the ACL,
+     * server/acl.h), handed over with where they were ("FILE:LINE" or
+     * "--user") and the text after the key, as written: 0, or -1 with a
+     * message in err (the load then fails). NULL: a user line is an
+     * error. Set by the caller after config_init. */
+    int (*on_user)(void *ctx, const char *where, const char *line, char *err,
+                   size_t errlen);
+    void *on_user_ctx;
 };
 
 /* tls-auth-clients: no, yes (a certificate required), optional (checked
@@ -137,6 +150,15 @@ enum config_tls_auth {
     TLS_AUTH_YES = 1,
     TLS_AUTH_OPTIONAL = 2
 };
+
+/* What enable-debug-command and enable-protected-configs allow, as in
+ * Redis 7: nothing, everything, or what a loopback client asks. */
+enum config_allow { CONFIG_ALLOW_NO = 0, CONFIG_ALLOW_YES, CONFIG_ALLOW_LOCAL };
+
+static inline bool config_allows(int mode, bool local)
+{
+    return mode == CONFIG_ALLOW_YES || (mode == CONFIG_ALLOW_LOCAL && local);
+}
 
 /* Fills every key with its default. */
 void config_init(struct config *cfg);
@@ -190,12 +212,45 @@ bool config_is_runtime(const char *key);
 bool config_is_secret(const char *key, size_t len);
 /* The table's name of key or alias (save -> save-seconds); NULL if none. */
 const char *config_canonical(const char *key);
+/* Whether key (or alias) is protected: a path the server writes or reads
+ * (dir, logfile, aclfile, the TLS files, ...). */
+bool config_is_protected(const char *key);
+/* Whether CONFIG SET of key to value needs enable-protected-configs: a
+ * protected key given another value than cfg's. The same value passes:
+ * it changes nothing but a reload (TLS files rotated in place). */
+bool config_protected_change(const struct config *cfg, const char *key,
+                             const char *value);
 
-/* CONFIG REWRITE: rewrites the config file at path with the current
- * values, keeping its comments and layout (config.c). 0, or -1 with a
- * message. */
-int config_rewrite(const struct config *cfg, const char *path, char *err,
-                   size_t errlen);
+/*
+ * CONFIG REWRITE: rewrites the config file at path with the current
+ * values, keeping its comments and layout (config.c). users: the `user`
+ * lines to write ("user NAME RULES\n" each; "" none) in place of the
+ * file's, or NULL to keep the file's as they are. Every value is written
+ * so that the loader reads back exactly it (quoted and escaped as Redis's
+ * sdscatrepr, when it has blanks, quotes, backslashes or bytes that are
+ * not printable), or not at all: a value that would not read back is an
+ * error and the file is left as it was. 0, or -1 with a message.
+ */
+int config_rewrite(const struct config *cfg, const char *path,
+                   const char *users, char *err, size_t errlen);
+
+/*
+ * Splits line[0..len) (NUL at line[len]) into words in place, as Redis's
+ * sdssplitargs: words are separated by blanks; "..." takes the escapes
+ * \n \r \t \b \a \\ \" and \xHH, '...' takes \'; a closing quote must
+ * end its word. Each word is unescaped over the line and NUL-terminated
+ * there; its length (it may hold NUL bytes) in lens. Returns the number
+ * of words (at most max), -1 for unbalanced quotes, -2 for more than max
+ * words.
+ */
+int config_split(char *line, size_t len, char **words, size_t *lens, int max);
+
+/* v[0..n) as one word config_split reads back as it is: unchanged, or
+ * quoted with Redis's sdscatrepr escapes when it is empty or holds a
+ * blank, a quote, a backslash, '#' or a byte that is not printable.
+ * Writes at most cap-1 bytes and a NUL; returns the full length (which
+ * is at most 4 * n + 2). */
+size_t config_quote(const char *v, size_t n, char *out, size_t cap);
 
 /* replicaof's value split: 0 with host (cap bytes) and port, 1 when it is
  * empty (a primary). */

@@ -54,6 +54,14 @@ static inline bool session_needs_auth(const struct server *srv,
     return srv->cfg.requirepass[0] != '\0' && !sess->authed;
 }
 
+/* Whether the session is local, as enable-debug-command local and
+ * enable-protected-configs local mean it: a loopback client, or no client
+ * at all (replay, tests). */
+static inline bool session_local(const struct session *sess)
+{
+    return sess->client == NULL || sess->client->local;
+}
+
 struct exec_ctx {
     struct server *srv;
     struct session *sess;

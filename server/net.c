@@ -1426,6 +1426,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 /* maxclients reached: one text error line (a client's protocol is known
  * only from its first byte; a binary client sees a malformed reply and
  * the close), then close. The socket is new: the short write fits. */
+static bool is_loopback(const struct sockaddr *sa);
+
 static void conn_refuse(evutil_socket_t fd)
 {
     static const char msg[] = "-ERR max number of clients reached\r\n";
@@ -1434,6 +1436,37 @@ static void conn_refuse(evutil_socket_t fd)
     (void)n; /* best effort: the close says the same */
     close(fd);
     srv->stats.rejected_conns++;
+}
+
+/*
+ * Protected mode (protected-mode yes, the default), as Redis's: while the
+ * default user has no password, only loopback clients are served; any
+ * other gets this one line (Redis's -DENIED text) and the close, before
+ * anything it sends is read. A TLS client is closed without it (it could
+ * not read plaintext).
+ */
+static const char denied_msg[] =
+    "-DENIED unreadd is running in protected mode because protected mode is "
+    "enabled and no password is set for the default user. In this mode "
+    "connections are only accepted from the loopback interface. If you want "
+    "to connect from external computers to unreadd you may adopt one of the "
+    "following solutions: 1) Just disable protected mode sending the command "
+    "'CONFIG SET protected-mode no' from the loopback interface by "
+    "connecting to unreadd from the same host the server is running, "
+    "however MAKE SURE unreadd is not publicly accessible from internet if "
+    "you do so. Use CONFIG REWRITE to make this change permanent. 2) "
+    "Alternatively you can just disable the protected mode by editing the "
+    "unreadd configuration file, and setting the protected mode option to "
+    "'no', and then restarting the server. 3) If you started the server "
+    "manually just for testing, restart it with the '--protected-mode no' "
+    "option. 4) Set up an authentication password for the default user. "
+    "NOTE: You only need to do one of the above things in order for the "
+    "server to start accepting connections from the outside.\r\n";
+
+static bool protected_refuses(bool loopback)
+{
+    return srv->cfg.protected_mode && srv->cfg.requirepass[0] == '\0' &&
+           !loopback;
 }
 
 /* A connection on either port: arg is the listener's transport (NULL:
@@ -1453,6 +1486,15 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
             close(fd);
             srv->stats.rejected_conns++;
         }
+        return;
+    }
+    if (protected_refuses(is_loopback(addr))) {
+        ssize_t n =
+            type == &tr_tcp ? write(fd, denied_msg, sizeof(denied_msg) - 1) : 0;
+
+        (void)n; /* best effort, as conn_refuse */
+        close(fd);
+        srv->stats.rejected_conns++;
         return;
     }
     struct conn *c = calloc(1, sizeof(*c));
@@ -1479,6 +1521,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     c->cl.io = &conn_io;
     c->cl.fd = fd;
     fmt_addr(addr, c->cl.addr, sizeof(c->cl.addr));
+    c->cl.local = is_loopback(addr);
     {
         struct sockaddr_storage local;
         socklen_t llen = sizeof(local);
@@ -1683,12 +1726,16 @@ int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
              NULL))
         goto error;
     if (srv->cfg.requirepass[0] == '\0' && !bind_is_loopback())
-        log_warn("listening on %s:%u, not a loopback address, "
-                 "without requirepass: anyone who can reach this port can "
-                 "read and change every count. Set requirepass, or bind "
-                 "127.0.0.1 (docs/OPERATIONS.md, Security)",
+        log_warn("listening on %s:%u, not a loopback address, without "
+                 "requirepass: %s (docs/OPERATIONS.md, Security)",
                  srv->cfg.bind,
-                 srv->cfg.port != 0 ? srv->cfg.port : srv->cfg.tls_port);
+                 srv->cfg.port != 0 ? srv->cfg.port : srv->cfg.tls_port,
+                 srv->cfg.protected_mode
+                     ? "protected mode refuses every client but loopback "
+                       "ones (-DENIED) until requirepass is set, or "
+                       "protected-mode no on a trusted network"
+                     : "protected-mode is no, so anyone who can reach this "
+                       "port can read and change every count");
     return 0;
 
 error:

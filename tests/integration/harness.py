@@ -216,8 +216,12 @@ class Server:
         argv = WRAPPER + [UNREADD]
         if self.config_file:
             argv += ["--config", self.config_file]
+        # DEBUG (AUDIT, the clock hooks) for the tests' loopback clients:
+        # a test that wants the server's own default passes
+        # enable_debug_command="no" (it comes later and wins).
         argv += ["--port", str(self.port), "--bind", "127.0.0.1",
-                 "--dir", os.path.join(self.tmp.name, "data")]
+                 "--dir", os.path.join(self.tmp.name, "data"),
+                 "--enable-debug-command", "local"]
         for k, v in self.config.items():
             argv += ["--" + k.replace("_", "-"), str(v)]
         return argv + self.args

@@ -168,7 +168,7 @@ def test_bad_settings_are_refused():
 
 
 def test_advance_clock_is_a_test_hook():
-    with Server() as srv, srv.resp() as c:
+    with Server(enable_debug_command="no") as srv, srv.resp() as c:
         assert_err(c.cmd("DEBUG", "ADVANCE-CLOCK", 10), "ERR")
         assert "enable-debug-command" in c.cmd("DEBUG", "ADVANCE-CLOCK", 10)
     with Server(enable_debug_command="yes") as srv, srv.resp() as c:

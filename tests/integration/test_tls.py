@@ -9,6 +9,7 @@ input: plaintext bytes on the TLS port, a handshake cut at every byte,
 """
 
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -167,9 +168,37 @@ def test_certificates_are_checked_both_ways():
         assert out.returncode == 1 and "expired" in out.stderr, out
 
 
+def test_rotation_in_place_without_protected_configs():
+    """The files are protected configs: another path needs
+    enable-protected-configs, but new files put in place at the same paths
+    are read again by a CONFIG SET of those paths (certificate rotation)."""
+    c = certs()
+    d = tempfile.mkdtemp(prefix="unreadd-tls-rotate-")
+    crt, key = os.path.join(d, "server.crt"), os.path.join(d, "server.key")
+    shutil.copy(c.server, crt)
+    shutil.copy(c.server_key, key)
+    with tls_server(tls_auth_clients="no", tls_cert_file=crt,
+                    tls_key_file=key) as srv, srv.resp() as r:
+        tp = srv.config["tls_port"]
+        with tls_resp(tp, ctx(cert=False)) as x:
+            assert x.cmd("PING") == "PONG"
+        assert is_err(r.cmd("CONFIG", "SET", "tls-cert-file", c.other_server,
+                            "tls-key-file", c.other_server_key),
+                      "ERR CONFIG SET failed (possibly related to argument")
+        shutil.copy(c.other_server, crt)
+        shutil.copy(c.other_server_key, key)
+        assert r.cmd("CONFIG", "SET", "tls-cert-file", crt,
+                     "tls-key-file", key) == "OK"
+        assert handshake_fails(tp, ctx(cert=False))
+        with tls_resp(tp, ctx(cert=False, ca=c.other_ca)) as x:
+            assert x.cmd("PING") == "PONG"
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def test_rotation_and_passphrase_and_tls_only():
     c = certs()
-    with tls_server(tls_auth_clients="no") as srv:
+    with tls_server(tls_auth_clients="no",
+                    enable_protected_configs="yes") as srv:
         tp = srv.config["tls_port"]
         old = tls_resp(tp, ctx(cert=False))
         assert old.cmd("PING") == "PONG"

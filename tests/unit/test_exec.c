@@ -245,6 +245,7 @@ static void test_stats(void)
 int main(void)
 {
     config_init(&srv.cfg);
+    srv.cfg.enable_debug_command = CONFIG_ALLOW_YES; /* test_debug */
     if (db_init(&srv.db) != 0)
         return 1;
     ur_buf_init(&out);

@@ -459,7 +459,7 @@ static void test_config_rewrite(void)
     CHECK(config_set_runtime(&c, "save", "120 5", err, sizeof(err)) == 0 &&
           c.save_seconds == 120);
     CHECK(config_set_runtime(&c, "databases", "2", err, sizeof(err)) == -1);
-    CHECK(config_rewrite(&c, path, err, sizeof(err)) == 0);
+    CHECK(config_rewrite(&c, path, NULL, err, sizeof(err)) == 0);
     f = fopen(path, "r");
     n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
@@ -480,8 +480,8 @@ static void test_config_rewrite(void)
     CHECK(back.save_seconds == 120 && back.slowlog_max_len == 7 &&
           back.unread_cap == 50 && back.maxmemory == 2u << 20);
     unlink(path);
-    CHECK(config_rewrite(&c, "/nonexistent-dir/x.conf", err, sizeof(err)) ==
-          -1);
+    CHECK(config_rewrite(&c, "/nonexistent-dir/x.conf", NULL, err,
+                         sizeof(err)) == -1);
 }
 
 int main(void)
