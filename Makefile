@@ -59,23 +59,29 @@ BINS := $(BUILD)/unreadd $(BUILD)/unread-cli $(BUILD)/libunread.a \
 all: deps-quiet $(BINS) $(UNIT_BIN) $(BUILD)/gencmds $(STORE_BENCH)
 
 # Missing Debian packages: installed when root, else named and fatal.
-deps:
-	@sh tools/deps.sh build test
+# deps-quiet (the build packages) is an order-only prerequisite of every
+# compile, so under `make -jN` no compile starts before the headers are
+# there; deps (the test packages) comes after it, so that the two never
+# run apt-get at once. DEPS_SH: the script (tests/integration/test_make.py
+# puts a slow stand-in there to check that order).
+DEPS_SH ?= sh tools/deps.sh
+deps: deps-quiet
+	@$(DEPS_SH) build test
 deps-quiet:
-	@sh tools/deps.sh build
+	@$(DEPS_SH) build
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c | deps-quiet
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # sd_notify (Type=notify readiness) links libsystemd into unreadd alone,
 # when its development files are there (tools/deps.sh build installs them).
-SYSTEMD := $(shell pkg-config --exists libsystemd 2>/dev/null && echo yes)
-ifeq ($(SYSTEMD),yes)
-$(BUILD)/obj/server/notify.o: ALL_CFLAGS += -DUNREADD_SYSTEMD \
-    $(shell pkg-config --cflags libsystemd)
-SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd)
-endif
+# Asked when the compile and the link run (recursive variables), not when
+# the Makefile is read: on a fresh machine deps-quiet installs them first.
+SYSTEMD_CFLAGS = $(shell pkg-config --exists libsystemd 2>/dev/null && \
+    echo -DUNREADD_SYSTEMD $$(pkg-config --cflags libsystemd))
+SYSTEMD_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
+$(BUILD)/obj/server/notify.o: ALL_CFLAGS += $(SYSTEMD_CFLAGS)
 $(BUILD)/unreadd: $(BUILD)/obj/server/main.o $(BUILD)/obj/server/notify.o \
                   $(CORE_OBJ)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS) $(SYSTEMD_LIBS)
@@ -133,7 +139,7 @@ $(BUILD)/pubsub_client: $(call obj,tests/integration/pubsub_client.c) \
 # must come first in a sanitized server; the suites say so in
 # ASAN_OPTIONS).
 all: $(BUILD)/faultfs.so
-$(BUILD)/faultfs.so: tests/faults/faultfs.c
+$(BUILD)/faultfs.so: tests/faults/faultfs.c | deps-quiet
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -fPIC -shared -pthread $(WARN) $(OPT) -g \
 	    -o $@ $< -ldl
