@@ -39,6 +39,8 @@ for what in "$@"; do
         ;;
     bench)
         want redis-server command -v redis-server
+        # bench/report.py's charts (docs/img/), under Debian's python3
+        want python3-matplotlib /usr/bin/python3 -c "import matplotlib"
         ;;
     fuzz)
         want clang command -v clang
