@@ -71,7 +71,7 @@ struct conn {
     size_t in_len, in_cap;
     char *out;
     size_t out_len, out_off, out_cap;
-    uint64_t *inflight; /* writer: the uid of each request, in order */
+    uint64_t *inflight;     /* writer: the uid of each request, in order */
     uint64_t *inflight_val; /* --publish: the n each PUBLISH carries */
     unsigned head, count;
     bool confirmed;   /* subscriber: its SUBSCRIBE was answered */
@@ -89,8 +89,8 @@ static struct {
     uint64_t base;
     unsigned payload;
     bool json;
-} opt = {"127.0.0.1", 7460, false, false, false, 4, 1000, 4, 16, 5, 1,
-         1000000, 64, false};
+} opt = {"127.0.0.1", 7460, false, false, false,   4,  1000,
+         4,           16,   5,     1,     1000000, 64, false};
 
 static struct user *users;
 static struct conn *conns;
@@ -892,16 +892,16 @@ int main(int argc, char **argv)
                "\"server_writes_per_message\": %.4f, "
                "\"server_reads_per_message\": %.4f, "
                "\"slices_messages_per_sec\": [",
-               opt.fanout ? "fanout" : opt.gateway ? "gateway" : "badge",
-               opt.subs, opt.writers,
-               opt.pipeline, wall,
+               opt.fanout    ? "fanout"
+               : opt.gateway ? "gateway"
+                             : "badge",
+               opt.subs, opt.writers, opt.pipeline, wall,
                opt.fanout ? "publishes_per_sec" : "writes_per_sec", wps, mps,
                (unsigned long long)hist.count, p50, p99, p999,
                (double)hist.max / 1000.0, cpu / wall, smps,
                scpu >= 0 ? scpu / wall : -1.0,
-               others >= 0 ? others / wall : -1.0,
-               opt.gateway ? nsubconns : 0, opt.publish ? "true" : "false",
-               wpm, rpm);
+               others >= 0 ? others / wall : -1.0, opt.gateway ? nsubconns : 0,
+               opt.publish ? "true" : "false", wpm, rpm);
         for (unsigned i = 0; i < nslices; i++)
             printf("%s%.0f", i ? ", " : "", slice_rate[i]);
         printf("]}\n");
@@ -909,10 +909,11 @@ int main(int argc, char **argv)
         printf("%s: %u subscribers, %.0f %s/s, %.0f messages/s delivered, "
                "latency p50 %.1f us p99 %.1f us p99.9 %.1f us (%llu "
                "samples), client %.2f cores\n",
-               opt.fanout ? "fanout" : opt.gateway ? "gateway" : "badge",
-               opt.subs, wps,
-               opt.fanout ? "publishes" : "writes", mps, p50, p99, p999,
-               (unsigned long long)hist.count, cpu / wall);
+               opt.fanout    ? "fanout"
+               : opt.gateway ? "gateway"
+                             : "badge",
+               opt.subs, wps, opt.fanout ? "publishes" : "writes", mps, p50,
+               p99, p999, (unsigned long long)hist.count, cpu / wall);
         printf("  messages/s by %.1f s slice: %.0f-%.0f", SLICE_NS / 1e9, smin,
                smax);
         if (smps >= 0)
@@ -923,8 +924,8 @@ int main(int argc, char **argv)
         if (others >= 0)
             printf("; others %.2f cores", others / wall);
         if (wpm >= 0)
-            printf("; server syscalls per message: %.3f write, %.3f read",
-                   wpm, rpm);
+            printf("; server syscalls per message: %.3f write, %.3f read", wpm,
+                   rpm);
         printf("\n");
     }
     return errors ? 2 : 0;
