@@ -208,10 +208,11 @@ BENCH_ARGS ?=
 .PHONY: bench bench-memory bench-shards bench-pubsub
 bench: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 	@sh tools/deps.sh bench
-	@python3 bench/compare.py --build $(BUILD) $(BENCH_ARGS)
+	@python3 bench/compare.py --build $(BUILD) --results auto $(BENCH_ARGS)
 bench-memory: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 	@sh tools/deps.sh bench
-	@python3 bench/compare.py --build $(BUILD) --memory $(BENCH_ARGS)
+	@python3 bench/compare.py --build $(BUILD) --memory --results auto \
+	    $(BENCH_ARGS)
 # unreadd direct and as 1, 2, 3 shards through libunread's placement
 # (bench/shards.py; no Redis needed). SHARDS_ARGS: e.g. "--reps 5".
 SHARDS_ARGS ?=
@@ -223,14 +224,31 @@ bench-shards: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 bench-pubsub: deps-quiet $(BUILD)/unread-bench $(BUILD)/pubsub-bench \
               $(BUILD)/loopback-bound $(BUILD)/unreadd
 	@sh tools/deps.sh bench
-	@python3 bench/pubsub.py --build $(BUILD) $(PUBSUB_ARGS)
+	@python3 bench/pubsub.py --build $(BUILD) --results auto $(PUBSUB_ARGS)
 
-# Issue 20's replication goals: throughput with 2 replicas, a replica's
-# lag under cnt-incr P16, full sync of 10M users, partial resync after a
-# 5 s cut (bench/repl.py). REPL_ARGS: e.g. "--users 1000000 --only lag".
+# Replication: the primary's CPU per write with 0, 1, 2 replicas beside
+# Redis's (issue 34), issue 20's goals: throughput with 2 replicas, a
+# replica's lag under cnt-incr P16, full sync of 10M users, partial resync
+# after a 5 s cut (bench/repl.py). REPL_ARGS: e.g. "--users 1000000
+# --only cost,lag".
 .PHONY: bench-repl
 bench-repl: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
-	@python3 bench/repl.py --build $(BUILD) $(REPL_ARGS)
+	@sh tools/deps.sh bench
+	@python3 bench/repl.py --build $(BUILD) --results auto $(REPL_ARGS)
+
+# Every bench results file (bench/results/) behind docs/PERFORMANCE.md:
+# `make bench bench-memory bench-pubsub bench-repl && make perf-report`.
+# perf-report rewrites the page's tables from the newest results file of
+# each kind and draws docs/img/perf-*.png (bench/report.py, Debian's
+# python3 and python3-matplotlib); check-perf checks that the page's
+# tables are those of the files they cite (what the suite's
+# test_perf_page.py does).
+.PHONY: perf-report check-perf
+perf-report:
+	@sh tools/deps.sh bench
+	@/usr/bin/python3 bench/report.py
+check-perf:
+	@python3 bench/report.py --check
 
 # Issue 31's goals: routing's cost (a one-node cluster against cluster
 # mode off, alternating) and how soon a global write is visible on every
