@@ -124,6 +124,13 @@ $(BUILD)/async_badge: $(call obj,client-lib/examples/async_badge.c) \
 # driver of libunread's subscriptions (tests/integration/test_client_pubsub.py)
 # and of its cluster mode (test_client_cluster.py).
 all: $(BUILD)/badge_gateway $(BUILD)/pubsub_client $(BUILD)/cluster_client
+# The gateway as deployed (issue 34): a few connections holding many
+# users' badge subscriptions (bench-pubsub's gateway row through
+# libunread; tests/integration/test_push_gateway.py).
+all: $(BUILD)/push_gateway
+$(BUILD)/push_gateway: $(call obj,client-lib/examples/push_gateway.c) \
+                       $(BUILD)/libunread.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 $(BUILD)/cluster_client: $(call obj,tests/integration/cluster_client.c) \
                          $(BUILD)/libunread.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)

@@ -22,7 +22,11 @@
  *           per write): Redis's equivalent of a write that pushes its
  *           badge, without the counter. The same figures as badge mode,
  *           and the server's write and read syscalls per message
- *           delivered (/proc/<pid>/io syscw, syscr).
+ *           delivered (/proc/<pid>/io syscw, syscr). With --external
+ *           the subscriptions are held by another process
+ *           (client-lib/examples/push_gateway.c, through libunread):
+ *           writers only, the server's own count (INFO pubsub_delivered)
+ *           is the rate, and there is no latency.
  *
  * One thread, epoll, nonblocking sockets: the client is as cheap per
  * message as it can be, and its CPU is reported so a run it bounded is
@@ -82,15 +86,15 @@ struct conn {
 static struct {
     const char *host;
     int port;
-    bool fanout, gateway, publish;
+    bool fanout, gateway, publish, external;
     unsigned gateways;
     unsigned subs, writers, pipeline;
     double seconds, warmup;
     uint64_t base;
     unsigned payload;
     bool json;
-} opt = {"127.0.0.1", 7460, false, false, false,   4,  1000,
-         4,           16,   5,     1,     1000000, 64, false};
+} opt = {"127.0.0.1", 7460, false, false, false,   false, 4,    1000,
+         4,           16,   5,     1,     1000000, 64,    false};
 
 static struct user *users;
 static struct conn *conns;
@@ -324,6 +328,8 @@ static void on_write_reply(uint64_t uid, uint64_t value, uint64_t t)
 
     if (measuring)
         writes++;
+    if (opt.external)
+        return; /* its message goes to another process: no latency */
     if (u->pushed >= value) { /* its badge message came first */
         if (measuring)
             bench_hist_record(&hist, 0);
@@ -685,6 +691,8 @@ static void usage(void)
             "  -g, --gateways G         gateway mode: connections holding the\n"
             "                           subscriptions (4)\n"
             "      --publish            writers PUBLISH badge:<uid> (Redis)\n"
+            "      --external           gateway mode: the subscriptions are\n"
+            "                           another process's: writers only\n"
             "  -h, --host HOST          (127.0.0.1)\n"
             "  -p, --port PORT          (7460)\n"
             "  -s, --subscribers N      subscriber connections, gateway mode:\n"
@@ -701,14 +709,21 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"mode", 1, NULL, 'm'},        {"host", 1, NULL, 'h'},
-        {"port", 1, NULL, 'p'},        {"subscribers", 1, NULL, 's'},
-        {"connections", 1, NULL, 'c'}, {"pipeline", 1, NULL, 'P'},
-        {"duration", 1, NULL, 'd'},    {"warmup", 1, NULL, 'W'},
-        {"base", 1, NULL, 'B'},        {"payload", 1, NULL, 'L'},
-        {"json", 0, NULL, 'j'},        {"gateways", 1, NULL, 'g'},
-        {"publish", 0, NULL, 'U'},     {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"mode", 1, NULL, 'm'},
+                                          {"host", 1, NULL, 'h'},
+                                          {"port", 1, NULL, 'p'},
+                                          {"subscribers", 1, NULL, 's'},
+                                          {"connections", 1, NULL, 'c'},
+                                          {"pipeline", 1, NULL, 'P'},
+                                          {"duration", 1, NULL, 'd'},
+                                          {"warmup", 1, NULL, 'W'},
+                                          {"base", 1, NULL, 'B'},
+                                          {"payload", 1, NULL, 'L'},
+                                          {"json", 0, NULL, 'j'},
+                                          {"gateways", 1, NULL, 'g'},
+                                          {"publish", 0, NULL, 'U'},
+                                          {"external", 0, NULL, 'X'},
+                                          {NULL, 0, NULL, 0}};
     struct rlimit rl;
     int o;
 
@@ -728,6 +743,9 @@ int main(int argc, char **argv)
             break;
         case 'U':
             opt.publish = true;
+            break;
+        case 'X':
+            opt.external = true;
             break;
         case 'h':
             opt.host = optarg;
@@ -765,7 +783,8 @@ int main(int argc, char **argv)
     }
     if (opt.subs == 0 || opt.pipeline == 0 || opt.seconds <= 0 ||
         opt.payload < 24 || opt.payload > 4000 || opt.writers == 0 ||
-        opt.gateways == 0 || (opt.publish && opt.fanout))
+        opt.gateways == 0 || (opt.publish && opt.fanout) ||
+        (opt.external && !opt.gateway))
         usage();
     if (opt.gateway && opt.gateways > opt.subs)
         opt.gateways = opt.subs;
@@ -779,7 +798,7 @@ int main(int argc, char **argv)
     ep = epoll_create1(0);
     if (ep < 0)
         die("epoll_create1");
-    nsubconns = opt.gateway ? opt.gateways : opt.subs;
+    nsubconns = opt.external ? 0 : opt.gateway ? opt.gateways : opt.subs;
     nconns = nsubconns + opt.writers;
     conns = calloc(nconns, sizeof(*conns));
     users = calloc(opt.fanout ? 1 : opt.subs, sizeof(*users));
@@ -856,8 +875,11 @@ int main(int argc, char **argv)
     double scpu = scpu0 >= 0 ? server_cpu() - scpu0 : -1;
     /* the server's syscalls per message the subscribers parsed (the two
      * INFO requests of the window's edges are in them: 4 of millions) */
-    double wpm = sw0 >= 0 && messages ? (double)(sw1 - sw0) / messages : -1;
-    double rpm = sr0 >= 0 && messages ? (double)(sr1 - sr0) / messages : -1;
+    double counted = opt.external && sd0 >= 0 && sd1 >= sd0
+                         ? (double)(sd1 - sd0) /* --external: the server's */
+                         : (double)messages;
+    double wpm = sw0 >= 0 && counted > 0 ? (double)(sw1 - sw0) / counted : -1;
+    double rpm = sr0 >= 0 && counted > 0 ? (double)(sr1 - sr0) / counted : -1;
     /* Everything else on the machine in the window: other users' noise
      * (-1: unknown). Below 0 is the two clocks' rounding (/proc/stat and
      * the processes' ticks account a softirq apart): nothing else ran. */
