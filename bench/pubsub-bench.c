@@ -922,7 +922,8 @@ int main(int argc, char **argv)
                (unsigned long long)hist.count, p50, p99, p999,
                (double)hist.max / 1000.0, cpu / wall, smps,
                scpu >= 0 ? scpu / wall : -1.0,
-               others >= 0 ? others / wall : -1.0, opt.gateway ? nsubconns : 0,
+               others >= 0 ? others / wall : -1.0,
+               opt.gateway ? (opt.external ? opt.gateways : nsubconns) : 0,
                opt.publish ? "true" : "false", wpm, rpm);
         for (unsigned i = 0; i < nslices; i++)
             printf("%s%.0f", i ? ", " : "", slice_rate[i]);

@@ -48,7 +48,11 @@
    than unreadd's write), alternately. Messages/s delivered, p99 from the
    write's reply to the arrival, the server's write syscalls per message
    (/proc/<pid>/io). Goal at G = 4, 100,000 subscriptions: >= 1,000,000
-   messages/s, p99 <= 5 ms, >= 2x Redis in the same run.
+   messages/s, p99 <= 5 ms, >= 2x Redis in the same run. Then the same
+   shape with the subscriptions held through libunread by
+   client-lib/examples/push_gateway.c (pubsub-bench --external: writers
+   only; the server's own count is the rate, the example's count must
+   match it).
 
 Servers run on CPU 0 and the clients on the others when there are two
 cores (as `make bench`); each row gives the client's CPU, so a row the
@@ -334,6 +338,52 @@ def gateway(opts, pin):
     return runs
 
 
+def gateway_lib(opts, pin):
+    """G = 4 gateways, the most subscriptions, held by the libunread
+    example (build/push_gateway), writers from pubsub-bench --external:
+    --reps runs on one unreadd."""
+    g, subs = GATEWAY_GOAL[0], max(opts.gateway_subs)
+    srv = start("unreadd", opts.build, pin, GATEWAY_UNREADD)
+    runs = []
+    try:
+        for rep in range(opts.reps):
+            before = int(srv.info("stats")["pubsub_delivered"])
+            gw = subprocess.Popen(
+                pin.client + [os.path.join(opts.build, "push_gateway"),
+                              "127.0.0.1:%d" % srv.port, str(g), str(subs)],
+                stdout=subprocess.PIPE, text=True)
+            try:
+                line = gw.stdout.readline().split()
+                if line[:1] != ["subscribed"]:
+                    raise Failed("push_gateway: %s" % " ".join(line))
+                r = pubsub_bench(opts, pin, srv, "gateway",
+                                 ["-g", str(g), "--external"], subs,
+                                 opts.gateway_pipeline)
+            finally:
+                gw.terminate()
+                out, _ = gw.communicate(60)
+            final = dict(kv.split("=") for kv in
+                         out.strip().splitlines()[-1].split()[1:])
+            sent = int(srv.info("stats")["pubsub_delivered"]) - before
+            if gw.returncode != 0 or int(final["messages"]) != sent or \
+                    final["stray"] != "0":
+                raise Failed("push_gateway counted %s of the %d messages "
+                             "sent (exit %s)" % (final.get("messages"), sent,
+                                                 gw.returncode))
+            r["server"], r["rep"] = "unreadd", rep
+            runs.append(r)
+            say("  gateway libunread G=%d %6d subs #%d %9.0f writes/s %9.0f "
+                "messages/s (the server's count)  server %.2f cores, %.3f "
+                "writes/message; others %.2f" % (
+                    g, subs, rep + 1, r["writes_per_sec"],
+                    r["server_messages_per_sec"], r["server_window_cores"],
+                    r["server_writes_per_message"],
+                    r["others_window_cores"]))
+    finally:
+        srv.stop()
+    return runs
+
+
 def gateway_rows(runs):
     """(G, S) -> the shape's figures over its pairs."""
     rows = []
@@ -424,6 +474,7 @@ def main():
         if "gateway" in parts:
             say("push as deployed: gateways holding the subscriptions:")
             out["gateway"] = gateway(opts, pin)
+            out["gateway_lib"] = gateway_lib(opts, pin)
     except Failed as e:
         say("FAILED: %s" % e)
         return 1
@@ -568,6 +619,18 @@ def pubsub_results(res, out):
         rows = gateway_rows(out["gateway"])
         for row in rows:
             res.row(section="gateway", **row)
+        lib = out.get("gateway_lib") or []
+        if lib:
+            res.row(section="gateway_lib", gateways=lib[0]["gateways"] or
+                    GATEWAY_GOAL[0], subscriptions=lib[0]["subscribers"],
+                    unreadd_messages=results.stat(
+                        r["server_messages_per_sec"] for r in lib),
+                    unreadd_writes_per_message=results.stat(
+                        r["server_writes_per_message"] for r in lib),
+                    unreadd_server_cores=results.stat(
+                        r["server_window_cores"] for r in lib),
+                    others_cores=results.stat(r["others_window_cores"]
+                                              for r in lib))
         goal = [r for r in rows if (r["gateways"], r["subscriptions"]) ==
                 GATEWAY_GOAL]
         g, subs = GATEWAY_GOAL

@@ -206,6 +206,16 @@ def block_pubsub(doc, path):
                 med(r["redis_writes_per_message"], r3)))
         out.append("")
     for r in rows:
+        if r["section"] == "gateway_lib":
+            out += ["The same through libunread, "
+                    "`client-lib/examples/push_gateway.c` holding the "
+                    "subscriptions (G = %d, %s subscriptions; writers only "
+                    "from the bench): %s messages/s (the server's count, "
+                    "the example's own matching it), %s write syscalls per "
+                    "message." % (
+                        r["gateways"], n0(r["subscriptions"]),
+                        mm(r["unreadd_messages"], n0),
+                        med(r["unreadd_writes_per_message"], r3)), ""]
         if r["section"] == "badge":
             out += ["One connection per subscriber (%s connections, each on "
                     "its own `badge:<uid>`): %s messages/s, p99 %s ms, "
@@ -406,6 +416,11 @@ def draw(kind, doc, img):
                     r["gateways"], n0(r["subscriptions"])))
                 u.append(r["unreadd_messages"]["median"])
                 d.append(r["redis_messages"]["median"])
+            elif r["section"] == "gateway_lib":
+                labels.append("G=%d, %s subs,\nlibunread example" % (
+                    r["gateways"], n0(r["subscriptions"])))
+                u.append(r["unreadd_messages"]["median"])
+                d.append(0)
             elif r["section"] == "badge":
                 labels.append("%s connections,\none sub each" %
                               n0(r["connections"]))
