@@ -63,23 +63,29 @@ BINS := $(BUILD)/unreadd $(BUILD)/unread-cli $(BUILD)/libunread.a \
 all: deps-quiet $(BINS) $(UNIT_BIN) $(BUILD)/gencmds $(STORE_BENCH)
 
 # Missing Debian packages: installed when root, else named and fatal.
-deps:
-	@sh tools/deps.sh build test
+# deps-quiet (the build packages) is an order-only prerequisite of every
+# compile, so under `make -jN` no compile starts before the headers are
+# there; deps (the test packages) comes after it, so that the two never
+# run apt-get at once. DEPS_SH: the script (tests/integration/test_make.py
+# puts a slow stand-in there to check that order).
+DEPS_SH ?= sh tools/deps.sh
+deps: deps-quiet
+	@$(DEPS_SH) build test
 deps-quiet:
-	@sh tools/deps.sh build
+	@$(DEPS_SH) build
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c | deps-quiet
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # sd_notify (Type=notify readiness) links libsystemd into unreadd alone,
 # when its development files are there (tools/deps.sh build installs them).
-SYSTEMD := $(shell pkg-config --exists libsystemd 2>/dev/null && echo yes)
-ifeq ($(SYSTEMD),yes)
-$(BUILD)/obj/server/notify.o: ALL_CFLAGS += -DUNREADD_SYSTEMD \
-    $(shell pkg-config --cflags libsystemd)
-SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd)
-endif
+# Asked when the compile and the link run (recursive variables), not when
+# the Makefile is read: on a fresh machine deps-quiet installs them first.
+SYSTEMD_CFLAGS = $(shell pkg-config --exists libsystemd 2>/dev/null && \
+    echo -DUNREADD_SYSTEMD $$(pkg-config --cflags libsystemd))
+SYSTEMD_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
+$(BUILD)/obj/server/notify.o: ALL_CFLAGS += $(SYSTEMD_CFLAGS)
 $(BUILD)/unreadd: $(BUILD)/obj/server/main.o $(BUILD)/obj/server/notify.o \
                   $(CORE_OBJ)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(CORE_LIBS) $(SYSTEMD_LIBS)
@@ -122,6 +128,13 @@ $(BUILD)/async_badge: $(call obj,client-lib/examples/async_badge.c) \
 # driver of libunread's subscriptions (tests/integration/test_client_pubsub.py)
 # and of its cluster mode (test_client_cluster.py).
 all: $(BUILD)/badge_gateway $(BUILD)/pubsub_client $(BUILD)/cluster_client
+# The gateway as deployed (issue 34): a few connections holding many
+# users' badge subscriptions (bench-pubsub's gateway row through
+# libunread; tests/integration/test_push_gateway.py).
+all: $(BUILD)/push_gateway
+$(BUILD)/push_gateway: $(call obj,client-lib/examples/push_gateway.c) \
+                       $(BUILD)/libunread.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 $(BUILD)/cluster_client: $(call obj,tests/integration/cluster_client.c) \
                          $(BUILD)/libunread.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
@@ -137,7 +150,7 @@ $(BUILD)/pubsub_client: $(call obj,tests/integration/pubsub_client.c) \
 # must come first in a sanitized server; the suites say so in
 # ASAN_OPTIONS).
 all: $(BUILD)/faultfs.so
-$(BUILD)/faultfs.so: tests/faults/faultfs.c
+$(BUILD)/faultfs.so: tests/faults/faultfs.c | deps-quiet
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -fPIC -shared -pthread $(WARN) $(OPT) -g \
 	    -o $@ $< -ldl
@@ -206,10 +219,11 @@ BENCH_ARGS ?=
 .PHONY: bench bench-memory bench-shards bench-pubsub
 bench: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 	@sh tools/deps.sh bench
-	@python3 bench/compare.py --build $(BUILD) $(BENCH_ARGS)
+	@python3 bench/compare.py --build $(BUILD) --results auto $(BENCH_ARGS)
 bench-memory: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 	@sh tools/deps.sh bench
-	@python3 bench/compare.py --build $(BUILD) --memory $(BENCH_ARGS)
+	@python3 bench/compare.py --build $(BUILD) --memory --results auto \
+	    $(BENCH_ARGS)
 # unreadd direct and as 1, 2, 3 shards through libunread's placement
 # (bench/shards.py; no Redis needed). SHARDS_ARGS: e.g. "--reps 5".
 SHARDS_ARGS ?=
@@ -221,14 +235,31 @@ bench-shards: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 bench-pubsub: deps-quiet $(BUILD)/unread-bench $(BUILD)/pubsub-bench \
               $(BUILD)/loopback-bound $(BUILD)/unreadd
 	@sh tools/deps.sh bench
-	@python3 bench/pubsub.py --build $(BUILD) $(PUBSUB_ARGS)
+	@python3 bench/pubsub.py --build $(BUILD) --results auto $(PUBSUB_ARGS)
 
-# Issue 20's replication goals: throughput with 2 replicas, a replica's
-# lag under cnt-incr P16, full sync of 10M users, partial resync after a
-# 5 s cut (bench/repl.py). REPL_ARGS: e.g. "--users 1000000 --only lag".
+# Replication: the primary's CPU per write with 0, 1, 2 replicas beside
+# Redis's (issue 34), issue 20's goals: throughput with 2 replicas, a
+# replica's lag under cnt-incr P16, full sync of 10M users, partial resync
+# after a 5 s cut (bench/repl.py). REPL_ARGS: e.g. "--users 1000000
+# --only cost,lag".
 .PHONY: bench-repl
 bench-repl: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
-	@python3 bench/repl.py --build $(BUILD) $(REPL_ARGS)
+	@sh tools/deps.sh bench
+	@python3 bench/repl.py --build $(BUILD) --results auto $(REPL_ARGS)
+
+# Every bench results file (bench/results/) behind docs/PERFORMANCE.md:
+# `make bench bench-memory bench-pubsub bench-repl && make perf-report`.
+# perf-report rewrites the page's tables from the newest results file of
+# each kind and draws docs/img/perf-*.png (bench/report.py, Debian's
+# python3 and python3-matplotlib); check-perf checks that the page's
+# tables are those of the files they cite (what the suite's
+# test_perf_page.py does).
+.PHONY: perf-report check-perf
+perf-report:
+	@sh tools/deps.sh bench
+	@/usr/bin/python3 bench/report.py
+check-perf:
+	@python3 bench/report.py --check
 
 # Issue 31's goals: routing's cost (a one-node cluster against cluster
 # mode off, alternating) and how soon a global write is visible on every
@@ -246,6 +277,13 @@ run: deps-quiet $(BUILD)/unreadd $(BUILD)/unread-cli
 
 test: deps all
 	@python3 tests/run.py --build $(BUILD)
+
+# The suite on a loaded machine (issue 34): LOADED_RUNS (10) runs of the
+# whole suite, each beside a CPU hog on one core; "k of N runs passed".
+LOADED_RUNS ?= 10
+.PHONY: test-loaded
+test-loaded: deps all
+	@sh tools/test-loaded.sh $(BUILD) $(LOADED_RUNS)
 
 unit: all
 	@python3 tests/run.py --build $(BUILD) --unit-only

@@ -60,6 +60,7 @@ sys.dont_write_bytecode = True
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 from harness import Resp, free_port, info_flat  # noqa: E402
+import results  # noqa: E402
 
 # Workloads run by `make bench`, in order. A workload's keyspace is
 # preloaded with its load step once per family (the part before '-').
@@ -833,6 +834,70 @@ def print_rss_goals(rows):
 
 
 # --------------------------------------------------------------------------
+# Results files (bench/results.py): every row with its figures' min /
+# median / max over the repetitions, the goals met or missed.
+
+def throughput_results(res, runs, rows):
+    for row in rows:
+        wl, depth = row["workload"], row["pipeline"]
+        sel = [r for r in runs
+               if r["workload"] == wl and r["pipeline"] == depth]
+        u = [r for r in sel if r["server"] == "unreadd"]
+        d = [r for r in sel if r["server"] == "redis"]
+        res.row(workload=wl, pipeline=depth,
+                unreadd_ops=results.stat(r["ops_per_sec"] for r in u),
+                redis_ops=results.stat(r["ops_per_sec"] for r in d),
+                ratio=results.stat(a["ops_per_sec"] / b["ops_per_sec"]
+                                   for a, b in zip(u, d)),
+                unreadd_p50_us=results.stat(r["latency_us"]["p50"] for r in u),
+                redis_p50_us=results.stat(r["latency_us"]["p50"] for r in d),
+                unreadd_p99_us=results.stat(r["latency_us"]["p99"] for r in u),
+                redis_p99_us=results.stat(r["latency_us"]["p99"] for r in d),
+                client_cpu_unreadd=results.stat(r["client_cpu_cores"]
+                                                for r in u),
+                others_cpu=results.stat(r["others_cpu_cores"] for r in sel),
+                client_bound=row["client_bound"],
+                users_per_reply=list(USERS_PER_REPLY[wl])
+                if wl in USERS_PER_REPLY else None)
+        goal = GOALS.get((wl, depth))
+        if goal is not None:
+            res.goal("%s P%d ratio >= %.1f" % (wl, depth, goal), row["ratio"],
+                     row["ratio"] >= goal, client_bound=row["client_bound"])
+        goal = RATE_GOALS.get((wl, depth))
+        if goal is not None:
+            res.goal("%s P%d >= %.0f/s" % (wl, depth, goal),
+                     row["unreadd_ops"], row["unreadd_ops"] >= goal,
+                     client_bound=row["client_bound"])
+
+
+def memory_results(res, rows, shapes):
+    one = lambda x: results.stat([x])  # one load per row: n = 1
+    for r in rows:
+        res.row(section="family", family=r["family"], workload=r["workload"],
+                unit=r["unit"], entries=r["entries"], keys=r["keys"],
+                types=r["types"], rss_unreadd=one(r["rss_unreadd"]),
+                rss_redis=one(r["rss_redis"]),
+                own_unreadd=one(r["own_unreadd"]),
+                own_redis=one(r["own_redis"]))
+        if r["workload"] in MEMORY_RSS_GOAL:
+            what, goal = MEMORY_RSS_GOAL[r["workload"]]
+            res.goal("%s RSS growth <= %d" % (what, goal), r["rss_unreadd"],
+                     r["rss_unreadd"] <= goal)
+    for r in shapes:
+        res.row(section="shape", shape=r["shape"], what=r["what"],
+                users=r["users"], rss_unreadd=one(r["rss_unreadd"]),
+                rss_redis=one(r["rss_redis"]),
+                own_unreadd=one(r["own_unreadd"]),
+                own_redis=one(r["own_redis"]))
+
+
+def results_path(arg):
+    """--results: "auto" for bench/results/KIND-STAMP.json, a path, or
+    None (no file)."""
+    return None if arg in (None, "auto") else arg
+
+
+# --------------------------------------------------------------------------
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -870,6 +935,10 @@ def main():
                     "all (20)")
     ap.add_argument("--no-pin", action="store_true")
     ap.add_argument("--json", help="write every run's figures here")
+    ap.add_argument("--results", help="the results file (bench/results.py): "
+                    "auto for bench/results/KIND-STAMP.json (make bench "
+                    "does that), or a path")
+    defaults = vars(ap.parse_args([]))
     opts = ap.parse_args()
     opts.build = os.path.join(REPO, opts.build)
     if opts.workloads is None:  # every row (the memory-only load steps too)
@@ -887,6 +956,13 @@ def main():
     say("machine: %d cores, %s, kernel %s, Redis %s; load average %s" % (
         m["nproc"], m["cpu"], m["kernel"], m["redis"], loadavg()))
     out = {"machine": m, "pinning": pin.describe()}
+    res = results.Run("memory" if opts.memory else "throughput", opts,
+                      {k: v for k, v in defaults.items()
+                       if k in ("seconds", "family_seconds", "reps", "keys")
+                       or (k == "memory_keys" and opts.memory_keys)})
+    if opts.memory_keys:
+        res.doc["shortened"] = True
+    res.doc["pinning"] = pin.describe()
     try:
         if opts.memory:
             rows = [memory_row(opts, pin, *row) for row in memory_rows(opts)]
@@ -899,6 +975,7 @@ def main():
                 print_memory(rows)
             print_shapes(shapes)
             out["memory"], out["shapes"] = rows, shapes
+            memory_results(res, rows, shapes)
         else:
             say("%d connections, pipelines %s, runs of %.2f s after %.2f s "
                 "of warm-up (%s; others %.2f + %.2f s), %d keys uniform, %d "
@@ -911,6 +988,7 @@ def main():
             print_table(rows)
             print_goals(rows)
             out["runs"], out["rows"] = runs, rows
+            throughput_results(res, runs, rows)
     except Failed as e:
         say("compare: FAILED: %s" % e)
         return 1
@@ -920,6 +998,8 @@ def main():
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump(out, f, indent=1)
+    if opts.results:
+        res.save(raw=out, path=results_path(opts.results))
     return 0
 
 

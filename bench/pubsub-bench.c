@@ -14,6 +14,19 @@
  *           send time. Reports publishes/s, messages/s delivered (every
  *           subscriber's), and publish-to-arrival latency. Redis and
  *           unreadd alike.
+ *   gateway push as deployed (issue 34): G gateway connections (-g) hold
+ *           the S badge:<uid> subscriptions between them (uid i on
+ *           gateway i mod G, subscribed 1,000 channels a command), the
+ *           writers as in badge mode. With --publish the writers send
+ *           `PUBLISH badge:<uid> "cnt.0 <n>"` instead (n counted here, one
+ *           per write): Redis's equivalent of a write that pushes its
+ *           badge, without the counter. The same figures as badge mode,
+ *           and the server's write and read syscalls per message
+ *           delivered (/proc/<pid>/io syscw, syscr). With --external
+ *           the subscriptions are held by another process
+ *           (client-lib/examples/push_gateway.c, through libunread):
+ *           writers only, the server's own count (INFO pubsub_delivered)
+ *           is the rate, and there is no latency.
  *
  * One thread, epoll, nonblocking sockets: the client is as cheap per
  * message as it can be, and its CPU is reported so a run it bounded is
@@ -48,6 +61,7 @@ struct pending {
 struct user {
     struct pending ring[RING];
     unsigned n;
+    uint64_t sent;      /* --publish: the last n published for it */
     uint64_t pushed;    /* the highest cnt.0 a badge message reported */
     uint64_t pushed_ns; /* ... and when it arrived */
 };
@@ -61,21 +75,26 @@ struct conn {
     size_t in_len, in_cap;
     char *out;
     size_t out_len, out_off, out_cap;
-    uint64_t *inflight; /* writer: the uid of each request, in order */
+    uint64_t *inflight;     /* writer: the uid of each request, in order */
+    uint64_t *inflight_val; /* --publish: the n each PUBLISH carries */
     unsigned head, count;
-    bool confirmed; /* subscriber: its SUBSCRIBE was answered */
+    bool confirmed;   /* subscriber: its SUBSCRIBE was answered */
+    unsigned want;    /* gateway: channels it subscribes to */
+    unsigned granted; /* ... and the confirmations so far */
 };
 
 static struct {
     const char *host;
     int port;
-    bool fanout;
+    bool fanout, gateway, publish, external;
+    unsigned gateways;
     unsigned subs, writers, pipeline;
     double seconds, warmup;
     uint64_t base;
     unsigned payload;
     bool json;
-} opt = {"127.0.0.1", 7460, false, 1000, 4, 16, 5, 1, 1000000, 64, false};
+} opt = {"127.0.0.1", 7460, false, false, false,   false, 4,    1000,
+         4,           16,   5,     1,     1000000, 64,    false};
 
 static struct user *users;
 static struct conn *conns;
@@ -246,15 +265,30 @@ static size_t read_msg(const char *p, size_t n, struct val *el, int max,
 static void send_write(struct conn *c)
 {
     uint64_t uid = opt.base + next_rand() % opt.subs;
+    unsigned slot = (c->head + c->count) % opt.pipeline;
     char num[24], cmd[128];
     int nl = snprintf(num, sizeof(num), "%llu", (unsigned long long)uid);
-    int n = snprintf(cmd, sizeof(cmd),
+    int n;
+
+    if (opt.publish) {
+        char ch[40], msg[40];
+        uint64_t v = ++users[uid - opt.base].sent;
+        const char *argv[3] = {"PUBLISH", ch, msg};
+        size_t len[3] = {7, 0, 0};
+
+        len[1] = (size_t)snprintf(ch, sizeof(ch), "badge:%s", num);
+        len[2] = (size_t)snprintf(msg, sizeof(msg), "cnt.0 %llu ",
+                                  (unsigned long long)v);
+        out_cmd(c, 3, argv, len);
+        c->inflight_val[slot] = v;
+    } else {
+        n = snprintf(cmd, sizeof(cmd),
                      "*4\r\n$8\r\nCNT.INCR\r\n$%d\r\n%s\r\n$1\r\n0\r\n$1\r\n"
                      "1\r\n",
                      nl, num);
-
-    out_append(c, cmd, (size_t)n);
-    c->inflight[(c->head + c->count) % opt.pipeline] = uid;
+        out_append(c, cmd, (size_t)n);
+    }
+    c->inflight[slot] = uid;
     c->count++;
 }
 
@@ -294,6 +328,8 @@ static void on_write_reply(uint64_t uid, uint64_t value, uint64_t t)
 
     if (measuring)
         writes++;
+    if (opt.external)
+        return; /* its message goes to another process: no latency */
     if (u->pushed >= value) { /* its badge message came first */
         if (measuring)
             bench_hist_record(&hist, 0);
@@ -354,7 +390,7 @@ static void on_readable(struct conn *c)
         /* A subscriber's messages are small and it is one of thousands:
          * a small buffer (a large one is an mmap and its page faults per
          * connection, in the first seconds of the run). */
-        size_t room = c->role == WRITER ? 65536 : 2048;
+        size_t room = c->role == WRITER || opt.gateway ? 65536 : 2048;
 
         if (c->in_cap - c->in_len < room) {
             c->in_cap = c->in_cap ? c->in_cap * 2 : 2 * room;
@@ -398,6 +434,7 @@ static void on_readable(struct conn *c)
         }
         if (c->role == WRITER) {
             uint64_t uid = c->inflight[c->head];
+            uint64_t val = opt.publish ? c->inflight_val[c->head] : 0;
 
             c->head = (c->head + 1) % opt.pipeline;
             c->count--;
@@ -405,6 +442,8 @@ static void on_readable(struct conn *c)
             if (opt.fanout) {
                 if (measuring)
                     writes++;
+            } else if (opt.publish && count == 1 && el[0].type == ':') {
+                on_write_reply(uid, val, t);
             } else if (count == 2 && el[0].type == ':') {
                 on_write_reply(uid, (uint64_t)el[0].num, t);
             }
@@ -413,7 +452,7 @@ static void on_readable(struct conn *c)
         /* A subscriber: its confirmation, then messages. */
         if (count == 3 && el[0].len == 9 &&
             memcmp(el[0].str, "subscribe", 9) == 0) {
-            c->confirmed = true;
+            c->confirmed = ++c->granted >= c->want;
             continue;
         }
         if (count < 3 || el[0].len != 7 || memcmp(el[0].str, "message", 7))
@@ -462,8 +501,10 @@ static void add_conn(struct conn *c, enum role role)
     memset(c, 0, sizeof(*c));
     c->fd = dial();
     c->role = role;
-    if (role == WRITER)
+    if (role == WRITER) {
         c->inflight = calloc(opt.pipeline, sizeof(*c->inflight));
+        c->inflight_val = calloc(opt.pipeline, sizeof(*c->inflight_val));
+    }
     if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) != 0)
         die("epoll_ctl");
 }
@@ -505,12 +546,14 @@ static void loop_until(uint64_t deadline, bool (*done)(void))
 
 static unsigned confirmed;
 
+static unsigned nsubconns; /* subscriber connections: S, or G gateways */
+
 static bool all_confirmed(void)
 {
     confirmed = 0;
-    for (unsigned i = 0; i < opt.subs; i++)
+    for (unsigned i = 0; i < nsubconns; i++)
         confirmed += conns[i].confirmed;
-    return confirmed == opt.subs;
+    return confirmed == nsubconns;
 }
 
 static double cpu_seconds(void)
@@ -599,6 +642,28 @@ static double server_cpu(void)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* The server's write and read syscalls so far (/proc/<pid>/io syscw,
+ * syscr; write(), writev() and read() on its sockets count), or -1. */
+static void server_syscalls(long long *w, long long *r)
+{
+    char path[64], line[128];
+    FILE *f;
+
+    *w = *r = -1;
+    if (server_pid <= 0)
+        return;
+    snprintf(path, sizeof(path), "/proc/%lld/io", server_pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "syscw: ", 7) == 0)
+            *w = strtoll(line + 7, NULL, 10);
+        else if (strncmp(line, "syscr: ", 7) == 0)
+            *r = strtoll(line + 7, NULL, 10);
+    }
+    fclose(f);
+}
+
 /* CPU seconds the whole machine spent busy (user, nice, system, irq,
  * softirq: /proc/stat), -1 when unknown. */
 static double machine_busy(void)
@@ -622,10 +687,16 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: pubsub-bench [options]\n"
-            "  -m, --mode badge|fanout  (badge)\n"
+            "  -m, --mode badge|fanout|gateway  (badge)\n"
+            "  -g, --gateways G         gateway mode: connections holding the\n"
+            "                           subscriptions (4)\n"
+            "      --publish            writers PUBLISH badge:<uid> (Redis)\n"
+            "      --external           gateway mode: the subscriptions are\n"
+            "                           another process's: writers only\n"
             "  -h, --host HOST          (127.0.0.1)\n"
             "  -p, --port PORT          (7460)\n"
-            "  -s, --subscribers N      subscriber connections (1000)\n"
+            "  -s, --subscribers N      subscriber connections, gateway mode:\n"
+            "                           subscriptions (1000)\n"
             "  -c, --connections N      writer connections, badge mode (4)\n"
             "  -P, --pipeline N         requests in flight per writer (16)\n"
             "  -d, --duration S         measured seconds (5)\n"
@@ -638,24 +709,43 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"mode", 1, NULL, 'm'},        {"host", 1, NULL, 'h'},
-        {"port", 1, NULL, 'p'},        {"subscribers", 1, NULL, 's'},
-        {"connections", 1, NULL, 'c'}, {"pipeline", 1, NULL, 'P'},
-        {"duration", 1, NULL, 'd'},    {"warmup", 1, NULL, 'W'},
-        {"base", 1, NULL, 'B'},        {"payload", 1, NULL, 'L'},
-        {"json", 0, NULL, 'j'},        {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"mode", 1, NULL, 'm'},
+                                          {"host", 1, NULL, 'h'},
+                                          {"port", 1, NULL, 'p'},
+                                          {"subscribers", 1, NULL, 's'},
+                                          {"connections", 1, NULL, 'c'},
+                                          {"pipeline", 1, NULL, 'P'},
+                                          {"duration", 1, NULL, 'd'},
+                                          {"warmup", 1, NULL, 'W'},
+                                          {"base", 1, NULL, 'B'},
+                                          {"payload", 1, NULL, 'L'},
+                                          {"json", 0, NULL, 'j'},
+                                          {"gateways", 1, NULL, 'g'},
+                                          {"publish", 0, NULL, 'U'},
+                                          {"external", 0, NULL, 'X'},
+                                          {NULL, 0, NULL, 0}};
     struct rlimit rl;
     int o;
 
-    while ((o = getopt_long(argc, argv, "m:h:p:s:c:P:d:j", longs, NULL)) !=
+    while ((o = getopt_long(argc, argv, "m:h:p:s:c:P:d:jg:", longs, NULL)) !=
            -1) {
         switch (o) {
         case 'm':
             if (strcmp(optarg, "fanout") == 0)
                 opt.fanout = true;
+            else if (strcmp(optarg, "gateway") == 0)
+                opt.gateway = true;
             else if (strcmp(optarg, "badge") != 0)
                 usage();
+            break;
+        case 'g':
+            opt.gateways = (unsigned)atoi(optarg);
+            break;
+        case 'U':
+            opt.publish = true;
+            break;
+        case 'X':
+            opt.external = true;
             break;
         case 'h':
             opt.host = optarg;
@@ -692,8 +782,12 @@ int main(int argc, char **argv)
         }
     }
     if (opt.subs == 0 || opt.pipeline == 0 || opt.seconds <= 0 ||
-        opt.payload < 24 || opt.payload > 4000 || opt.writers == 0)
+        opt.payload < 24 || opt.payload > 4000 || opt.writers == 0 ||
+        opt.gateways == 0 || (opt.publish && opt.fanout) ||
+        (opt.external && !opt.gateway))
         usage();
+    if (opt.gateway && opt.gateways > opt.subs)
+        opt.gateways = opt.subs;
     if (opt.fanout)
         opt.writers = 1;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
@@ -704,14 +798,36 @@ int main(int argc, char **argv)
     ep = epoll_create1(0);
     if (ep < 0)
         die("epoll_create1");
-    nconns = opt.subs + opt.writers;
+    nsubconns = opt.external ? 0 : opt.gateway ? opt.gateways : opt.subs;
+    nconns = nsubconns + opt.writers;
     conns = calloc(nconns, sizeof(*conns));
     users = calloc(opt.fanout ? 1 : opt.subs, sizeof(*users));
     if (conns == NULL || users == NULL)
         die("calloc");
 
     /* Every subscriber subscribed before any load. */
-    for (unsigned i = 0; i < opt.subs; i++) {
+    for (unsigned g = 0; opt.gateway && g < nsubconns; g++) {
+        add_conn(&conns[g], SUBSCRIBER);
+        for (unsigned i = g; i < opt.subs;) { /* 1,000 channels a command */
+            static const char *av[1001];
+            static size_t len[1001];
+            static char names[1000][40];
+            int argc2 = 1;
+
+            av[0] = "SUBSCRIBE";
+            len[0] = 9;
+            for (; i < opt.subs && argc2 <= 1000; i += nsubconns, argc2++) {
+                len[argc2] = (size_t)snprintf(
+                    names[argc2 - 1], sizeof(names[0]), "badge:%llu",
+                    (unsigned long long)(opt.base + i));
+                av[argc2] = names[argc2 - 1];
+                conns[g].want++;
+            }
+            out_cmd(&conns[g], argc2, av, len);
+        }
+        flush_out(&conns[g]);
+    }
+    for (unsigned i = 0; !opt.gateway && i < opt.subs; i++) {
         char ch[40];
         const char *av[2] = {"SUBSCRIBE", ch};
         size_t len[2] = {9, 0};
@@ -725,16 +841,16 @@ int main(int argc, char **argv)
         flush_out(&conns[i]);
     }
     loop_until(now_ns() + 60000000000ull, all_confirmed);
-    if (confirmed != opt.subs) {
+    if (confirmed != nsubconns) {
         fprintf(stderr, "pubsub-bench: %u of %u subscribers confirmed\n",
-                confirmed, opt.subs);
+                confirmed, nsubconns);
         return 1;
     }
     stats_fd = dial();
     fcntl(stats_fd, F_SETFL, fcntl(stats_fd, F_GETFL) & ~O_NONBLOCK);
     if (strcmp(opt.host, "127.0.0.1") == 0)
         server_pid = info_field("server", "process_id");
-    for (unsigned i = opt.subs; i < nconns; i++) {
+    for (unsigned i = nsubconns; i < nconns; i++) {
         add_conn(&conns[i], WRITER);
         refill(&conns[i]);
     }
@@ -742,6 +858,8 @@ int main(int argc, char **argv)
 
     bench_hist_init(&hist);
     long long sd0 = server_delivered();
+    long long sw0, sr0, sw1, sr1;
+    server_syscalls(&sw0, &sr0);
     double scpu0 = server_cpu();
     double busy0 = machine_busy();
     measuring = true;
@@ -753,7 +871,15 @@ int main(int argc, char **argv)
     double wall = (double)(now_ns() - t0) / 1e9;
     double cpu = cpu_seconds() - cpu0;
     long long sd1 = server_delivered();
+    server_syscalls(&sw1, &sr1);
     double scpu = scpu0 >= 0 ? server_cpu() - scpu0 : -1;
+    /* the server's syscalls per message the subscribers parsed (the two
+     * INFO requests of the window's edges are in them: 4 of millions) */
+    double counted = opt.external && sd0 >= 0 && sd1 >= sd0
+                         ? (double)(sd1 - sd0) /* --external: the server's */
+                         : (double)messages;
+    double wpm = sw0 >= 0 && counted > 0 ? (double)(sw1 - sw0) / counted : -1;
+    double rpm = sr0 >= 0 && counted > 0 ? (double)(sr1 - sr0) / counted : -1;
     /* Everything else on the machine in the window: other users' noise
      * (-1: unknown). Below 0 is the two clocks' rounding (/proc/stat and
      * the processes' ticks account a softirq apart): nothing else ran. */
@@ -784,14 +910,21 @@ int main(int argc, char **argv)
                "\"p999\": %.1f, \"max\": %.1f}, \"client_cpu_cores\": %.3f, "
                "\"server_messages_per_sec\": %.0f, \"server_window_cores\": "
                "%.3f, \"others_window_cores\": %.3f, "
+               "\"gateways\": %u, \"publish\": %s, "
+               "\"server_writes_per_message\": %.4f, "
+               "\"server_reads_per_message\": %.4f, "
                "\"slices_messages_per_sec\": [",
-               opt.fanout ? "fanout" : "badge", opt.subs, opt.writers,
-               opt.pipeline, wall,
+               opt.fanout    ? "fanout"
+               : opt.gateway ? "gateway"
+                             : "badge",
+               opt.subs, opt.writers, opt.pipeline, wall,
                opt.fanout ? "publishes_per_sec" : "writes_per_sec", wps, mps,
                (unsigned long long)hist.count, p50, p99, p999,
                (double)hist.max / 1000.0, cpu / wall, smps,
                scpu >= 0 ? scpu / wall : -1.0,
-               others >= 0 ? others / wall : -1.0);
+               others >= 0 ? others / wall : -1.0,
+               opt.gateway ? (opt.external ? opt.gateways : nsubconns) : 0,
+               opt.publish ? "true" : "false", wpm, rpm);
         for (unsigned i = 0; i < nslices; i++)
             printf("%s%.0f", i ? ", " : "", slice_rate[i]);
         printf("]}\n");
@@ -799,9 +932,11 @@ int main(int argc, char **argv)
         printf("%s: %u subscribers, %.0f %s/s, %.0f messages/s delivered, "
                "latency p50 %.1f us p99 %.1f us p99.9 %.1f us (%llu "
                "samples), client %.2f cores\n",
-               opt.fanout ? "fanout" : "badge", opt.subs, wps,
-               opt.fanout ? "publishes" : "writes", mps, p50, p99, p999,
-               (unsigned long long)hist.count, cpu / wall);
+               opt.fanout    ? "fanout"
+               : opt.gateway ? "gateway"
+                             : "badge",
+               opt.subs, wps, opt.fanout ? "publishes" : "writes", mps, p50,
+               p99, p999, (unsigned long long)hist.count, cpu / wall);
         printf("  messages/s by %.1f s slice: %.0f-%.0f", SLICE_NS / 1e9, smin,
                smax);
         if (smps >= 0)
@@ -811,6 +946,9 @@ int main(int argc, char **argv)
                    scpu / (double)messages * 1e6);
         if (others >= 0)
             printf("; others %.2f cores", others / wall);
+        if (wpm >= 0)
+            printf("; server syscalls per message: %.3f write, %.3f read", wpm,
+                   rpm);
         printf("\n");
     }
     return errors ? 2 : 0;

@@ -39,6 +39,20 @@
 3. fanout: --subscribers connections on one channel, one publisher
    keeping 16 PUBLISH in flight; unreadd and Redis 7 alternately. Messages
    delivered per second (every subscriber's), beside Redis's.
+4. gateway: push as deployed (issue 34). G = 1, 4, 16 gateway
+   connections hold 10,000 and 100,000 badge:<uid> subscriptions between
+   them (--gateway-subs), 4 writers keep --gateway-pipeline CNT.INCR in
+   flight to random users of those (notify-badges yes), and the gateways
+   count what arrives; beside it Redis 7 with the same subscriptions and
+   one plain PUBLISH badge:<uid> per write (no counter kept: less work
+   than unreadd's write), alternately. Messages/s delivered, p99 from the
+   write's reply to the arrival, the server's write syscalls per message
+   (/proc/<pid>/io). Goal at G = 4, 100,000 subscriptions: >= 1,000,000
+   messages/s, p99 <= 5 ms, >= 2x Redis in the same run. Then the same
+   shape with the subscriptions held through libunread by
+   client-lib/examples/push_gateway.c (pubsub-bench --external: writers
+   only; the server's own count is the rate, the example's count must
+   match it).
 
 Servers run on CPU 0 and the clients on the others when there are two
 cores (as `make bench`); each row gives the client's CPU, so a row the
@@ -57,6 +71,7 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402
+import results  # noqa: E402
 from compare import Failed, Pinning, Server, loadavg, say  # noqa: E402
 from harness import Resp, encode_multibulk  # noqa: E402
 
@@ -66,6 +81,17 @@ BADGE_GOAL = 100000    # messages per second
 BADGE_P99_GOAL = 5000  # us
 BASE_ARGS = ["--journal", "no", "--save-seconds", "0", "--maxclients",
              "30000"]
+GATEWAYS = [1, 4, 16]
+GATEWAY_GOAL = (4, 100000)      # the shape the goals are judged at
+GATEWAY_RATE_GOAL = 1000000     # messages per second
+GATEWAY_P99_GOAL = 5000         # us
+GATEWAY_RATIO_GOAL = 2.0        # unreadd / Redis
+# A gateway takes a loop turn's messages of thousands of users at once:
+# no output limit closes it (a deployment sizes them; here they would
+# only cut the run short).
+GATEWAY_UNREADD = ["--notify-badges", "yes", "--pubsub-output-limit", "0",
+                   "--pubsub-output-soft-limit", "0"]
+GATEWAY_REDIS = ["--client-output-buffer-limit", "pubsub 0 0 0"]
 
 
 def start(kind, build, pin, extra):
@@ -80,11 +106,13 @@ def start(kind, build, pin, extra):
         compare.UNREADD_ARGS, compare.REDIS_ARGS = saved
 
 
-def pubsub_bench(opts, pin, srv, mode):
+def pubsub_bench(opts, pin, srv, mode, extra=(), subscribers=None,
+                 pipeline=16):
     argv = pin.client + [
         os.path.join(opts.build, "pubsub-bench"), "--json", "-m", mode,
-        "-p", str(srv.port), "-s", str(opts.subscribers), "-c", "4",
-        "-P", "16", "-d", str(opts.seconds), "--warmup", str(opts.warmup)]
+        "-p", str(srv.port), "-s", str(subscribers or opts.subscribers),
+        "-c", "4", "-P", str(pipeline), "-d", str(opts.seconds), "--warmup",
+        str(opts.warmup)] + list(extra)
     cpu0 = compare.proc_cpu_seconds(srv.pid)
     t0 = time.monotonic()
     p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
@@ -270,6 +298,131 @@ def fanout(opts, pin):
     return runs
 
 
+def gateway(opts, pin):
+    """Push as deployed: every shape (G gateways, S subscriptions) on
+    unreadd and on Redis, alternately, --reps pairs each."""
+    servers = [start("unreadd", opts.build, pin, GATEWAY_UNREADD),
+               start("redis", opts.build, pin, GATEWAY_REDIS)]
+    runs = []
+    try:
+        for subs in opts.gateway_subs:
+            for g in GATEWAYS:
+                for rep in range(opts.reps):
+                    for srv in servers:
+                        extra = ["-g", str(g)]
+                        if srv.kind == "redis":
+                            extra.append("--publish")
+                        r = pubsub_bench(opts, pin, srv, "gateway", extra,
+                                         subs, opts.gateway_pipeline)
+                        r["server"], r["rep"] = srv.kind, rep
+                        if srv.kind == "unreadd":
+                            check_counts(r)
+                        runs.append(r)
+                        say("  gateway %-7s G=%-2d %6d subs #%d %9.0f "
+                            "writes/s %9.0f messages/s  p99 %8.1f us  "
+                            "server %.2f cores, %.3f writes/message; client "
+                            "%.2f, others %.2f" % (
+                                srv.kind, g, subs, rep + 1,
+                                r["writes_per_sec"], r["messages_per_sec"],
+                                r["latency_us"]["p99"],
+                                r["server_window_cores"],
+                                r["server_writes_per_message"],
+                                r["client_cpu_cores"],
+                                r["others_window_cores"]))
+        info = servers[0].info("stats")
+        if info.get("pubsub_dropped", "0") != "0":
+            raise Failed("messages dropped: %s" % info["pubsub_dropped"])
+    finally:
+        for srv in servers:
+            srv.stop()
+    return runs
+
+
+def gateway_lib(opts, pin):
+    """G = 4 gateways, the most subscriptions, held by the libunread
+    example (build/push_gateway), writers from pubsub-bench --external:
+    --reps runs on one unreadd."""
+    g, subs = GATEWAY_GOAL[0], max(opts.gateway_subs)
+    srv = start("unreadd", opts.build, pin, GATEWAY_UNREADD)
+    runs = []
+    try:
+        for rep in range(opts.reps):
+            before = int(srv.info("stats")["pubsub_delivered"])
+            gw = subprocess.Popen(
+                pin.client + [os.path.join(opts.build, "push_gateway"),
+                              "127.0.0.1:%d" % srv.port, str(g), str(subs)],
+                stdout=subprocess.PIPE, text=True)
+            try:
+                line = gw.stdout.readline().split()
+                if line[:1] != ["subscribed"]:
+                    raise Failed("push_gateway: %s" % " ".join(line))
+                r = pubsub_bench(opts, pin, srv, "gateway",
+                                 ["-g", str(g), "--external"], subs,
+                                 opts.gateway_pipeline)
+            finally:
+                gw.terminate()
+                out, _ = gw.communicate(60)
+            final = dict(kv.split("=") for kv in
+                         out.strip().splitlines()[-1].split()[1:])
+            sent = int(srv.info("stats")["pubsub_delivered"]) - before
+            if gw.returncode != 0 or int(final["messages"]) != sent or \
+                    final["stray"] != "0":
+                raise Failed("push_gateway counted %s of the %d messages "
+                             "sent (exit %s)" % (final.get("messages"), sent,
+                                                 gw.returncode))
+            r["server"], r["rep"] = "unreadd", rep
+            runs.append(r)
+            say("  gateway libunread G=%d %6d subs #%d %9.0f writes/s %9.0f "
+                "messages/s (the server's count)  server %.2f cores, %.3f "
+                "writes/message; others %.2f" % (
+                    g, subs, rep + 1, r["writes_per_sec"],
+                    r["server_messages_per_sec"], r["server_window_cores"],
+                    r["server_writes_per_message"],
+                    r["others_window_cores"]))
+    finally:
+        srv.stop()
+    return runs
+
+
+def gateway_rows(runs):
+    """(G, S) -> the shape's figures over its pairs."""
+    rows = []
+    for subs in sorted({r["subscribers"] for r in runs}):
+        for g in GATEWAYS:
+            sel = [r for r in runs if r["subscribers"] == subs and
+                   r["gateways"] == g]
+            if not sel:
+                continue
+            u = [r for r in sel if r["server"] == "unreadd"]
+            d = [r for r in sel if r["server"] == "redis"]
+            rows.append({
+                "gateways": g, "subscriptions": subs,
+                "unreadd_messages": results.stat(r["messages_per_sec"]
+                                                 for r in u),
+                "redis_messages": results.stat(r["messages_per_sec"]
+                                               for r in d),
+                "ratio": results.stat(a["messages_per_sec"] /
+                                      b["messages_per_sec"]
+                                      for a, b in zip(u, d)
+                                      if b["messages_per_sec"] > 0),
+                "unreadd_p99_us": results.stat(r["latency_us"]["p99"]
+                                               for r in u),
+                "redis_p99_us": results.stat(r["latency_us"]["p99"]
+                                             for r in d),
+                "unreadd_writes_per_message": results.stat(
+                    r["server_writes_per_message"] for r in u),
+                "redis_writes_per_message": results.stat(
+                    r["server_writes_per_message"] for r in d),
+                "unreadd_server_cores": results.stat(
+                    r["server_window_cores"] for r in u),
+                "client_cores": results.stat(r["client_cpu_cores"]
+                                             for r in sel),
+                "others_cores": results.stat(r["others_window_cores"]
+                                             for r in sel),
+            })
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build")
@@ -283,10 +436,23 @@ def main():
                     "harness, to see its bias)")
     ap.add_argument("--subscribers", type=int, default=10000)
     ap.add_argument("--keys", type=int, default=100000)
-    ap.add_argument("--only", default="cost,badge,fanout")
+    ap.add_argument("--gateway-subs", default="10000,100000",
+                    help="gateway: the subscription counts (10000,100000)")
+    ap.add_argument("--gateway-pipeline", type=int, default=64,
+                    help="gateway: CNT.INCR (PUBLISH) in flight per writer "
+                    "(64)")
+    ap.add_argument("--only", default="cost,badge,fanout,gateway")
     ap.add_argument("--no-pin", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--results", help="the results file (bench/results.py): "
+                    "auto for bench/results/pubsub-STAMP.json, or a path")
+    defaults = vars(ap.parse_args([]))
     opts = ap.parse_args()
+    opts.gateway_subs = [int(x) for x in opts.gateway_subs.split(",") if x]
+    res = results.Run("pubsub", opts, {
+        k: defaults[k] for k in ("seconds", "reps", "subscribers", "keys")})
+    if max(opts.gateway_subs) < 100000:
+        res.doc["shortened"] = True
     parts = opts.only.split(",")
     pin = Pinning(not opts.no_pin)
     out = {"machine": compare.machine(), "load_before": loadavg(),
@@ -305,6 +471,10 @@ def main():
             say("PUBLISH fan-out, %d subscribers on one channel:" %
                 opts.subscribers)
             out["fanout"] = fanout(opts, pin)
+        if "gateway" in parts:
+            say("push as deployed: gateways holding the subscriptions:")
+            out["gateway"] = gateway(opts, pin)
+            out["gateway_lib"] = gateway_lib(opts, pin)
     except Failed as e:
         say("FAILED: %s" % e)
         return 1
@@ -359,10 +529,124 @@ def main():
                                   for x in by["unreadd"]),
                 statistics.median(x["latency_us"]["p99"]
                                   for x in by["redis"])))
+    if out.get("gateway"):
+        say("gateway  messages/s delivered (median of %d pairs), p99 from "
+            "the write's reply, server write syscalls per message:" %
+            opts.reps)
+        for row in gateway_rows(out["gateway"]):
+            say("  G=%-2d %6d subscriptions: unreadd %9.0f (p99 %6.0f us, "
+                "%.3f writes/msg), Redis %9.0f (p99 %6.0f us, %.3f "
+                "writes/msg), ratio %.2f (%.2f-%.2f)" % (
+                    row["gateways"], row["subscriptions"],
+                    row["unreadd_messages"]["median"],
+                    row["unreadd_p99_us"]["median"],
+                    row["unreadd_writes_per_message"]["median"],
+                    row["redis_messages"]["median"],
+                    row["redis_p99_us"]["median"],
+                    row["redis_writes_per_message"]["median"],
+                    row["ratio"]["median"], row["ratio"]["min"],
+                    row["ratio"]["max"]))
+    pubsub_results(res, out)
+    for g in res.doc["goals"]:
+        say("goal %s: %s (%s)" % (g["goal"], "met" if g["met"] else "MISSED",
+                                  "%.4g" % g["value"]
+                                  if g["value"] is not None else "not run"))
     if opts.json:
         with open(opts.json, "w") as fh:
             json.dump(out, fh, indent=2)
+    if opts.results:
+        res.save(raw=out, path=None if opts.results == "auto"
+                 else opts.results)
     return 0
+
+
+def pubsub_results(res, out):
+    """The results file's rows and goals (bench/results.py)."""
+    for row in out.get("cost", []):
+        res.row(section="cost", workload=row["workload"],
+                no_ops=row["no"], rounds=row["rounds"],
+                aa_ratio={"min": row["no'_ratio_range"][0],
+                          "median": row["no'_ratio"],
+                          "max": row["no'_ratio_range"][1],
+                          "n": row["rounds"]},
+                yes_ratio={"min": row["yes_ratio_range"][0],
+                           "median": row["yes_ratio"],
+                           "max": row["yes_ratio_range"][1],
+                           "n": row["rounds"]},
+                yes_sub_ratio={"min": row["yes+sub_ratio_range"][0],
+                               "median": row["yes+sub_ratio"],
+                               "max": row["yes+sub_ratio_range"][1],
+                               "n": row["rounds"]})
+        res.goal("%s notify-badges yes >= %.2f of no" % (
+            row["workload"], COST_GOAL), row["yes_ratio"],
+            row["yes_ratio"] >= COST_GOAL)
+    if out.get("badge"):
+        b = out["badge"]
+        row = res.row(
+            section="badge", subscribers=b[0]["subscribers"],
+            connections=b[0]["subscribers"],
+            unreadd_messages=results.stat(r["messages_per_sec"] for r in b),
+            unreadd_p99_us=results.stat(r["latency_us"]["p99"] for r in b),
+            unreadd_us_per_message=results.stat(us_per_message(r)
+                                                for r in b),
+            unreadd_writes_per_message=results.stat(
+                r["server_writes_per_message"] for r in b),
+            kernel_us_per_message=out["bound"]["write"]["us_per_message"],
+            others_cores=results.stat(r["others_window_cores"] for r in b))
+        res.goal("badge, %d subscriber connections: >= %d messages/s" % (
+            row["subscribers"], BADGE_GOAL),
+            row["unreadd_messages"]["median"],
+            row["unreadd_messages"]["median"] >= BADGE_GOAL)
+        res.goal("badge, %d subscriber connections: p99 <= %d us" % (
+            row["subscribers"], BADGE_P99_GOAL),
+            row["unreadd_p99_us"]["median"],
+            row["unreadd_p99_us"]["median"] <= BADGE_P99_GOAL)
+    if out.get("fanout"):
+        f = out["fanout"]
+        u = [r for r in f if r["server"] == "unreadd"]
+        d = [r for r in f if r["server"] == "redis"]
+        res.row(section="fanout", subscribers=f[0]["subscribers"],
+                unreadd_messages=results.stat(r["messages_per_sec"]
+                                              for r in u),
+                redis_messages=results.stat(r["messages_per_sec"] for r in d),
+                ratio=results.stat(a["messages_per_sec"] /
+                                   b["messages_per_sec"]
+                                   for a, b in zip(u, d)),
+                unreadd_p99_us=results.stat(r["latency_us"]["p99"]
+                                            for r in u),
+                redis_p99_us=results.stat(r["latency_us"]["p99"] for r in d))
+    if out.get("gateway"):
+        rows = gateway_rows(out["gateway"])
+        for row in rows:
+            res.row(section="gateway", **row)
+        lib = out.get("gateway_lib") or []
+        if lib:
+            res.row(section="gateway_lib", gateways=lib[0]["gateways"] or
+                    GATEWAY_GOAL[0], subscriptions=lib[0]["subscribers"],
+                    unreadd_messages=results.stat(
+                        r["server_messages_per_sec"] for r in lib),
+                    unreadd_writes_per_message=results.stat(
+                        r["server_writes_per_message"] for r in lib),
+                    unreadd_server_cores=results.stat(
+                        r["server_window_cores"] for r in lib),
+                    others_cores=results.stat(r["others_window_cores"]
+                                              for r in lib))
+        goal = [r for r in rows if (r["gateways"], r["subscriptions"]) ==
+                GATEWAY_GOAL]
+        g, subs = GATEWAY_GOAL
+        what = "gateway G=%d, %d subscriptions: " % (g, subs)
+        r = goal[0] if goal else None
+        res.goal(what + ">= %d messages/s" % GATEWAY_RATE_GOAL,
+                 r and r["unreadd_messages"]["median"],
+                 r is not None and
+                 r["unreadd_messages"]["median"] >= GATEWAY_RATE_GOAL)
+        res.goal(what + "p99 <= %d us" % GATEWAY_P99_GOAL,
+                 r and r["unreadd_p99_us"]["median"],
+                 r is not None and
+                 r["unreadd_p99_us"]["median"] <= GATEWAY_P99_GOAL)
+        res.goal(what + ">= %.0fx Redis" % GATEWAY_RATIO_GOAL,
+                 r and r["ratio"]["median"],
+                 r is not None and r["ratio"]["median"] >= GATEWAY_RATIO_GOAL)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,19 @@
 """Replication's goals (issue 20), on loopback: `make bench-repl`
 (REPL_ARGS: e.g. "--users 1000000 --seconds 5", "--only lag").
 
+  cost        what replication costs the primary (issue 34): its CPU per
+              write (user + system from /proc/<pid>/stat over the run,
+              divided by the writes) under cnt-incr P16 with 0, 1 and 2
+              replicas attached, unreadd and Redis 7 in the same run,
+              alternately, --reps rounds (fresh servers each). Goal: with
+              2 replicas <= 1.15x the CPU per write without, and no more
+              than Redis's own ratio. CPU per write does not need a core
+              per process, unlike the rate
   throughput  a primary's cnt-incr P16 rate with 2 replicas attached vs
               none (goal >= 85%), and Redis 7's ratio measured the same
-              way in the same run (--no-redis skips it)
+              way in the same run (--no-redis skips it). Bound by this
+              machine's cores when it has fewer than the primary, two
+              replicas and the client need (4): the row says so
   lag         a replica under cnt-incr P16: how far behind the primary its
               applied offset is, in time (the primary's offset is sampled
               every 20 ms; a replica at offset X at time t is behind by t
@@ -38,6 +48,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests",
                                 "integration"))
 from harness import Resp, free_port, info_flat  # noqa: E402
+import results  # noqa: E402
+
+COST_GOAL = 1.15  # CPU per write with 2 replicas / without
 
 
 def loadavg():
@@ -168,6 +181,92 @@ def throughput_of(opts, kind):
     return rate[2] / rate[0], cost[0] / cost[2]
 
 
+def primary_cost(opts, kind, n):
+    """One run: a fresh primary of kind with n replicas, synced, then
+    cnt-incr P16; the primary's (and replicas') CPU per write."""
+    p = Node(opts.build, kind=kind)
+    reps = [Node(opts.build, "--replicaof", "127.0.0.1 %d" % p.port,
+                 kind=kind) if kind == "unreadd" else
+            Node(opts.build, "--replicaof", "127.0.0.1", p.port, kind=kind)
+            for _ in range(n)]
+    try:
+        if reps:
+            synced(p, reps)
+        procs = [p] + reps
+        cpu0 = [cpu_seconds(x.proc.pid) for x in procs]
+        t0 = time.monotonic()
+        r = bench(opts, p.port,
+                  target="binary" if kind == "unreadd" else "redis")
+        wall = time.monotonic() - t0
+        cores = [(cpu_seconds(x.proc.pid) - c) / wall
+                 for x, c in zip(procs, cpu0)]
+        if reps:
+            synced(p, reps)  # every write reached every replica
+        rate = r["ops_per_sec"]
+        # the run has no warm-up: its writes (r["ops"]) are all the
+        # writes of the CPU window
+        return {"kind": kind, "replicas": n, "ops_per_sec": rate,
+                "primary_cores": cores[0], "replica_cores": cores[1:],
+                "us_per_write": cores[0] * wall / r["ops"] * 1e6}
+    finally:
+        for x in reps + [p]:
+            x.stop()
+
+
+def cost(opts):
+    kinds = ["unreadd"] + ([] if opts.no_redis else ["redis"])
+    runs = []
+    for rnd in range(opts.reps):
+        for kind in kinds:
+            for n in (0, 1, 2):
+                r = primary_cost(opts, kind, n)
+                r["round"] = rnd
+                runs.append(r)
+                say("  cost %-7s %d replicas #%d: %9.0f writes/s, primary "
+                    "%.2f cores, %.3f us CPU per write%s (load %s)" % (
+                        kind, n, rnd + 1, r["ops_per_sec"],
+                        r["primary_cores"], r["us_per_write"],
+                        "".join(", replica %.2f cores" % c
+                                for c in r["replica_cores"]), loadavg()))
+    rows = []
+    for kind in kinds:
+        base = {r["round"]: r["us_per_write"] for r in runs
+                if r["kind"] == kind and r["replicas"] == 0}
+        for n in (0, 1, 2):
+            sel = [r for r in runs if r["kind"] == kind and r["replicas"] == n]
+            rows.append({
+                "kind": kind, "replicas": n,
+                "us_per_write": results.stat(r["us_per_write"] for r in sel),
+                "ratio_to_none": results.stat(
+                    r["us_per_write"] / base[r["round"]] for r in sel),
+                "writes_per_sec": results.stat(r["ops_per_sec"] for r in sel),
+                "primary_cores": results.stat(r["primary_cores"]
+                                              for r in sel)})
+    for r in rows:
+        say("cost %-7s %d replicas: %.3f us CPU per write (%.3f-%.3f), "
+            "%.3fx of none (%.3f-%.3f)" % (
+                r["kind"], r["replicas"], r["us_per_write"]["median"],
+                r["us_per_write"]["min"], r["us_per_write"]["max"],
+                r["ratio_to_none"]["median"], r["ratio_to_none"]["min"],
+                r["ratio_to_none"]["max"]))
+    return rows
+
+
+def cost_goals(res, rows):
+    two = {r["kind"]: r["ratio_to_none"]["median"] for r in rows
+           if r["replicas"] == 2}
+    u = two["unreadd"]
+    res.goal("primary CPU per write, 2 replicas <= %.2fx of none" % COST_GOAL,
+             u, u <= COST_GOAL)
+    if "redis" in two:
+        res.goal("primary CPU per write ratio (2 replicas / none) <= "
+                 "Redis's (%.3f)" % two["redis"], u, u <= two["redis"],
+                 redis=two["redis"])
+    for g in res.doc["goals"]:
+        say("goal %s: %s (%.3f)" % (g["goal"], "met" if g["met"] else
+                                    "MISSED", g["value"]))
+
+
 def throughput(opts):
     """unreadd's ratio, and Redis 7's measured the same way in the same
     run. On a machine with fewer cores than the primary, the two replicas
@@ -176,17 +275,23 @@ def throughput(opts):
     primary's CPU per op (with replicas vs without) what the ratio would be
     with a core per process."""
     ratio, own = throughput_of(opts, "unreadd")
-    ref = None
+    ref = ref_own = None
     if not opts.no_redis:
         ref, ref_own = throughput_of(opts, "redis")
-    say("throughput with 2 replicas: %.1f%% of without (goal >= 85%%)%s" %
+    bound = (os.cpu_count() or 1) < 4
+    say("throughput with 2 replicas: %.1f%% of without (goal >= 85%%)%s%s" %
         (100 * ratio, "" if ref is None else
-         "; Redis 7 in the same run: %.1f%%" % (100 * ref)))
+         "; Redis 7 in the same run: %.1f%%" % (100 * ref),
+         "; BOUND by this machine's %d cores (the primary, 2 replicas and "
+         "the client need 4): not a judgement of unreadd" % os.cpu_count()
+         if bound else ""))
     say("primary CPU per op without / with 2 replicas (the ratio with a "
         "core per process): unreadd %.1f%%%s" %
         (100 * own, "" if ref is None else
          ", Redis 7 %.1f%%" % (100 * ref_own)))
-    return ratio
+    return {"unreadd_ratio": ratio, "redis_ratio": ref,
+            "unreadd_cpu_ratio": own, "redis_cpu_ratio": ref_own,
+            "cores_bound": bound, "nproc": os.cpu_count()}
 
 
 def lag(opts):
@@ -355,14 +460,49 @@ def main():
     ap.add_argument("--users", type=int, default=10000000)
     ap.add_argument("--no-redis", action="store_true",
                     help="throughput: skip Redis's reference ratio")
-    ap.add_argument("--only", choices=["throughput", "lag", "fullsync",
-                                       "partial"])
+    ap.add_argument("--reps", type=int, default=3,
+                    help="cost: rounds of 0, 1, 2 replicas per server (3)")
+    ap.add_argument("--only", help="the parts to run, comma-separated: "
+                    "cost,throughput,lag,fullsync,partial (all)")
+    ap.add_argument("--results", help="the results file (bench/results.py): "
+                    "auto for bench/results/repl-STAMP.json, or a path")
+    defaults = vars(ap.parse_args([]))
     opts = ap.parse_args()
+    parts = opts.only.split(",") if opts.only else None
+    res = results.Run("repl", opts, {k: defaults[k] for k in
+                                     ("seconds", "users", "reps")})
+    if parts is not None:
+        res.doc["shortened"] = True  # not every part
     say("load average at start: %s" % loadavg())
-    for name, fn in (("throughput", throughput), ("lag", lag),
-                     ("fullsync", fullsync), ("partial", partial)):
-        if opts.only in (None, name):
-            fn(opts)
+    raw = {}
+    for name, fn in (("cost", cost), ("throughput", throughput),
+                     ("lag", lag), ("fullsync", fullsync),
+                     ("partial", partial)):
+        if parts is None or name in parts:
+            raw[name] = fn(opts)
+    for row in raw.get("cost", []):
+        res.row(section="cost", **row)
+    if "cost" in raw:
+        cost_goals(res, raw["cost"])
+    if "throughput" in raw:
+        res.row(section="throughput", **raw["throughput"])
+        res.goal("throughput with 2 replicas >= 85% of none",
+                 raw["throughput"]["unreadd_ratio"],
+                 raw["throughput"]["unreadd_ratio"] >= 0.85,
+                 cores_bound=raw["throughput"]["cores_bound"])
+    if "lag" in raw:
+        res.row(section="lag", max_seconds=raw["lag"])
+        res.goal("replica lag <= 1 s", raw["lag"], raw["lag"] <= 1)
+    if "fullsync" in raw:
+        res.row(section="fullsync", users=opts.users, seconds=raw["fullsync"])
+        res.goal("full sync of %d users <= 15 s" % opts.users,
+                 raw["fullsync"], raw["fullsync"] <= 15)
+    if "partial" in raw:
+        res.row(section="partial", partial_only=raw["partial"])
+        res.goal("resync after a 5 s cut is partial", raw["partial"],
+                 raw["partial"])
+    if opts.results:
+        res.save(path=None if opts.results == "auto" else opts.results)
 
 
 if __name__ == "__main__":

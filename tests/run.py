@@ -295,6 +295,15 @@ def main():
                     help="run only tests whose name contains PATTERN")
     opts = ap.parse_args()
 
+    # A suite started as an asynchronous command of a non-interactive
+    # shell (`make test &`, a script that runs it beside a CPU hog, a CI
+    # wrapper) inherits SIGINT and SIGQUIT ignored, and every program a
+    # test starts inherits that in turn: redis-cli --stat then never exits
+    # on the SIGINT that test_clients.py sends it (issue 34). Every test
+    # sees the default dispositions, however the suite was started.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
     build = os.path.abspath(os.path.join(REPO, opts.build)) \
         if not os.path.isabs(opts.build) else opts.build
     os.environ["UNREADD_BUILD"] = build

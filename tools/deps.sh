@@ -43,6 +43,8 @@ for what in "$@"; do
         ;;
     bench)
         want redis-server command -v redis-server
+        # bench/report.py's charts (docs/img/), under Debian's python3
+        want python3-matplotlib /usr/bin/python3 -c "import matplotlib"
         ;;
     fuzz)
         want clang command -v clang
@@ -66,9 +68,12 @@ done
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "deps: installing:$need" >&2
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null 2>&1 || true
+    # Another make (a parallel one, another worktree) may hold the dpkg
+    # lock: wait for it rather than fail.
+    apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1 || true
     # shellcheck disable=SC2086
-    if apt-get install -y -qq --no-install-recommends $need >/dev/null; then
+    if apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+        --no-install-recommends $need >/dev/null; then
         exit 0
     fi
     echo "deps: apt-get install failed for:$need" >&2

@@ -501,14 +501,30 @@ def test_compare_prints_the_table_and_the_goals():
         return
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "runs.json")
+        res = os.path.join(d, "results.json")
         p = subprocess.run(
             ["python3", os.path.join(REPO, "bench", "compare.py"),
              "--build", BUILD, "--workloads", "cnt-get,bc-publish",
              "--keys", "2000", "--seconds", "0.2", "--family-seconds", "0.2",
              "--warmup", "0", "--family-warmup", "0", "--reps", "2",
-             "--no-pin", "--json", out],
+             "--no-pin", "--json", out, "--results", res],
             capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stdout + p.stderr
+        # The results file (bench/results.py): what bench/report.py reads.
+        with open(res) as f:
+            doc = json.load(f)
+        assert doc["kind"] == "throughput" and doc["shortened"] is True
+        assert doc["machine"]["nproc"] == os.cpu_count()
+        assert len(doc["load_before"]) == 3 and doc["commit"]
+        assert [(r["workload"], r["pipeline"]) for r in doc["rows"]] == [
+            ("cnt-get", 1), ("cnt-get", 16), ("bc-publish", 1),
+            ("bc-publish", 16)]
+        for r in doc["rows"]:
+            for k in ("unreadd_ops", "redis_ops", "ratio", "unreadd_p99_us"):
+                assert r[k]["n"] == 2 and \
+                    r[k]["min"] <= r[k]["median"] <= r[k]["max"], r
+        assert {g["goal"] for g in doc["goals"]} >= {
+            "cnt-get P1 ratio >= 1.3", "bc-publish P16 ratio >= 2.0"}
         rows = [l for l in p.stdout.splitlines()
                 if l.startswith("| cnt-get |") or l.startswith("| bc-publish |")]
         assert len(rows) == 4, p.stdout

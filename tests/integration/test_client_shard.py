@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import BUILD, REPO, UNREAD_CLI, Server
+from harness import BUILD, REPO, UNREAD_CLI, Server, info_flat
 
 CC = os.environ.get("CC", "cc")
 
@@ -186,6 +186,16 @@ def _sanitizer_flags(lib):
     return ["-fsanitize=" + ",".join(kinds)] if kinds else []
 
 
+def wait_served(srv, n=50):
+    """Waits until the example has sent the shard `srv` n commands (the
+    kill below is then mid-run, however slowly the machine started it)."""
+    def served():
+        with srv.resp() as c:
+            return int(info_flat(c.cmd("INFO", "stats"))
+                       ["total_commands_processed"]) > n
+    srv.wait_for(served, 20, "the example's first writes")
+
+
 def test_badge_service_example_rides_out_a_shard_restart():
     lib = os.path.join(BUILD, "libunread.a")
     src = os.path.join(REPO, "client-lib", "examples", "badge_service.c")
@@ -201,9 +211,9 @@ def test_badge_service_example_rides_out_a_shard_restart():
         p = subprocess.Popen([exe, server_list(srv), "4"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-        time.sleep(1.2)
+        wait_served(srv[1])
         srv[1].stop(signal.SIGKILL)
-        time.sleep(1.0)
+        time.sleep(1.0)  # the outage the example rides out, not a wait
         start_again(srv[1])
         out, err = p.communicate(timeout=30)
         assert p.returncode == 0, out + err
@@ -232,9 +242,9 @@ def test_async_badge_example_rides_out_a_shard_restart():
         p = subprocess.Popen([exe, server_list(srv), "100000", "64", "2000"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-        time.sleep(0.4)
+        wait_served(srv[1])
         srv[1].stop(signal.SIGKILL)
-        time.sleep(1.0)
+        time.sleep(1.0)  # the outage the example rides out, not a wait
         start_again(srv[1])
         out, err = p.communicate(timeout=60)
         assert p.returncode == 0, out + err

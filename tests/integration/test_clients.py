@@ -363,8 +363,17 @@ def test_redis_cli_stat_shows_real_columns():
             while len(lines) < 5:
                 lines.append(proc.stdout.readline())
         finally:
+            # ^C is how --stat ends (tests/run.py makes sure that SIGINT
+            # is not inherited ignored); kill it if not, so that the
+            # error says so rather than hiding what failed before.
             proc.send_signal(signal.SIGINT)
-            proc.wait(5)
+            try:
+                rc = proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                rc = "none within 5 s"
+        assert rc == -signal.SIGINT, "redis-cli --stat exit on SIGINT: %s" % rc
         text = "".join(lines)
         assert "-9223372036854775808" not in text, text
         row = lines[2].split()

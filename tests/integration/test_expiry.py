@@ -38,6 +38,21 @@ def wait_expired(srv, c, users, timeout=20.0):
     return expiry(c)
 
 
+def wait_sweep(srv, c, before, timeout=20.0):
+    """Waits until a sweep after the `before`th one completed: what a
+    check that a sweep expired nothing (more) awaits, rather than a fixed
+    sleep that a loaded machine can outrun."""
+    def done():
+        e = expiry(c)
+        return int(e["sweeps"]) > before and e["sweep_in_progress"] == "0"
+    srv.wait_for(done, timeout, "sweep %d to complete" % (before + 1))
+    return expiry(c)
+
+
+def sweeps(c):
+    return int(expiry(c)["sweeps"])
+
+
 def seed(c, uid):
     """State in every family for uid, without reading anything back."""
     assert c.cmd("BC.UNREAD", uid, 1) == 0     # registered at head 0
@@ -119,9 +134,9 @@ def test_only_expiring_families_start_tracking_a_user():
         c.cmd("DEBUG", "ADVANCE-CLOCK", 20 * DAY)
         assert c.cmd("CNT.TOTAL", 1) == 3          # kept active by CNT
         c.cmd("BC.PUBLISH", 1)
+        n = sweeps(c)
         c.cmd("DEBUG", "ADVANCE-CLOCK", 20 * DAY)  # 20 days since CNT.TOTAL
-        time.sleep(0.3)
-        assert expiry(c)["expired_users"] == "0"
+        assert wait_sweep(srv, c, n)["expired_users"] == "0"
         assert c.cmd("BC.UNREAD", 1, 1) == 1
     with Server(expire_families="cnt") as srv, srv.resp() as c:
         assert c.cmd("CNT.INCR", 1, "mention", 3) == [3, 3]
@@ -135,9 +150,10 @@ def test_configured_families_and_thresholds():
         assert c.cmd("CONFIG", "GET", "expire-families") == \
             [b"expire-families", b"cnt conv"]
         seed(c, 1)
+        n = sweeps(c)
         c.cmd("DEBUG", "ADVANCE-CLOCK", 3 * DAY)
-        time.sleep(0.3)  # exactly 3 days: not more than inactive-days
-        assert expiry(c)["expired_users"] == "0"
+        # exactly 3 days: not more than inactive-days
+        assert wait_sweep(srv, c, n)["expired_users"] == "0"
         c.cmd("DEBUG", "ADVANCE-CLOCK", DAY)
         wait_expired(srv, c, 1)
         publish_all(c)
@@ -148,8 +164,10 @@ def test_configured_families_and_thresholds():
                     inactive_days=days) as srv, srv.resp() as c:
             seed(c, 1)
             c.cmd("DEBUG", "ADVANCE-CLOCK", 400 * DAY)
-            time.sleep(0.3)
-            assert expiry(c)["expired_users"] == "0"
+            # expiry off: no sweep ever starts (nothing to await), and
+            # none has
+            e = expiry(c)
+            assert e["expired_users"] == e["sweeps"] == "0", e
             publish_all(c)
             assert state(c, 1) == KEPT
 
@@ -404,9 +422,9 @@ def test_bc_user_untracked_when_bc_is_kept():
         c.cmd("BC.PUBLISH", 1)
         assert c.cmd("BC.UNREAD", 1, 1) == 1       # BC kept
         assert expiry(c)["active_users"] == "0"
+        n = sweeps(c)
         c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
-        time.sleep(0.3)
-        assert expiry(c)["expired_users"] == "1"   # not again
+        assert wait_sweep(srv, c, n)["expired_users"] == "1"   # not again
         assert c.cmd("DEBUG", "AUDIT") == 0
 
 
@@ -538,9 +556,9 @@ def test_user_in_bc_and_dot_is_swept_once():
         assert e["active_users"] == "0"
         c.cmd("BC.PUBLISH", 1)
         assert c.cmd("BC.UNREAD", 1, 1) == 1       # BC kept
+        n = sweeps(c)
         c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
-        time.sleep(0.3)
-        assert expiry(c)["expired_users"] == "1"   # not again
+        assert wait_sweep(srv, c, n)["expired_users"] == "1"   # not again
         assert c.cmd("DEBUG", "AUDIT") == 0
 
     with Server(enable_debug_command="yes") as srv, srv.resp() as c:
@@ -548,9 +566,9 @@ def test_user_in_bc_and_dot_is_swept_once():
             srv, c, (5, 6, 8, 7),
             "bc", lambda uid: c.cmd("BC.READ", uid, 1 + (uid == 8)) == 0,
             "dot", lambda uid: c.cmd("DOT.CLICK", uid, 3) == 0)
+        n = sweeps(c)
         c.cmd("DEBUG", "ADVANCE-CLOCK", 31 * DAY)
-        time.sleep(0.3)
-        assert expiry(c)["expired_users"] == "4"
+        assert wait_sweep(srv, c, n)["expired_users"] == "4"
         assert c.cmd("DEBUG", "AUDIT") == 0
 
 

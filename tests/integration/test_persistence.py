@@ -358,7 +358,7 @@ def test_everysec_fsync_runs_in_a_thread():
         writers = [Writer(srv, 7000 * (i + 1), sent, acked) for i in range(2)]
         for w in writers:
             w.start()
-        time.sleep(1.5)
+        time.sleep(1.5)  # a load that lasts: the window sampled below
         samples = []
         for _ in range(25):
             samples.append((time.time() * 1000, persistence_info(srv)))
@@ -423,7 +423,10 @@ def test_sigterm_under_load_writes_a_final_snapshot():
         writers = [Writer(srv, 5000 * (i + 1), sent, acked) for i in range(2)]
         for w in writers:
             w.start()
-        time.sleep(0.4)
+        # under load: both writers acknowledged (awaited, however slowly
+        # the machine started them)
+        srv.wait_for(lambda: {u // 5000 for u, _ in list(acked)} == {1, 2},
+                     10, "both writers' first acknowledgements")
         assert srv.stop() == 0
         for w in writers:
             w.join(10)
