@@ -51,6 +51,12 @@
 /* Links waiting for their snapshot get a newline this often, so that
  * neither end times out while a large one is written. */
 #define KEEPALIVE_MS 1000
+/* A replica acknowledges what it applied at most this often, unless the
+ * primary asks (a heartbeat: a WAIT is pending there) or the replica's
+ * cron finds an offset not yet acknowledged. Redis's replicas ACK once a
+ * second; one ACK per applied batch cost the primary a wakeup and a read
+ * per replica per loop turn, most of what two replicas cost it. */
+#define ACK_EVERY_MS 100
 /* A handshake reply line longer than this is not one. */
 #define LINE_MAX 1024
 
@@ -65,6 +71,7 @@ struct link {
     struct event *rev, *wev;
     bool want_write;
     bool read_on_write; /* a TLS read waits for the socket to take bytes */
+    bool getack;        /* a WAIT is pending: a heartbeat after the backlog */
     enum link_state state;
     struct ur_buf out; /* lines before the stream: replies, +FULLRESYNC,
                           the bulk header, keepalives, heartbeats */
@@ -132,6 +139,7 @@ struct repl {
     bool force_full; /* ask for a full sync next (an apply failed) */
     uint64_t acked;  /* offset last acknowledged */
     uint64_t ack_ms;
+    bool ack_asked; /* a heartbeat came: acknowledge at this read's end */
     uint64_t primary_off;
     struct session msess;
     struct client mcl;
@@ -275,6 +283,25 @@ static void on_wait_timer(evutil_socket_t fd, short what, void *arg)
     wait_check(arg, false);
 }
 
+static bool link_write(struct link *L);
+
+/* A WAIT is pending: every online replica is asked for an
+ * acknowledgement once it has the stream's end (link_write's heartbeat),
+ * instead of waiting for its next periodic one. */
+static void ask_acks(struct repl *R)
+{
+    struct link *L, *next;
+
+    for (L = R->links; L != NULL; L = next) {
+        next = L->next;
+        if (L->state != LINK_ONLINE)
+            continue;
+        L->getack = true;
+        if (!L->want_write)
+            link_write(L);
+    }
+}
+
 bool repl_wait(struct server *srv, struct session *sess, uint32_t numreplicas,
                uint64_t timeout_ms, uint64_t *count)
 {
@@ -296,6 +323,7 @@ bool repl_wait(struct server *srv, struct session *sess, uint32_t numreplicas,
     R->waiters = w;
     sess->blocked = true;
     wait_arm(R);
+    ask_acks(R);
     return false;
 }
 
@@ -492,6 +520,17 @@ static bool link_write(struct link *L)
         if (L->state != LINK_ONLINE)
             break;
         k = backlog_peek(&R->bl, &L->cur, &p);
+        if (k == 0 && L->getack) {
+            /* Everything up to the end sent: the heartbeat that asks
+             * for an acknowledgement of it. */
+            char hb[JOURNAL_REC_HDR];
+
+            L->getack = false;
+            journal_item_seal(hb, "", 0, R->bl.end);
+            if (ur_buf_append(&L->out, hb, sizeof(hb)) != 0)
+                break;
+            continue;
+        }
         if (k == 0)
             break;
         n = tr_write(&L->tr, p, k < budget ? k : budget);
@@ -1239,7 +1278,8 @@ static bool apply_stream(struct repl *R)
             break;
         }
         if (rec.frame == NULL) {
-            R->primary_off = rec.seq; /* a heartbeat */
+            R->primary_off = rec.seq; /* a heartbeat: it wants an ACK */
+            R->ack_asked = true;
             off += used;
             continue;
         }
@@ -1269,11 +1309,15 @@ static bool apply_stream(struct repl *R)
         ur_buf_consume(&R->min, off);
     if (applied) {
         /* The turn's end for these records: the journal, then our own
-         * replicas, then the acknowledgement. */
+         * replicas, then the acknowledgement (now if asked or due, else
+         * from master_cron). */
         persist_flush(P(R));
         repl_flush(srv);
-        if (ok)
-            ok = send_ack(R);
+    }
+    if (ok &&
+        (R->ack_asked || (applied && now_ms() - R->ack_ms >= ACK_EVERY_MS))) {
+        R->ack_asked = false;
+        ok = send_ack(R);
     }
     return ok;
 }
@@ -1555,7 +1599,8 @@ static void master_cron(struct repl *R)
         return;
     }
     if (R->state == RS_CONNECTED &&
-        now - R->ack_ms >= R->srv->cfg.repl_ping_period * 1000ull)
+        (now - R->ack_ms >= R->srv->cfg.repl_ping_period * 1000ull ||
+         R->acked != persist_offset(P(R))))
         send_ack(R);
 }
 

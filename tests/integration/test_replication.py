@@ -328,6 +328,42 @@ def test_promotion_and_the_other_replica():
                     assert pc.cmd("DEBUG", "AUDIT") == 0
 
 
+def test_acknowledgements_are_paced_and_asked_for():
+    """A replica acknowledges at most every 100 ms (plus its periodic
+    ACK), not once per read: each ACK costs the primary a wakeup and a
+    read. Its last offset is still acknowledged without a WAIT (the
+    replica's cron), and a WAIT gets an ACK at once (the primary asks)."""
+    with Server() as p, replica_of(p) as r:
+        synced(p, r)
+        with p.resp() as pc, r.resp() as rc:
+            before = int(info(rc, "stats")["total_net_repl_output_bytes"])
+            t = time.monotonic()
+            rounds = 300
+            for i in range(rounds):
+                pc.send(b"".join(encode_multibulk("CNT.INCR", i, 0)
+                                 for _ in range(4)))
+                for _ in range(4):
+                    pc.read_reply()
+                time.sleep(0.002)
+            elapsed = time.monotonic() - t
+            want = int(info(pc)["master_repl_offset"])
+
+            def acked():
+                line = info(pc)["slave0"]
+                return "offset=%d," % want in line
+            wait_until(acked, 10, "the replica's last offset acknowledged")
+            sent = int(info(rc, "stats")["total_net_repl_output_bytes"]) - before
+            ack = len(encode_multibulk("REPLCONF", "ACK", want))
+            # one ACK per 100 ms of the run, its periodic ones, the
+            # cron's last: far fewer than one per round
+            bound = (elapsed / 0.1 + elapsed + 4) * ack
+            assert sent <= bound, (sent, bound, elapsed)
+            assert sent < rounds * ack / 2, (sent, elapsed)
+            # the primary asks: WAIT does not wait for the next paced ACK
+            pc.cmd("CNT.INCR", 1, 0)
+            assert pc.cmd("WAIT", 1, 0) == 1
+
+
 def test_wait():
     with Server() as p:
         with p.resp() as pc:
