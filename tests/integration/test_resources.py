@@ -122,7 +122,7 @@ def test_timeout_closes_a_request_trickled_a_byte_at_a_time():
     """timeout 1: a client that sends a byte every 0.3 s of a request it
     never finishes (RESP, binary, and an AUTH before authenticating) is
     closed although bytes keep arriving; one that completes a request
-    every 0.5 s stays."""
+    every 0.45 s for longer than the timeout stays."""
     frame = HDR.pack(MAGIC, VERSION, opcode("PING"), 1, 10 ** 6, 0, 0)
     for kind, data, cfg in (
             ("resp", b"*3\r\n$7\r\nCNT.GET\r\n$1\r\n1\r\n$1\r\n" + b"1" * 100,
@@ -144,10 +144,14 @@ def test_timeout_closes_a_request_trickled_a_byte_at_a_time():
                     assert c.cmd("AUTH", "secret") == "OK"
                 d = info(c)
                 assert d["request_timeouts"] == "1", (kind, d)
-    with Server(timeout=1) as srv, srv.resp() as c:
-        for _ in range(6):
+    # timeout 4 (an idle one: a gap of 4 s between requests closes too),
+    # requests every 0.45 s for longer than it: a loaded machine's pause
+    # of a second or two between two of them must not read as idle
+    with Server(timeout=4) as srv, srv.resp() as c:
+        t = time.monotonic()
+        while time.monotonic() - t < 5:
             assert c.cmd("PING") == "PONG"
-            time.sleep(0.5)
+            time.sleep(0.45)
         assert info(c)["request_timeouts"] == "0"
 
 
