@@ -293,18 +293,20 @@ def test_maxclients_refuses_the_next_connection_with_an_error():
 
 
 def test_idle_connections_are_closed_after_timeout():
-    with Server(timeout=1) as srv:
+    # timeout 2 and a request every 0.2 s: a loaded machine's stall of a
+    # second between two requests must not read as idle
+    with Server(timeout=2) as srv:
         idle = srv.resp()
         assert idle.cmd("PING") == "PONG"
         silent = srv.raw()  # never sent a byte: no protocol yet
         with srv.bin() as busy:
             t0 = time.monotonic()
-            while time.monotonic() - t0 < 2.2:  # busy for 2 timeouts: kept
+            while time.monotonic() - t0 < 4.2:  # busy for 2 timeouts: kept
                 assert busy.call("PING") == "PONG"
                 time.sleep(0.2)
             assert idle.wait_closed(10) and silent.wait_closed(10)
             assert pairs(busy.call("CONFIG", "GET", "timeout")) == {
-                "timeout": b"1"}
+                "timeout": b"2"}
             d = info_flat(busy.call("INFO", "clients"))
             assert d["idle_timeouts"] == "2" and d["connected_clients"] == "1"
         audit(srv)
