@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_tls.h"
 #include "ops.h"
 #include "unread.h"
 
@@ -53,6 +54,7 @@ struct conn;
 /* One server's socket of a connection. */
 struct sock {
     int fd;
+    SSL *ssl;      /* --tls: the connection's TLS, else NULL */
     bool want_out; /* EPOLLOUT armed */
     struct ur_buf in, out;
     size_t out_sent;
@@ -258,8 +260,8 @@ static int set_events(struct worker *w, struct sock *c, bool out)
 static int sock_flush(struct worker *w, struct sock *c)
 {
     while (c->out_sent < c->out.len) {
-        ssize_t n = send(c->fd, c->out.data + c->out_sent,
-                         c->out.len - c->out_sent, MSG_NOSIGNAL);
+        ssize_t n = bench_io_write(c->fd, c->ssl, c->out.data + c->out_sent,
+                                   c->out.len - c->out_sent);
 
         if (n > 0) {
             c->out_sent += (size_t)n;
@@ -269,7 +271,7 @@ static int sock_flush(struct worker *w, struct sock *c)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return c->want_out ? 0 : set_events(w, c, true);
-        return fail(w, "write: %s", strerror(errno));
+        return fail(w, "write: %s", bench_io_error(c->ssl, errno));
     }
     c->out.len = 0;
     c->out_sent = 0;
@@ -337,10 +339,12 @@ static int sock_read(struct worker *w, struct sock *c, uint64_t now)
         if (ur_buf_reserve(&c->in, READ_CHUNK) != 0)
             return fail(w, "out of memory");
         room = c->in.cap - c->in.len;
-        n = read(c->fd, c->in.data + c->in.len, room);
+        n = bench_io_read(c->fd, c->ssl, c->in.data + c->in.len, room);
         if (n > 0) {
             c->in.len += (size_t)n;
-            if ((size_t)n < room)
+            /* short: the socket is empty, unless TLS holds more (a read
+             * returns one record at most) */
+            if ((size_t)n < room && bench_io_pending(c->ssl) == 0)
                 break;
             continue;
         }
@@ -350,7 +354,7 @@ static int sock_read(struct worker *w, struct sock *c, uint64_t now)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             break;
-        return fail(w, "read: %s", strerror(errno));
+        return fail(w, "read: %s", bench_io_error(c->ssl, errno));
     }
     for (;;) {
         enum ur_parse st = bench_parse_reply(w->p->target, c->in.data + off,
@@ -407,6 +411,7 @@ static void *worker_main(void *arg)
 
 static void sock_deinit(struct sock *s)
 {
+    bench_tls_close(s->ssl);
     if (s->fd >= 0)
         close(s->fd);
     ur_buf_deinit(&s->in);
@@ -479,6 +484,9 @@ static int sock_init(struct worker *w, struct conn *c, unsigned i, unsigned cap,
     }
     s->fd = bench_dial(host, port, err, errlen);
     if (s->fd < 0)
+        return -1;
+    if (bench_tls_on() &&
+        (s->ssl = bench_tls_connect(s->fd, err, errlen)) == NULL)
         return -1;
     if (fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK) != 0 ||
         epoll_ctl(w->ep, EPOLL_CTL_ADD, s->fd, &ev) != 0) {
