@@ -197,6 +197,11 @@ def summarize(runs, opts, client_threads):
             def ratios(a, b):
                 return results.stat(x / y for x, y in zip(ops[a], ops[b]))
 
+            for km in g:
+                if not g[km] or min(ops[km]) <= 0:
+                    raise Failed("%s P%d: %s %s measured no operation" % (
+                        wl, depth, km[0], km[1]))
+
             row = {"section": "throughput", "workload": wl, "pipeline": depth}
             for k, m in g:
                 row["%s_%s_ops" % (k, m)] = results.stat(ops[(k, m)])
@@ -271,6 +276,9 @@ def handshakes(opts, pin, certs):
                                                  for r in sel[k])
             row["%s_us_each" % k] = results.stat(
                 r["server_us_per_handshake"] for r in sel[k])
+        if min(r["per_sec"] for r in sel["redis"]) <= 0 or \
+                min(r["per_sec"] for r in sel["unreadd"]) <= 0:
+            raise Failed("%s: a handshake loop completed none" % mode)
         row["ratio"] = results.stat(
             a["per_sec"] / b["per_sec"]
             for a, b in zip(sel["unreadd"], sel["redis"]))

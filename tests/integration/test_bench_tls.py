@@ -171,9 +171,9 @@ def test_tls_bench_script_end_to_end():
         out = os.path.join(d, "tls.json")
         p = subprocess.run(
             [sys.executable, os.path.join(REPO, "bench", "tls.py"),
-             "--build", os.path.relpath(BUILD, REPO), "--seconds", "0.2",
+             "--build", os.path.relpath(BUILD, REPO), "--seconds", "0.4",
              "--warmup", "0.05", "--reps", "1", "--keys", "2000",
-             "--pipelines", "16", "--handshake-seconds", "0.3", "--idle",
+             "--pipelines", "16", "--handshake-seconds", "0.5", "--idle",
              "50", "--retry-budget", "0", "--results", out],
             capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
