@@ -114,6 +114,32 @@ static double cpu_seconds(void)
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+/* utime + stime of process pid in seconds (/proc/PID/stat), or -1. */
+static double proc_cpu_seconds(int pid)
+{
+    char path[64], buf[1024];
+    unsigned long long ut, st;
+    const char *p;
+    FILE *f;
+    size_t n;
+
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* the name may hold spaces */
+    if (p == NULL ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+               &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
 /* Sleeps until t_ns, or until a thread aborts the run. */
 static void wait_until(const struct shared *sh, uint64_t t_ns)
 {
@@ -630,7 +656,7 @@ int bench_run(const struct bench_plan *p, struct bench_result *res, char *err,
     struct worker *ws;
     unsigned started = 0;
     uint64_t t0;
-    double cpu0 = 0, cpu1 = 0;
+    double cpu0 = 0, cpu1 = 0, srv0 = -1, srv1 = -1;
     int rc = -1;
 
     memset(res, 0, sizeof(*res));
@@ -651,6 +677,7 @@ int bench_run(const struct bench_plan *p, struct bench_result *res, char *err,
         sh.stop_ns = sh.measure_ns + (uint64_t)(p->seconds * NS_PER_S);
     } else {
         cpu0 = cpu_seconds();
+        srv0 = proc_cpu_seconds(p->server_pid);
     }
     for (; started < p->threads; started++) {
         if (pthread_create(&ws[started].th, NULL, worker_main, &ws[started]) !=
@@ -663,15 +690,20 @@ int bench_run(const struct bench_plan *p, struct bench_result *res, char *err,
     if (by_time && started == p->threads) {
         wait_until(&sh, sh.measure_ns);
         cpu0 = cpu_seconds();
+        srv0 = proc_cpu_seconds(p->server_pid);
         wait_until(&sh, sh.stop_ns);
         cpu1 = cpu_seconds();
+        srv1 = proc_cpu_seconds(p->server_pid);
     }
     for (unsigned t = 0; t < started; t++)
         pthread_join(ws[t].th, NULL);
-    if (!by_time)
+    if (!by_time) {
         cpu1 = cpu_seconds();
+        srv1 = proc_cpu_seconds(p->server_pid);
+    }
     res->wall_s = by_time ? p->seconds : (double)(now_ns() - t0) / NS_PER_S;
     res->cpu_s = cpu1 - cpu0;
+    res->server_cpu_s = srv0 >= 0 && srv1 >= 0 ? srv1 - srv0 : -1;
     if (started == p->threads)
         rc = workers_merge(ws, p->threads, res, err, errlen);
 out:

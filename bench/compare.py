@@ -385,7 +385,7 @@ def bench(build, pin, srv, workload, args, port=None, extra=()):
     target = "binary" if srv.kind == "unreadd" else "redis"
     argv = pin.client + [
         os.path.join(build, "unread-bench"), "--json", "-t", target,
-        "-p", str(port or srv.port), "-w", workload] + list(extra) + [
+        "-p", str(port or srv.port), "-w", workload] + [str(a) for a in extra] + [
         "-T", str(pin.client_threads)] + [str(a) for a in args]
     if srv.kind == "unreadd":
         argv.append("--audit")

@@ -64,6 +64,8 @@ static void usage(FILE *f)
         "      --tls            every connection over TLS (full handshakes)\n"
         "      --cacert FILE    verify the server against this CA (PEM)\n"
         "      --cert FILE      --key FILE: this client's certificate\n"
+        "      --server-pid PID the server's CPU time in the measured window\n"
+        "                       too (/proc/PID/stat; the same machine)\n"
         "      --handshakes     instead of a workload: -T threads, each\n"
         "                       connect + handshake + PING + close in a\n"
         "                       loop for -d seconds (plaintext without --tls)\n"
@@ -129,6 +131,7 @@ enum {
     OPT_CERT,
     OPT_KEY,
     OPT_HANDSHAKES,
+    OPT_SERVER_PID,
     OPT_HELP
 };
 
@@ -143,6 +146,7 @@ static const struct option longopts[] = {
     {"cert", required_argument, NULL, OPT_CERT},
     {"key", required_argument, NULL, OPT_KEY},
     {"handshakes", no_argument, NULL, OPT_HANDSHAKES},
+    {"server-pid", required_argument, NULL, OPT_SERVER_PID},
     {"workload", required_argument, NULL, 'w'},
     {"connections", required_argument, NULL, 'c'},
     {"pipeline", required_argument, NULL, 'P'},
@@ -215,6 +219,14 @@ static bool set_opt(struct opts *o, int ch, const char *arg, uint64_t *keys,
     case OPT_HANDSHAKES:
         o->handshakes = true;
         return true;
+    case OPT_SERVER_PID: {
+        unsigned pid;
+
+        if (!parse_unsigned(arg, 1u << 30, &pid))
+            return false;
+        p->server_pid = (int)pid;
+        return true;
+    }
     case 'w':
         o->workload = arg;
         return true;
@@ -515,12 +527,13 @@ static void report_json(const struct opts *o, const struct bench_result *r,
     printf(",\"latency_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,"
            "\"max\":%.1f,\"mean\":%.1f},\"client_cpu_s\":%.3f,"
            "\"client_cpu_cores\":%.3f,\"client_cpu_share\":%.4f,"
-           "\"cores\":%ld,\"audit_mismatches\":",
+           "\"cores\":%ld,\"server_cpu_s\":%.4f,\"audit_mismatches\":",
            us(bench_hist_quantile(h, 0.50)), us(bench_hist_quantile(h, 0.99)),
            us(bench_hist_quantile(h, 0.999)), us(h->max),
            h->count ? us(h->sum / h->count) : 0.0, r->cpu_s,
            r->wall_s > 0 ? r->cpu_s / r->wall_s : 0.0,
-           r->wall_s > 0 ? r->cpu_s / (r->wall_s * (double)cores) : 0.0, cores);
+           r->wall_s > 0 ? r->cpu_s / (r->wall_s * (double)cores) : 0.0, cores,
+           r->server_cpu_s);
     if (audit_bad >= 0)
         printf("%" PRId64 "}\n", audit_bad);
     else

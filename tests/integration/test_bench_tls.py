@@ -60,6 +60,14 @@ def test_bench_tls_with_client_certificates():
                      "-n", 200, "--audit")
         assert r["ops"] == 200 and r["errors"] == 0, r
         assert r["audit_mismatches"] == 0, r
+        assert r["server_cpu_s"] == -1, r  # no --server-pid
+        # --server-pid: the server's CPU in the window, sampled
+        r, _ = bench(tp, "--tls", "--cacert", c.ca, "--cert", c.client,
+                     "--key", c.client_key, "-w", "cnt-incr", "-c", 4,
+                     "-P", 16, "-d", 0.5, "--server-pid", srv.proc.pid)
+        assert 0 <= r["server_cpu_s"] <= 0.5 * 1.05 + 0.02, r
+        _, err = bench(tp, "--server-pid", "x", expect_rc=1)
+        assert "bad value" in err, err
         # without a certificate the server refuses the handshake
         _, err = bench(tp, "--tls", "--cacert", c.ca, "-w", "cnt-incr",
                        "-c", 1, "-n", 10, expect_rc=1)
