@@ -327,18 +327,24 @@ def block_tls(doc, path):
                     "unreadd runs: the ratio is a lower bound.", ""]
         out += ["Server CPU per operation (microseconds, median; the "
                 "server's CPU time over the run divided by its operations), "
-                "and what TLS adds (TLS - plaintext, of the medians):",
+                "what TLS adds (TLS - plaintext, of the medians), and TLS / "
+                "plaintext (the median of the per-repetition ratios):",
                 "", "| workload | pipeline | unreadd plaintext | unreadd TLS "
-                "| unreadd, TLS adds | Redis plaintext | Redis TLS | Redis, "
-                "TLS adds |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+                "| unreadd, TLS adds | unreadd, TLS / plaintext | Redis "
+                "plaintext | Redis TLS | Redis, TLS adds | Redis, TLS / "
+                "plaintext |",
+                "|---|---:|---:|---:|---:|---|---:|---:|---:|---|"]
         for r in tput:
             up, ut = (r["unreadd_%s_us_per_op" % m]["median"]
                       for m in ("plain", "tls"))
             dp, dt = (r["redis_%s_us_per_op" % m]["median"]
                       for m in ("plain", "tls"))
-            out.append("| %s | %d | %s | %s | %+.2f | %s | %s | %+.2f |" % (
-                r["workload"], r["pipeline"], r2(up), r2(ut), ut - up,
-                r2(dp), r2(dt), dt - dp))
+            out.append("| %s | %d | %s | %s | %+.2f | %s | %s | %s | %+.2f "
+                       "| %s |" % (
+                           r["workload"], r["pipeline"], r2(up), r2(ut),
+                           ut - up, mm(r.get("cpu_tls_of_plain_unreadd")),
+                           r2(dp), r2(dt), dt - dp,
+                           mm(r.get("cpu_tls_of_plain_redis"))))
         out.append("")
     hs = [r for r in rows if r["section"] == "handshakes"]
     if hs:
