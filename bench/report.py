@@ -326,7 +326,8 @@ def block_tls(doc, path):
             out += ["`>=`: the load generator's core was busy during the "
                     "unreadd runs: the ratio is a lower bound.", ""]
         out += ["Server CPU per operation (microseconds, median; the "
-                "server's CPU time over the run divided by its operations), "
+                "server's CPU time in the measured window divided by its "
+                "operations), "
                 "what TLS adds (TLS - plaintext, of the medians), and TLS / "
                 "plaintext (the median of the per-repetition ratios):",
                 "", "| workload | pipeline | unreadd plaintext | unreadd TLS "
