@@ -286,8 +286,8 @@ static int set_events(struct worker *w, struct sock *c, bool out)
 static int sock_flush(struct worker *w, struct sock *c)
 {
     while (c->out_sent < c->out.len) {
-        ssize_t n = bench_io_write(c->fd, c->ssl, c->out.data + c->out_sent,
-                                   c->out.len - c->out_sent);
+        ssize_t n = bench_tls_write(c->fd, c->ssl, c->out.data + c->out_sent,
+                                    c->out.len - c->out_sent);
 
         if (n > 0) {
             c->out_sent += (size_t)n;
@@ -297,7 +297,7 @@ static int sock_flush(struct worker *w, struct sock *c)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return c->want_out ? 0 : set_events(w, c, true);
-        return fail(w, "write: %s", bench_io_error(c->ssl, errno));
+        return fail(w, "write: %s", bench_tls_error(c->ssl, errno));
     }
     c->out.len = 0;
     c->out_sent = 0;
@@ -365,12 +365,12 @@ static int sock_read(struct worker *w, struct sock *c, uint64_t now)
         if (ur_buf_reserve(&c->in, READ_CHUNK) != 0)
             return fail(w, "out of memory");
         room = c->in.cap - c->in.len;
-        n = bench_io_read(c->fd, c->ssl, c->in.data + c->in.len, room);
+        n = bench_tls_read(c->fd, c->ssl, c->in.data + c->in.len, room);
         if (n > 0) {
             c->in.len += (size_t)n;
             /* short: the socket is empty, unless TLS holds more (a read
              * returns one record at most) */
-            if ((size_t)n < room && bench_io_pending(c->ssl) == 0)
+            if ((size_t)n < room && bench_tls_pending(c->ssl) == 0)
                 break;
             continue;
         }
@@ -380,7 +380,7 @@ static int sock_read(struct worker *w, struct sock *c, uint64_t now)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             break;
-        return fail(w, "read: %s", bench_io_error(c->ssl, errno));
+        return fail(w, "read: %s", bench_tls_error(c->ssl, errno));
     }
     for (;;) {
         enum ur_parse st = bench_parse_reply(w->p->target, c->in.data + off,

@@ -140,7 +140,7 @@ static ssize_t io_result(SSL *ssl, int rc)
     }
 }
 
-ssize_t bench_io_read(int fd, SSL *ssl, void *buf, size_t n)
+ssize_t bench_tls_read(int fd, SSL *ssl, void *buf, size_t n)
 {
     int rc;
 
@@ -153,7 +153,7 @@ ssize_t bench_io_read(int fd, SSL *ssl, void *buf, size_t n)
     return rc > 0 ? rc : io_result(ssl, rc);
 }
 
-ssize_t bench_io_write(int fd, SSL *ssl, const void *buf, size_t n)
+ssize_t bench_tls_write(int fd, SSL *ssl, const void *buf, size_t n)
 {
     int rc;
 
@@ -166,12 +166,12 @@ ssize_t bench_io_write(int fd, SSL *ssl, const void *buf, size_t n)
     return rc > 0 ? rc : io_result(ssl, rc);
 }
 
-const char *bench_io_error(SSL *ssl, int err)
+const char *bench_tls_error(SSL *ssl, int err)
 {
     return ssl != NULL && err == EPROTO ? io_error : strerror(err);
 }
 
-size_t bench_io_pending(SSL *ssl)
+size_t bench_tls_pending(SSL *ssl)
 {
     return ssl != NULL ? (size_t)SSL_pending(ssl) : 0;
 }
@@ -207,7 +207,7 @@ static int ping(int fd, SSL *ssl, char *err, size_t errlen)
     size_t got = 0;
     struct pollfd p = {fd, POLLIN, 0};
 
-    if (bench_io_write(fd, ssl, PING, sizeof(PING) - 1) !=
+    if (bench_tls_write(fd, ssl, PING, sizeof(PING) - 1) !=
         (ssize_t)sizeof(PING) - 1) {
         snprintf(err, errlen, "PING: %s", strerror(errno));
         return -1;
@@ -215,11 +215,11 @@ static int ping(int fd, SSL *ssl, char *err, size_t errlen)
     while (got < sizeof(PONG) - 1) {
         ssize_t n;
 
-        if (bench_io_pending(ssl) == 0 && poll(&p, 1, PONG_TIMEOUT_MS) != 1) {
+        if (bench_tls_pending(ssl) == 0 && poll(&p, 1, PONG_TIMEOUT_MS) != 1) {
             snprintf(err, errlen, "no PONG within %d ms", PONG_TIMEOUT_MS);
             return -1;
         }
-        n = bench_io_read(fd, ssl, buf + got, sizeof(PONG) - 1 - got);
+        n = bench_tls_read(fd, ssl, buf + got, sizeof(PONG) - 1 - got);
         if (n < 0 && errno == EAGAIN)
             continue;
         if (n <= 0) {

@@ -41,14 +41,14 @@ void bench_tls_close(SSL *ssl);
 /* read(2) and send(2) on fd, or SSL_read / SSL_write on ssl. EOF is 0;
  * OpenSSL's WANT_READ / WANT_WRITE are -1 with errno EAGAIN, its other
  * failures -1 with errno EPROTO (or the system call's errno). */
-ssize_t bench_io_read(int fd, SSL *ssl, void *buf, size_t n);
-ssize_t bench_io_write(int fd, SSL *ssl, const void *buf, size_t n);
-/* What a failed bench_io_read / bench_io_write's errno err means: TLS's
+ssize_t bench_tls_read(int fd, SSL *ssl, void *buf, size_t n);
+ssize_t bench_tls_write(int fd, SSL *ssl, const void *buf, size_t n);
+/* What a failed bench_tls_read / bench_tls_write's errno err means: TLS's
  * reason (an alert from the server, a bad record), or strerror(err). */
-const char *bench_io_error(SSL *ssl, int err);
+const char *bench_tls_error(SSL *ssl, int err);
 /* Decrypted bytes OpenSSL holds for ssl that a read would return without
  * touching the socket (0 for plaintext). */
-size_t bench_io_pending(SSL *ssl);
+size_t bench_tls_pending(SSL *ssl);
 
 /*
  * --handshakes: `threads` threads, each a loop of connect + full TLS

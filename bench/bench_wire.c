@@ -287,11 +287,11 @@ static int read_reply(int fd, SSL *ssl, enum bench_target t, struct ur_buf *b,
             return -1;
         }
         if (ur_buf_reserve(b, 4096) != 0 ||
-            (bench_io_pending(ssl) == 0 && wait_fd(fd, POLLIN, timeout_ms))) {
+            (bench_tls_pending(ssl) == 0 && wait_fd(fd, POLLIN, timeout_ms))) {
             snprintf(err, errlen, "no reply within %d ms", timeout_ms);
             return -1;
         }
-        n = bench_io_read(fd, ssl, b->data + b->len, b->cap - b->len);
+        n = bench_tls_read(fd, ssl, b->data + b->len, b->cap - b->len);
         if (n < 0 && errno == EAGAIN)
             continue; /* a TLS record not whole yet */
         if (n <= 0) {
@@ -317,7 +317,7 @@ int bench_call(int fd, SSL *ssl, enum bench_target t, const struct bench_cmd *c,
         goto out;
     }
     while (sent < b.len) {
-        ssize_t w = bench_io_write(fd, ssl, b.data + sent, b.len - sent);
+        ssize_t w = bench_tls_write(fd, ssl, b.data + sent, b.len - sent);
 
         if (w < 0 && errno == EINTR)
             continue;
