@@ -27,6 +27,9 @@
 static SSL_CTX *ctx;
 /* The reason of this thread's last TLS failure in a read or write. */
 static __thread char io_error[200];
+/* What the first handshake of the run agreed on (set once, before any
+ * other thread starts: connections are made before the run's threads). */
+static char negotiated[96];
 
 /* OpenSSL's first queued reason into buf, the queue emptied. */
 static void ssl_reason(char *buf, size_t cap)
@@ -105,7 +108,15 @@ SSL *bench_tls_connect(int fd, char *err, size_t errlen)
         SSL_free(ssl);
         return NULL;
     }
+    if (negotiated[0] == '\0')
+        snprintf(negotiated, sizeof(negotiated), "%s %s", SSL_get_version(ssl),
+                 SSL_get_cipher_name(ssl));
     return ssl;
+}
+
+const char *bench_tls_negotiated(void)
+{
+    return negotiated;
 }
 
 void bench_tls_close(SSL *ssl)

@@ -35,6 +35,9 @@ bool bench_tls_on(void);
  * SSL, or NULL with a message. fd stays the caller's to close.
  */
 SSL *bench_tls_connect(int fd, char *err, size_t errlen);
+/* The protocol version and cipher suite of the run's first handshake
+ * ("TLSv1.3 TLS_AES_256_GCM_SHA384"), or "" before one. */
+const char *bench_tls_negotiated(void);
 /* Sends close_notify (without waiting for the peer's) and frees ssl. */
 void bench_tls_close(SSL *ssl);
 

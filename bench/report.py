@@ -300,6 +300,13 @@ def block_repl(doc, path):
 def block_tls(doc, path):
     out = header(doc, path)
     rows = doc["rows"]
+    neg = doc.get("negotiated")
+    if neg:
+        out += ["Negotiated by the load generator's handshakes: %s." % "; ".join(
+            "%s %s" % ("Redis 7" if k == "redis" else "unreadd",
+                       " / ".join("`%s`" % x for x in v))
+            for k, v in sorted(neg.items(), key=lambda kv: kv[0] != "unreadd")),
+                ""]
     tput = [r for r in rows if r["section"] == "throughput"]
     if tput:
         out += ["Operations per second (median of the repetitions), each "

@@ -113,6 +113,9 @@ def run_one(opts, pin, certs, srv, mode, workload, args):
                       extra=client_extra(certs, mode) +
                       ["--server-pid", srv.pid])
     r["server"], r["mode"] = srv.kind, mode
+    if (mode == "tls") != bool(r.get("tls")):
+        raise Failed("%s %s: unread-bench says TLS %r" % (srv.kind, mode,
+                                                           r.get("tls")))
     # the server's CPU in the measured window alone (unread-bench samples
     # it): not the connects, handshakes, warm-up and audit around it
     if r["server_cpu_s"] < 0:
@@ -505,6 +508,13 @@ def main():
         except Failed as e:
             say("tls: FAILED: %s" % e)
             return 1
+    # what each server's TLS runs agreed on (one version and suite each)
+    res.doc["negotiated"] = {
+        k: sorted({r["tls"] for r in runs if r["server"] == k and
+                   r["mode"] == "tls"}) for k in KINDS}
+    say("negotiated: %s" % ", ".join(
+        "%s %s" % (k, " / ".join(v)) for k, v in
+        res.doc["negotiated"].items()))
     for r in rows + hs:
         res.row(**r)
     for r in idle:

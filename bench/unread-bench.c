@@ -535,9 +535,15 @@ static void report_json(const struct opts *o, const struct bench_result *r,
            r->wall_s > 0 ? r->cpu_s / (r->wall_s * (double)cores) : 0.0, cores,
            r->server_cpu_s);
     if (audit_bad >= 0)
-        printf("%" PRId64 "}\n", audit_bad);
+        printf("%" PRId64, audit_bad);
     else
-        printf("null}\n");
+        printf("null");
+    printf(",\"tls\":");
+    if (o->tls)
+        json_str(bench_tls_negotiated());
+    else
+        printf("null");
+    printf("}\n");
 }
 
 static void report_text(const struct opts *o, const struct bench_result *r,

@@ -46,6 +46,9 @@ def test_bench_over_tls_binary_and_text_audited():
                          "--preload", "--audit")
             check_clean(r, wl, target)
             assert r["audit_mismatches"] == 0, r
+            assert r["tls"].startswith("TLSv1."), r
+        r, _ = bench(srv.port, "-w", "cnt-get", "-c", 1, "-n", 10)
+        assert r["tls"] is None, r
         # the runs were TLS connections, counted by the server: 4 per
         # run and per preload, and the audit's
         assert int(stats(srv)["tls_handshakes"]) - before >= 3 * 9, stats(srv)
@@ -188,6 +191,10 @@ def test_tls_bench_script_end_to_end():
         assert "Goals (issue 33, TLS):" in p.stdout, p.stdout
         doc = json.load(open(out))
         assert doc["kind"] == "tls" and doc["shortened"], doc["options"]
+        for k in ("unreadd", "redis"):
+            v = doc["negotiated"][k]
+            assert len(v) == 1 and v[0].startswith("TLSv1.3 "), doc
+
         secs = [r["section"] for r in doc["rows"]]
         assert secs.count("throughput") == 2, secs
         assert secs.count("handshakes") == 2 and secs.count("idle") == 2
