@@ -247,8 +247,19 @@ bench-repl: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 	@sh tools/deps.sh bench
 	@python3 bench/repl.py --build $(BUILD) --results auto $(REPL_ARGS)
 
+# Issue 33's TLS goals: cnt-incr and conv-seq over TLS against Redis 7
+# over TLS, each beside plaintext, handshakes per second and memory per
+# idle TLS connection (bench/tls.py; certificates made at run time with
+# openssl). TLS_ARGS: e.g. "--reps 5 --idle 5000".
+TLS_ARGS ?=
+.PHONY: bench-tls
+bench-tls: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
+	@sh tools/deps.sh bench
+	@python3 bench/tls.py --build $(BUILD) --results auto $(TLS_ARGS)
+
 # Every bench results file (bench/results/) behind docs/PERFORMANCE.md:
-# `make bench bench-memory bench-pubsub bench-repl && make perf-report`.
+# `make bench bench-memory bench-pubsub bench-repl bench-tls && make
+# perf-report`.
 # perf-report rewrites the page's tables from the newest results file of
 # each kind and draws docs/img/perf-*.png (bench/report.py, Debian's
 # python3 and python3-matplotlib); check-perf checks that the page's

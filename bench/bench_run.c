@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_tls.h"
 #include "ops.h"
 #include "unread.h"
 
@@ -53,6 +54,7 @@ struct conn;
 /* One server's socket of a connection. */
 struct sock {
     int fd;
+    SSL *ssl;      /* --tls: the connection's TLS, else NULL */
     bool want_out; /* EPOLLOUT armed */
     struct ur_buf in, out;
     size_t out_sent;
@@ -110,6 +112,32 @@ static double cpu_seconds(void)
     getrusage(RUSAGE_SELF, &ru);
     return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* utime + stime of process pid in seconds (/proc/PID/stat), or -1. */
+static double proc_cpu_seconds(int pid)
+{
+    char path[64], buf[1024];
+    unsigned long long ut, st;
+    const char *p;
+    FILE *f;
+    size_t n;
+
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* the name may hold spaces */
+    if (p == NULL ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+               &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* Sleeps until t_ns, or until a thread aborts the run. */
@@ -258,8 +286,8 @@ static int set_events(struct worker *w, struct sock *c, bool out)
 static int sock_flush(struct worker *w, struct sock *c)
 {
     while (c->out_sent < c->out.len) {
-        ssize_t n = send(c->fd, c->out.data + c->out_sent,
-                         c->out.len - c->out_sent, MSG_NOSIGNAL);
+        ssize_t n = bench_tls_write(c->fd, c->ssl, c->out.data + c->out_sent,
+                                    c->out.len - c->out_sent);
 
         if (n > 0) {
             c->out_sent += (size_t)n;
@@ -269,7 +297,7 @@ static int sock_flush(struct worker *w, struct sock *c)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return c->want_out ? 0 : set_events(w, c, true);
-        return fail(w, "write: %s", strerror(errno));
+        return fail(w, "write: %s", bench_tls_error(c->ssl, errno));
     }
     c->out.len = 0;
     c->out_sent = 0;
@@ -337,10 +365,12 @@ static int sock_read(struct worker *w, struct sock *c, uint64_t now)
         if (ur_buf_reserve(&c->in, READ_CHUNK) != 0)
             return fail(w, "out of memory");
         room = c->in.cap - c->in.len;
-        n = read(c->fd, c->in.data + c->in.len, room);
+        n = bench_tls_read(c->fd, c->ssl, c->in.data + c->in.len, room);
         if (n > 0) {
             c->in.len += (size_t)n;
-            if ((size_t)n < room)
+            /* short: the socket is empty, unless TLS holds more (a read
+             * returns one record at most) */
+            if ((size_t)n < room && bench_tls_pending(c->ssl) == 0)
                 break;
             continue;
         }
@@ -350,7 +380,7 @@ static int sock_read(struct worker *w, struct sock *c, uint64_t now)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             break;
-        return fail(w, "read: %s", strerror(errno));
+        return fail(w, "read: %s", bench_tls_error(c->ssl, errno));
     }
     for (;;) {
         enum ur_parse st = bench_parse_reply(w->p->target, c->in.data + off,
@@ -407,6 +437,7 @@ static void *worker_main(void *arg)
 
 static void sock_deinit(struct sock *s)
 {
+    bench_tls_close(s->ssl);
     if (s->fd >= 0)
         close(s->fd);
     ur_buf_deinit(&s->in);
@@ -479,6 +510,9 @@ static int sock_init(struct worker *w, struct conn *c, unsigned i, unsigned cap,
     }
     s->fd = bench_dial(host, port, err, errlen);
     if (s->fd < 0)
+        return -1;
+    if (bench_tls_on() &&
+        (s->ssl = bench_tls_connect(s->fd, err, errlen)) == NULL)
         return -1;
     if (fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK) != 0 ||
         epoll_ctl(w->ep, EPOLL_CTL_ADD, s->fd, &ev) != 0) {
@@ -622,7 +656,7 @@ int bench_run(const struct bench_plan *p, struct bench_result *res, char *err,
     struct worker *ws;
     unsigned started = 0;
     uint64_t t0;
-    double cpu0 = 0, cpu1 = 0;
+    double cpu0 = 0, cpu1 = 0, srv0 = -1, srv1 = -1;
     int rc = -1;
 
     memset(res, 0, sizeof(*res));
@@ -643,6 +677,7 @@ int bench_run(const struct bench_plan *p, struct bench_result *res, char *err,
         sh.stop_ns = sh.measure_ns + (uint64_t)(p->seconds * NS_PER_S);
     } else {
         cpu0 = cpu_seconds();
+        srv0 = proc_cpu_seconds(p->server_pid);
     }
     for (; started < p->threads; started++) {
         if (pthread_create(&ws[started].th, NULL, worker_main, &ws[started]) !=
@@ -655,15 +690,20 @@ int bench_run(const struct bench_plan *p, struct bench_result *res, char *err,
     if (by_time && started == p->threads) {
         wait_until(&sh, sh.measure_ns);
         cpu0 = cpu_seconds();
+        srv0 = proc_cpu_seconds(p->server_pid);
         wait_until(&sh, sh.stop_ns);
         cpu1 = cpu_seconds();
+        srv1 = proc_cpu_seconds(p->server_pid);
     }
     for (unsigned t = 0; t < started; t++)
         pthread_join(ws[t].th, NULL);
-    if (!by_time)
+    if (!by_time) {
         cpu1 = cpu_seconds();
+        srv1 = proc_cpu_seconds(p->server_pid);
+    }
     res->wall_s = by_time ? p->seconds : (double)(now_ns() - t0) / NS_PER_S;
     res->cpu_s = cpu1 - cpu0;
+    res->server_cpu_s = srv0 >= 0 && srv1 >= 0 ? srv1 - srv0 : -1;
     if (started == p->threads)
         rc = workers_merge(ws, p->threads, res, err, errlen);
 out:

@@ -57,6 +57,9 @@ struct bench_plan {
     struct bench_ctx ctx;
     struct bench_keys keys;
     uint64_t seed; /* connection i draws from seed ^ i */
+    /* --server-pid: a process on this machine (the server) whose CPU time
+     * is sampled at the measured window's ends (0: none) */
+    int server_pid;
 };
 
 struct bench_result {
@@ -65,6 +68,7 @@ struct bench_result {
     char first_error[BENCH_ERR_TEXT]; /* the first one's text, or "" */
     double wall_s;                    /* the measured window */
     double cpu_s;           /* this process's user + system CPU in the window */
+    double server_cpu_s;    /* server_pid's in the window (-1: not sampled) */
     struct bench_hist hist; /* latency in ns of the window's replies */
 };
 

@@ -22,6 +22,7 @@
 #include "frame.h"
 #include "ops.h"
 #include "resp.h"
+#include "bench_tls.h"
 
 #define KEY_PREFIX_MAX 16
 /* Longest argument produced from a number: a key prefix and 20 digits. */
@@ -271,7 +272,7 @@ static int wait_fd(int fd, short events, int timeout_ms)
 }
 
 /* Reads until one whole reply is in b; 0 with *r filled, or -1. */
-static int read_reply(int fd, enum bench_target t, struct ur_buf *b,
+static int read_reply(int fd, SSL *ssl, enum bench_target t, struct ur_buf *b,
                       int timeout_ms, struct bench_reply *r, char *err,
                       size_t errlen)
 {
@@ -285,11 +286,14 @@ static int read_reply(int fd, enum bench_target t, struct ur_buf *b,
             snprintf(err, errlen, "malformed reply (%s)", ur_parse_name(st));
             return -1;
         }
-        if (ur_buf_reserve(b, 4096) != 0 || wait_fd(fd, POLLIN, timeout_ms)) {
+        if (ur_buf_reserve(b, 4096) != 0 ||
+            (bench_tls_pending(ssl) == 0 && wait_fd(fd, POLLIN, timeout_ms))) {
             snprintf(err, errlen, "no reply within %d ms", timeout_ms);
             return -1;
         }
-        n = read(fd, b->data + b->len, b->cap - b->len);
+        n = bench_tls_read(fd, ssl, b->data + b->len, b->cap - b->len);
+        if (n < 0 && errno == EAGAIN)
+            continue; /* a TLS record not whole yet */
         if (n <= 0) {
             snprintf(err, errlen, "connection closed while reading a reply");
             return -1;
@@ -298,7 +302,7 @@ static int read_reply(int fd, enum bench_target t, struct ur_buf *b,
     }
 }
 
-int bench_call(int fd, enum bench_target t, const struct bench_cmd *c,
+int bench_call(int fd, SSL *ssl, enum bench_target t, const struct bench_cmd *c,
                int timeout_ms, char *out, size_t outlen, char *err,
                size_t errlen)
 {
@@ -313,7 +317,7 @@ int bench_call(int fd, enum bench_target t, const struct bench_cmd *c,
         goto out;
     }
     while (sent < b.len) {
-        ssize_t w = write(fd, b.data + sent, b.len - sent);
+        ssize_t w = bench_tls_write(fd, ssl, b.data + sent, b.len - sent);
 
         if (w < 0 && errno == EINTR)
             continue;
@@ -324,7 +328,7 @@ int bench_call(int fd, enum bench_target t, const struct bench_cmd *c,
         sent += (size_t)w;
     }
     b.len = 0;
-    if (read_reply(fd, t, &b, timeout_ms, &r, err, errlen) != 0)
+    if (read_reply(fd, ssl, t, &b, timeout_ms, &r, err, errlen) != 0)
         goto out;
     if (r.kind == UR_VAL_ERR) {
         snprintf(err, errlen, "%.*s", (int)r.text_len, r.text);

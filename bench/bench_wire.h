@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <openssl/ssl.h>
+
 #include "buf.h"
 #include "proto.h"
 
@@ -100,12 +102,13 @@ enum ur_parse bench_parse_reply(enum bench_target t, const char *buf,
                                 size_t len, struct bench_reply *r);
 
 /*
- * One blocking round trip on a connected socket, for set-up steps (Redis
- * SCRIPT LOAD): sends c, waits for its reply within timeout_ms, copies a
- * bulk or status reply's bytes into out[0..outlen) NUL-terminated. 0, or -1
- * with a message in err (an error reply's text included).
+ * One blocking round trip on a connected socket (over ssl when not NULL,
+ * bench_tls.h), for set-up steps (Redis SCRIPT LOAD): sends c, waits for its
+ * reply within timeout_ms, copies a bulk or status reply's bytes into
+ * out[0..outlen) NUL-terminated. 0, or -1 with a message in err (an error
+ * reply's text included).
  */
-int bench_call(int fd, enum bench_target t, const struct bench_cmd *c,
+int bench_call(int fd, SSL *ssl, enum bench_target t, const struct bench_cmd *c,
                int timeout_ms, char *out, size_t outlen, char *err,
                size_t errlen);
 

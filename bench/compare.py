@@ -297,9 +297,10 @@ class Pinning:
 
 
 class Server:
-    """A server process on a free port in a temp dir."""
+    """A server process on a free port in a temp dir; extra: more
+    command-line arguments (bench/tls.py: a TLS port beside)."""
 
-    def __init__(self, kind, build, pin):
+    def __init__(self, kind, build, pin, extra=()):
         self.kind = kind  # "unreadd" or "redis"
         self.tmp = tempfile.TemporaryDirectory(prefix="unread-bench-")
         self.port = free_port()
@@ -308,12 +309,12 @@ class Server:
             argv = [os.path.join(build, "unreadd"), "--port", str(self.port),
                     "--bind", "127.0.0.1", "--dir", self.tmp.name,
                     "--loglevel", "warning"]
-            extra = UNREADD_ARGS
+            extra = UNREADD_ARGS + list(extra)
         else:
             argv = ["redis-server", "--port", str(self.port), "--bind",
                     "127.0.0.1", "--dir", self.tmp.name, "--logfile",
                     self.log, "--daemonize", "no"]
-            extra = REDIS_ARGS
+            extra = REDIS_ARGS + list(extra)
         try:
             self.start(pin.server + argv + extra)
         except Failed:
@@ -375,15 +376,16 @@ class Server:
 # --------------------------------------------------------------------------
 # unread-bench runs.
 
-def bench(build, pin, srv, workload, args):
-    """Runs unread-bench against srv; returns its JSON plus, over the whole
+def bench(build, pin, srv, workload, args, port=None, extra=()):
+    """Runs unread-bench against srv (on port, else its port; extra: more
+    options, bench/tls.py's --tls); returns its JSON plus, over the whole
     run, the server's CPU and the CPU of everything else on the machine
     (other users: noise) and the hypervisor's steal, in cores. Bad replies
     or a failure raise Failed."""
     target = "binary" if srv.kind == "unreadd" else "redis"
     argv = pin.client + [
         os.path.join(build, "unread-bench"), "--json", "-t", target,
-        "-p", str(srv.port), "-w", workload,
+        "-p", str(port or srv.port), "-w", workload] + [str(a) for a in extra] + [
         "-T", str(pin.client_threads)] + [str(a) for a in args]
     if srv.kind == "unreadd":
         argv.append("--audit")

@@ -38,10 +38,11 @@ BLOCK = re.compile(r"<!-- BEGIN results:(\w+) -->\n(.*?)<!-- END results:\1 -->"
                    re.S)
 CITE = re.compile(r"^From \[`(bench/results/[^`]+)`\]")
 MAKE = {"throughput": "make bench", "memory": "make bench-memory",
-        "pubsub": "make bench-pubsub", "repl": "make bench-repl"}
+        "pubsub": "make bench-pubsub", "repl": "make bench-repl",
+        "tls": "make bench-tls"}
 CHARTS = {"throughput": ["perf-throughput.png", "perf-latency.png"],
           "memory": ["perf-memory.png"], "pubsub": ["perf-push.png"],
-          "repl": ["perf-repl.png"]}
+          "repl": ["perf-repl.png"], "tls": ["perf-tls.png"]}
 UNREADD_COLOR, REDIS_COLOR = "#1f77b4", "#d62728"
 
 
@@ -296,8 +297,95 @@ def block_repl(doc, path):
     return out + goals(doc) + charts("repl")
 
 
+def block_tls(doc, path):
+    out = header(doc, path)
+    rows = doc["rows"]
+    neg = doc.get("negotiated")
+    if neg:
+        out += ["Negotiated by the load generator's handshakes: %s." % "; ".join(
+            "%s %s" % ("Redis 7" if k == "redis" else "unreadd",
+                       " / ".join("`%s`" % x for x in v))
+            for k, v in sorted(neg.items(), key=lambda kv: kv[0] != "unreadd")),
+                ""]
+    tput = [r for r in rows if r["section"] == "throughput"]
+    if tput:
+        out += ["Operations per second (median of the repetitions), each "
+                "ratio the median of the per-repetition ratios (min-max):",
+                "",
+                "| workload | pipeline | unreadd plaintext | unreadd TLS | "
+                "Redis plaintext | Redis TLS | unreadd / Redis, plaintext | "
+                "unreadd / Redis, TLS | TLS / plaintext, unreadd | "
+                "TLS / plaintext, Redis |",
+                "|---|---:|---:|---:|---:|---:|---|---|---|---|"]
+        for r in tput:
+            out.append("| %s | %d | %s | %s | %s | %s | %s | %s%s | %s | %s |"
+                       % (r["workload"], r["pipeline"],
+                          med(r["unreadd_plain_ops"]),
+                          med(r["unreadd_tls_ops"]),
+                          med(r["redis_plain_ops"]), med(r["redis_tls_ops"]),
+                          mm(r["ratio_plain"]),
+                          ">= " if r["client_bound"] else "",
+                          mm(r["ratio_tls"]),
+                          mm(r["tls_of_plain_unreadd"]),
+                          mm(r["tls_of_plain_redis"])))
+        out.append("")
+        if any(r["client_bound"] for r in tput):
+            out += ["`>=`: the load generator's core was busy during the "
+                    "unreadd runs: the ratio is a lower bound.", ""]
+        out += ["Server CPU per operation (microseconds, median; the "
+                "server's CPU time in the measured window divided by its "
+                "operations), "
+                "what TLS adds (TLS - plaintext, of the medians), and TLS / "
+                "plaintext (the median of the per-repetition ratios):",
+                "", "| workload | pipeline | unreadd plaintext | unreadd TLS "
+                "| unreadd, TLS adds | unreadd, TLS / plaintext | Redis "
+                "plaintext | Redis TLS | Redis, TLS adds | Redis, TLS / "
+                "plaintext |",
+                "|---|---:|---:|---:|---:|---|---:|---:|---:|---|"]
+        for r in tput:
+            up, ut = (r["unreadd_%s_us_per_op" % m]["median"]
+                      for m in ("plain", "tls"))
+            dp, dt = (r["redis_%s_us_per_op" % m]["median"]
+                      for m in ("plain", "tls"))
+            out.append("| %s | %d | %s | %s | %+.2f | %s | %s | %s | %+.2f "
+                       "| %s |" % (
+                           r["workload"], r["pipeline"], r2(up), r2(ut),
+                           ut - up, mm(r.get("cpu_tls_of_plain_unreadd")),
+                           r2(dp), r2(dt), dt - dp,
+                           mm(r.get("cpu_tls_of_plain_redis"))))
+        out.append("")
+    hs = [r for r in rows if r["section"] == "handshakes"]
+    if hs:
+        out += ["Connections per second, %d client threads each looping "
+                "connect + PING + close (TLS: a full handshake, no session "
+                "resumed, before the PING):" % hs[0]["threads"], "",
+                "| | unreadd /s | Redis /s | unreadd / Redis | server CPU "
+                "us per connection, unreadd / Redis |",
+                "|---|---:|---:|---|---:|"]
+        for r in hs:
+            out.append("| %s | %s | %s | %s | %s / %s |" % (
+                "TLS handshakes" if r["mode"] == "tls" else "plaintext",
+                mm(r["unreadd_per_sec"], n0), mm(r["redis_per_sec"], n0),
+                mm(r["ratio"]), med(r["unreadd_us_each"]),
+                med(r["redis_us_each"])))
+        out.append("")
+    idle = [r for r in rows if r["section"] == "idle"]
+    if idle:
+        out += ["Memory per idle connection (RSS growth over %s connections "
+                "that each answered one PING, on a fresh server):" %
+                n0(idle[0]["connections"]), "",
+                "| server | plaintext B/connection | TLS B/connection |",
+                "|---|---:|---:|"]
+        for r in idle:
+            out.append("| %s | %s | %s |" % (
+                "Redis 7" if r["kind"] == "redis" else "unreadd",
+                med(r["plain_bytes"]), med(r["tls_bytes"])))
+        out.append("")
+    return out + goals(doc) + charts("tls")
+
+
 BLOCKS = {"throughput": block_throughput, "memory": block_memory,
-          "pubsub": block_pubsub, "repl": block_repl}
+          "pubsub": block_pubsub, "repl": block_repl, "tls": block_tls}
 
 
 def render(kind, path):
@@ -468,6 +556,68 @@ def draw(kind, doc, img):
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3)
         save(fig, "perf-repl.png")
+
+    if kind == "tls":
+        tput = [r for r in doc["rows"] if r["section"] == "throughput"]
+        hs = {r["mode"]: r for r in doc["rows"]
+              if r["section"] == "handshakes"}
+        idle = [r for r in doc["rows"] if r["section"] == "idle"]
+        fig, axes = plt.subplots(1, 3, figsize=(13, 4.6),
+                                 gridspec_kw={"width_ratios": [2.2, 1, 1]})
+        ax = axes[0]
+        labels = ["%s P%d" % (r["workload"], r["pipeline"]) for r in tput]
+        w = 0.2
+        series = (("unreadd_plain_ops", "unreadd plaintext", "#9ecae1"),
+                  ("unreadd_tls_ops", "unreadd TLS", UNREADD_COLOR),
+                  ("redis_plain_ops", "Redis 7 plaintext", "#fcae91"),
+                  ("redis_tls_ops", "Redis 7 TLS", REDIS_COLOR))
+        for k, (key, label, color) in enumerate(series):
+            st = [r[key] for r in tput]
+            ax.bar([i + (k - 1.5) * w for i in range(len(tput))],
+                   [s["median"] for s in st], w, yerr=err(st), color=color,
+                   ecolor="#333333", capsize=2, label=label)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(tput)))
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_ylabel("operations per second (log scale; bars: min-max)")
+        ax.set_title("Throughput, plaintext and TLS")
+        ax.legend(fontsize=7, loc="upper left")
+        ax.grid(axis="y", alpha=0.3)
+        ax = axes[1]
+        w = 0.38
+        modes = [m for m in ("plain", "tls") if m in hs]
+        for k, (key, label, color) in enumerate((
+                ("unreadd_per_sec", "unreadd", UNREADD_COLOR),
+                ("redis_per_sec", "Redis 7", REDIS_COLOR))):
+            st = [hs[m][key] for m in modes]
+            ax.bar([i + (k - 0.5) * w for i in range(len(modes))],
+                   [s["median"] for s in st], w, yerr=err(st), color=color,
+                   ecolor="#333333", capsize=3, label=label)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(modes)))
+        ax.set_xticklabels(["plaintext\nconnect+PING" if m == "plain" else
+                            "TLS: full\nhandshake+PING" for m in modes],
+                           fontsize=8)
+        ax.set_ylabel("connections per second (log scale)")
+        ax.set_title("Connects per second")
+        ax.legend(fontsize=7)
+        ax.grid(axis="y", alpha=0.3)
+        ax = axes[2]
+        for k, (mode, label, alpha) in enumerate((
+                ("plain", "plaintext", 0.45), ("tls", "TLS", 1.0))):
+            ax.bar([i + (k - 0.5) * w for i in range(len(idle))],
+                   [r["%s_bytes" % mode]["median"] / 1024.0 for r in idle],
+                   w, color=[UNREADD_COLOR if r["kind"] == "unreadd" else
+                             REDIS_COLOR for r in idle], alpha=alpha,
+                   edgecolor="#333333", label=label)
+        ax.set_xticks(range(len(idle)))
+        ax.set_xticklabels(["unreadd" if r["kind"] == "unreadd" else
+                            "Redis 7" for r in idle])
+        ax.set_ylabel("KiB per idle connection (RSS growth)")
+        ax.set_title("Memory per idle connection")
+        ax.legend(fontsize=7, title="pale: plaintext", title_fontsize=7)
+        ax.grid(axis="y", alpha=0.3)
+        save(fig, "perf-tls.png")
 
 
 # --------------------------------------------------------------------------

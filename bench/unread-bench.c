@@ -13,6 +13,9 @@
  * recompute every total. Error
  * replies are counted during the run and make the exit status 2, so a
  * benchmark that measured errors instead of work cannot pass silently.
+ * With --tls every connection (set-up, run, audit) is TLS (bench_tls.h);
+ * --handshakes measures connects + full handshakes per second instead of
+ * a workload (bench/tls.py).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -20,9 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "bench_run.h"
+#include "bench_tls.h"
 #include "slot.h"
 #include "unread.h"
 
@@ -38,6 +43,9 @@ struct opts {
     bool audit;
     bool json;
     bool slots; /* --slots */
+    bool tls;   /* --tls */
+    const char *cacert, *cert, *key;
+    bool handshakes; /* --handshakes */
 };
 
 static void usage(FILE *f)
@@ -53,6 +61,14 @@ static void usage(FILE *f)
         "                       requests placed as libunread places them\n"
         "      --slots          --cluster LIST is a cluster-mode cluster's\n"
         "                       masters: requests go by slot (CLUSTER SLOTS)\n"
+        "      --tls            every connection over TLS (full handshakes)\n"
+        "      --cacert FILE    verify the server against this CA (PEM)\n"
+        "      --cert FILE      --key FILE: this client's certificate\n"
+        "      --server-pid PID the server's CPU time in the measured window\n"
+        "                       too (/proc/PID/stat; the same machine)\n"
+        "      --handshakes     instead of a workload: -T threads, each\n"
+        "                       connect + handshake + PING + close in a\n"
+        "                       loop for -d seconds (plaintext without --tls)\n"
         "  -w, --workload NAME  what to send (cnt-get); see --list\n"
         "  -c, --connections N  connections (50)\n"
         "  -P, --pipeline N     requests in flight per connection (1)\n"
@@ -110,6 +126,12 @@ enum {
     OPT_LIST,
     OPT_CLUSTER,
     OPT_SLOTS,
+    OPT_TLS,
+    OPT_CACERT,
+    OPT_CERT,
+    OPT_KEY,
+    OPT_HANDSHAKES,
+    OPT_SERVER_PID,
     OPT_HELP
 };
 
@@ -119,6 +141,12 @@ static const struct option longopts[] = {
     {"port", required_argument, NULL, 'p'},
     {"cluster", required_argument, NULL, OPT_CLUSTER},
     {"slots", no_argument, NULL, OPT_SLOTS},
+    {"tls", no_argument, NULL, OPT_TLS},
+    {"cacert", required_argument, NULL, OPT_CACERT},
+    {"cert", required_argument, NULL, OPT_CERT},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"handshakes", no_argument, NULL, OPT_HANDSHAKES},
+    {"server-pid", required_argument, NULL, OPT_SERVER_PID},
     {"workload", required_argument, NULL, 'w'},
     {"connections", required_argument, NULL, 'c'},
     {"pipeline", required_argument, NULL, 'P'},
@@ -176,6 +204,29 @@ static bool set_opt(struct opts *o, int ch, const char *arg, uint64_t *keys,
     case OPT_SLOTS:
         o->slots = true;
         return true;
+    case OPT_TLS:
+        o->tls = true;
+        return true;
+    case OPT_CACERT:
+        o->cacert = arg;
+        return true;
+    case OPT_CERT:
+        o->cert = arg;
+        return true;
+    case OPT_KEY:
+        o->key = arg;
+        return true;
+    case OPT_HANDSHAKES:
+        o->handshakes = true;
+        return true;
+    case OPT_SERVER_PID: {
+        unsigned pid;
+
+        if (!parse_unsigned(arg, 1u << 30, &pid))
+            return false;
+        p->server_pid = (int)pid;
+        return true;
+    }
     case 'w':
         o->workload = arg;
         return true;
@@ -269,6 +320,19 @@ static void parse_args(struct opts *o, int argc, char **argv)
                         "not Redis\n");
         exit(1);
     }
+    if ((o->cacert || o->cert || o->key) && !o->tls) {
+        fprintf(stderr, "unread-bench: --cacert, --cert, --key need --tls\n");
+        exit(1);
+    }
+    if ((o->cert == NULL) != (o->key == NULL)) {
+        fprintf(stderr, "unread-bench: --cert and --key go together\n");
+        exit(1);
+    }
+    if (o->tls && p->cluster != NULL) {
+        fprintf(stderr, "unread-bench: --tls is for one server, not "
+                        "--cluster\n");
+        exit(1);
+    }
     if (p->target == BENCH_REDIS && !o->port_set)
         p->port = 6379;
     if (p->threads == 0)
@@ -290,6 +354,7 @@ static int load_script(struct bench_plan *p, char *err, size_t errlen)
     struct bench_cmd c;
     char library_name[64];
     bool library;
+    SSL *ssl = NULL;
     int fd, rc;
 
     if (p->target != BENCH_REDIS || p->wl->script == NULL)
@@ -297,6 +362,10 @@ static int load_script(struct bench_plan *p, char *err, size_t errlen)
     fd = bench_dial(p->host, p->port, err, errlen);
     if (fd < 0)
         return -1;
+    if (bench_tls_on() && (ssl = bench_tls_connect(fd, err, errlen)) == NULL) {
+        close(fd);
+        return -1;
+    }
     library = strncmp(p->wl->script, "#!lua", 5) == 0;
     bench_cmd_redis(&c, library ? "FUNCTION" : "SCRIPT", BX_BULK);
     bench_arg_str(&c, "LOAD");
@@ -304,11 +373,12 @@ static int load_script(struct bench_plan *p, char *err, size_t errlen)
         bench_arg_str(&c, "REPLACE");
     bench_arg_str(&c, p->wl->script);
     if (library)
-        rc = bench_call(fd, p->target, &c, SETUP_TIMEOUT_MS, library_name,
+        rc = bench_call(fd, ssl, p->target, &c, SETUP_TIMEOUT_MS, library_name,
                         sizeof(library_name), err, errlen);
     else
-        rc = bench_call(fd, p->target, &c, SETUP_TIMEOUT_MS, p->ctx.sha,
+        rc = bench_call(fd, ssl, p->target, &c, SETUP_TIMEOUT_MS, p->ctx.sha,
                         sizeof(p->ctx.sha), err, errlen);
+    bench_tls_close(ssl);
     close(fd);
     if (rc == 0 && !library && strlen(p->ctx.sha) != BENCH_SHA_LEN) {
         snprintf(err, errlen, "SCRIPT LOAD answered '%s'", p->ctx.sha);
@@ -360,14 +430,30 @@ static int audit_shard(struct unread *u, size_t i, uint64_t *bad, char *err,
 
 /* DEBUG AUDIT through libunread (whatever the target's protocol) of the
  * server, or of every shard: the number of mismatches into *bad. */
-static int audit(const struct bench_plan *p, uint64_t *bad, char *err,
-                 size_t errlen)
+static int audit(const struct opts *b, uint64_t *bad, char *err, size_t errlen)
 {
+    const struct bench_plan *p = &b->plan;
     struct unread_opts *o;
     struct unread *u;
+    char name[300];
     int rc = 0;
 
-    if (p->cluster != NULL) {
+    if (b->tls) { /* the one server, through libunread's TLS */
+        o = unread_opts_new();
+        snprintf(name, sizeof(name), "%s:%u", p->host, p->port);
+        if (o == NULL || unread_opts_set_tls(o, true) != 0 ||
+            unread_opts_set_tls_ca(o, b->cacert, NULL) != 0 ||
+            unread_opts_set_tls_verify(o, b->cacert != NULL) != 0 ||
+            (b->cert != NULL &&
+             unread_opts_set_tls_cert(o, b->cert, b->key) != 0)) {
+            snprintf(err, errlen, "libunread TLS options refused");
+            unread_opts_free(o);
+            return -1;
+        }
+        unread_opts_set_timeouts(o, SETUP_TIMEOUT_MS, SETUP_TIMEOUT_MS, 1000);
+        u = unread_connect_cluster(name, o, err, errlen);
+        unread_opts_free(o);
+    } else if (p->cluster != NULL) {
         o = unread_opts_new();
         if (o != NULL)
             unread_opts_set_timeouts(o, SETUP_TIMEOUT_MS, SETUP_TIMEOUT_MS,
@@ -441,16 +527,23 @@ static void report_json(const struct opts *o, const struct bench_result *r,
     printf(",\"latency_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,"
            "\"max\":%.1f,\"mean\":%.1f},\"client_cpu_s\":%.3f,"
            "\"client_cpu_cores\":%.3f,\"client_cpu_share\":%.4f,"
-           "\"cores\":%ld,\"audit_mismatches\":",
+           "\"cores\":%ld,\"server_cpu_s\":%.4f,\"audit_mismatches\":",
            us(bench_hist_quantile(h, 0.50)), us(bench_hist_quantile(h, 0.99)),
            us(bench_hist_quantile(h, 0.999)), us(h->max),
            h->count ? us(h->sum / h->count) : 0.0, r->cpu_s,
            r->wall_s > 0 ? r->cpu_s / r->wall_s : 0.0,
-           r->wall_s > 0 ? r->cpu_s / (r->wall_s * (double)cores) : 0.0, cores);
+           r->wall_s > 0 ? r->cpu_s / (r->wall_s * (double)cores) : 0.0, cores,
+           r->server_cpu_s);
     if (audit_bad >= 0)
-        printf("%" PRId64 "}\n", audit_bad);
+        printf("%" PRId64, audit_bad);
     else
-        printf("null}\n");
+        printf("null");
+    printf(",\"tls\":");
+    if (o->tls)
+        json_str(bench_tls_negotiated());
+    else
+        printf("null");
+    printf("}\n");
 }
 
 static void report_text(const struct opts *o, const struct bench_result *r,
@@ -564,6 +657,44 @@ out:
     return rc;
 }
 
+/* --handshakes: its figures, as one JSON object with --json. */
+static int handshakes(const struct opts *o, long cores)
+{
+    const struct bench_plan *p = &o->plan;
+    uint64_t done = 0;
+    double wall = 0, cpu0 = 0, cpu1;
+    struct rusage ru;
+    char err[256];
+    int rc;
+
+    getrusage(RUSAGE_SELF, &ru);
+    cpu0 = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    rc = bench_tls_handshakes(p->host, p->port, p->threads, p->seconds, &done,
+                              &wall, err, sizeof(err));
+    getrusage(RUSAGE_SELF, &ru);
+    cpu1 = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    if (rc != 0) {
+        fprintf(stderr, "unread-bench: handshakes: %s\n", err);
+        return 1;
+    }
+    if (o->json)
+        printf("{\"mode\":\"handshakes\",\"tls\":%s,\"port\":%u,"
+               "\"threads\":%u,\"handshakes\":%" PRIu64 ",\"seconds\":%.3f,"
+               "\"per_sec\":%.1f,\"client_cpu_cores\":%.3f,\"cores\":%ld}\n",
+               o->tls ? "true" : "false", p->port, p->threads, done, wall,
+               wall > 0 ? (double)done / wall : 0.0,
+               wall > 0 ? (cpu1 - cpu0) / wall : 0.0, cores);
+    else
+        printf("%s connects + PING on %s:%u, %u threads: %.0f/s (%" PRIu64
+               " in %.2f s), client %.2f cores\n",
+               o->tls ? "TLS handshakes" : "plaintext", p->host, p->port,
+               p->threads, wall > 0 ? (double)done / wall : 0.0, done, wall,
+               wall > 0 ? (cpu1 - cpu0) / wall : 0.0);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static struct bench_result res; /* holds a 30 KiB histogram */
@@ -582,6 +713,11 @@ int main(int argc, char **argv)
             snprintf(err, sizeof(err), "--slots needs --cluster");
         goto fail;
     }
+    if (o.tls &&
+        bench_tls_setup(o.cacert, o.cert, o.key, err, sizeof(err)) != 0)
+        goto fail;
+    if (o.handshakes)
+        return handshakes(&o, cores);
     if (load_script(&o.plan, err, sizeof(err)) != 0)
         goto fail;
     if (o.preload && !o.plan.load && preload(&o.plan, &res, err, sizeof(err)))
@@ -589,7 +725,7 @@ int main(int argc, char **argv)
     if (bench_run(&o.plan, &res, err, sizeof(err)) != 0)
         goto fail;
     if (o.audit && o.plan.target != BENCH_REDIS) {
-        if (audit(&o.plan, &bad, err, sizeof(err)) != 0)
+        if (audit(&o, &bad, err, sizeof(err)) != 0)
             goto fail;
         audit_bad = (int64_t)bad;
     }

@@ -45,6 +45,8 @@ for what in "$@"; do
         want redis-server command -v redis-server
         # bench/report.py's charts (docs/img/), under Debian's python3
         want python3-matplotlib /usr/bin/python3 -c "import matplotlib"
+        # bench/tls.py makes its CA and certificates at run time
+        want openssl command -v openssl
         ;;
     fuzz)
         want clang command -v clang
