@@ -109,6 +109,8 @@ enum unread_result {
     UNREAD_ERR_CROSSSLOT = 19,   /* a request's keys span slots */
     UNREAD_ERR_CLUSTERDOWN = 20, /* the key's slot has no node */
     UNREAD_ERR_TRYAGAIN = 21,    /* the keys are being moved: retry */
+    UNREAD_ERR_NOPERM = 22,      /* the ACL user may not run the command, or
+                                    not on these keys or channels */
 
     /* Client-side failures. All but EUSAGE, and ENOMEM outside a
      * receive, close the connection (see "Reconnect" above). */
