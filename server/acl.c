@@ -314,6 +314,7 @@ static struct acl_user *user_clone(const struct acl_user *u)
                            .allkeys = u->allkeys,
                            .allchannels = u->allchannels};
     memcpy(c->cmds, u->cmds, sizeof(c->cmds));
+    memcpy(c->fast, u->fast, sizeof(c->fast));
     c->rules = strdup(u->rules);
     ok = c->rules != NULL;
     if (ok && u->npass != 0) {
@@ -633,8 +634,39 @@ static void reset_chans(struct acl_user *u)
     u->allchannels = false;
 }
 
+/* u->fast from its rights: see acl.h. */
+static void fast_update(struct acl_user *u)
+{
+    memset(u->fast, 0, sizeof(u->fast));
+    if (u->dead)
+        return;
+    for (unsigned i = 0; i < UR_OP_COUNT; i++) {
+        const struct ur_op *op = &ur_ops[i];
+
+        if (!bit_get(u->cmds, i) || op->code == UR_OP_ACL ||
+            (!u->allkeys && ur_op_key_first(op) != 0) ||
+            (!u->allchannels && is_pubsub_op(op)))
+            continue;
+        bit_put(u->fast, i, true);
+    }
+    for (uint32_t i = 0; i < u->nsubs; i++)
+        bit_put(u->fast, u->subs[i].op, false);
+}
+
+static int user_rule(struct acl_user *u, const char *rule, size_t len,
+                     char *err, size_t errlen);
+
 int acl_user_rule(struct acl_user *u, const char *rule, size_t len, char *err,
                   size_t errlen)
+{
+    int rc = user_rule(u, rule, len, err, errlen);
+
+    fast_update(u);
+    return rc;
+}
+
+static int user_rule(struct acl_user *u, const char *rule, size_t len,
+                     char *err, size_t errlen)
 {
     uint8_t h[32];
 
@@ -1117,6 +1149,14 @@ static void kill_sessions(struct server *srv, const struct acl_user *u,
         else
             cl->io->kill(cl);
     }
+}
+
+static void kill_user(struct server *srv, struct acl_user *u,
+                      const struct session *self, struct reply *r)
+{
+    u->dead = true;
+    fast_update(u);
+    kill_sessions(srv, u, self, r);
 }
 
 /* ---- ACL LOG ---------------------------------------------------------- */
@@ -1717,8 +1757,7 @@ static void replace_users(struct server *srv, struct acl *fresh,
             user_move(u, fresh->users[j]);
             fresh->users[j] = u;
         } else {
-            u->dead = true;
-            kill_sessions(srv, u, self, r);
+            kill_user(srv, u, self, r);
             acl_user_unref(u);
         }
     }
@@ -1830,13 +1869,6 @@ void acl_config_changed(struct server *srv, const char *key)
     } else if (strcmp(key, "acllog-max-len") == 0) {
         acl_log_trim(srv->acl, srv->cfg.acllog_max_len);
     }
-}
-
-static void kill_user(struct server *srv, struct acl_user *u,
-                      const struct session *self, struct reply *r)
-{
-    u->dead = true;
-    kill_sessions(srv, u, self, r);
 }
 
 int acl_setuser(struct server *srv, const char *name, size_t nlen,

@@ -66,6 +66,10 @@ struct acl_user {
     uint32_t npass;
     uint8_t (*pass)[32]; /* SHA-256 of each password */
     uint64_t cmds[ACL_WORDS];
+    /* the ops this user runs with no further look (their bit set, no
+     * key pattern or channel pattern to match, no subcommand rule, not
+     * ACL itself): acl_refuses' one bit test. Kept by every rule. */
+    uint64_t fast[ACL_WORDS];
     struct acl_pattern *keys;
     uint32_t nkeys;
     struct acl_pattern *chans;
@@ -133,7 +137,14 @@ static inline bool acl_refuses(struct server *srv, struct session *sess,
                                const struct ur_op *op, uint32_t argc,
                                const struct ur_arg *argv, struct reply *r)
 {
-    return srv->acl_check && acl_check_op(srv, sess, op, argc, argv, r);
+    const struct acl_user *u;
+
+    if (!srv->acl_check)
+        return false;
+    u = sess->acl_user != NULL ? sess->acl_user : srv->acl->dflt;
+    if ((u->fast[op->index >> 6] >> (op->index & 63)) & 1)
+        return false;
+    return acl_check_op(srv, sess, op, argc, argv, r);
 }
 
 /*
