@@ -482,6 +482,22 @@ static void subs_drop(struct acl_user *u, unsigned op)
     u->nsubs = k;
 }
 
+/* Drops the subcommand rules of ACL's @slow-only subcommands, decided
+ * by the ACL_BIT_ACL_SAFE bit that a category rule just set. */
+static void subs_drop_safe(struct acl_user *u)
+{
+    uint32_t k = 0;
+
+    for (uint32_t i = 0; i < u->nsubs; i++) {
+        if (ur_ops[u->subs[i].op].code == UR_OP_ACL &&
+            is_safe_acl_sub(u->subs[i].name, strlen(u->subs[i].name)))
+            free(u->subs[i].name);
+        else
+            u->subs[k++] = u->subs[i];
+    }
+    u->nsubs = k;
+}
+
 /* The rule text as ACL LIST shows it: the rules of commands since the
  * last +@all / -@all, each target once (a later rule on the same
  * target decides all of it, so the earlier one is dropped). */
@@ -554,6 +570,8 @@ static int command_rule(struct acl_user *u, const char *rule, size_t len,
                 bit_put(u->cmds, i, add);
                 if (i < UR_OP_COUNT)
                     subs_drop(u, i);
+                else
+                    subs_drop_safe(u);
             }
         } else {
             return fail(err, errlen, "Unknown command or category name in ACL");
@@ -598,6 +616,10 @@ static int command_rule(struct acl_user *u, const char *rule, size_t len,
             s[u->nsubs].name[sn] = '\0';
             u->nsubs++;
         }
+        /* not in the rules text: the exceptions left are shown after it
+         * (describe_all_cmds), each decided since the last rule on its
+         * command */
+        return 0;
     } else {
         const struct ur_op *op = ur_op_by_name(name, n);
 
@@ -821,6 +843,25 @@ static void sb_str(struct sb *b, const char *s)
     sb_put(b, s, strlen(s));
 }
 
+/* prefix + s[0..n) as one word that config_split (ACL LOAD, the config
+ * file's user lines) reads back as it is: quoted when it holds a quote,
+ * a backslash, '#' or a byte that is not printable. */
+static void sb_word(struct sb *b, const char *prefix, const char *s, size_t n)
+{
+    size_t pn = strlen(prefix), cap = 4 * (pn + n) + 3;
+    char *w = malloc(pn + n + 1), *q = malloc(cap);
+
+    if (w == NULL || q == NULL) {
+        b->oom = true;
+    } else {
+        memcpy(w, prefix, pn);
+        memcpy(w + pn, s, n);
+        sb_put(b, q, config_quote(w, pn + n, q, cap));
+    }
+    free(w);
+    free(q);
+}
+
 /* The commands part of ACL LIST / GETUSER: the rules in order, after
  * -@all when they do not start with +@all or -@all. */
 static void describe_cmds(struct sb *b, const struct acl_user *u)
@@ -855,10 +896,11 @@ static void describe_keys(struct sb *b, const struct acl_user *u, bool full)
     for (uint32_t i = 0; i < u->nkeys; i++) {
         if (i != 0)
             sb_str(b, " ");
-        sb_str(b, u->keys[i].perm == ACL_KEY_RW  ? "~"
-                  : u->keys[i].perm == ACL_KEY_R ? "%R~"
-                                                 : "%W~");
-        sb_put(b, u->keys[i].s, u->keys[i].len);
+        sb_word(b,
+                u->keys[i].perm == ACL_KEY_RW  ? "~"
+                : u->keys[i].perm == ACL_KEY_R ? "%R~"
+                                               : "%W~",
+                u->keys[i].s, u->keys[i].len);
     }
 }
 
@@ -875,8 +917,7 @@ static void describe_chans(struct sb *b, const struct acl_user *u, bool full)
     for (uint32_t i = 0; i < u->nchans; i++) {
         if (full || i != 0)
             sb_str(b, " ");
-        sb_str(b, "&");
-        sb_put(b, u->chans[i].s, u->chans[i].len);
+        sb_word(b, "&", u->chans[i].s, u->chans[i].len);
     }
 }
 
@@ -892,14 +933,17 @@ static void describe_all_cmds(struct sb *b, const struct acl_user *u)
         for (; on[k] != '\0' && k + 1 < sizeof(name); k++)
             name[k] = (char)tolower((unsigned char)on[k]);
         name[k] = '\0';
-        sb_str(b,
-               bit_get(u->cmds, op_bit(&ur_ops[u->subs[i].op], u->subs[i].name,
-                                       strlen(u->subs[i].name)))
-                   ? " -"
-                   : " +");
-        sb_str(b, name);
-        sb_str(b, "|");
-        sb_str(b, u->subs[i].name);
+        char head[80];
+
+        snprintf(
+            head, sizeof(head), "%c%s|",
+            bit_get(u->cmds, op_bit(&ur_ops[u->subs[i].op], u->subs[i].name,
+                                    strlen(u->subs[i].name)))
+                ? '-'
+                : '+',
+            name);
+        sb_str(b, " ");
+        sb_word(b, head, u->subs[i].name, strlen(u->subs[i].name));
     }
 }
 
@@ -931,7 +975,7 @@ char *acl_user_describe(const struct acl_user *u)
     char hex[65];
 
     sb_str(&b, "user ");
-    sb_str(&b, u->name);
+    sb_word(&b, "", u->name, strlen(u->name));
     sb_str(&b, u->on ? " on" : " off");
     if (u->nopass)
         sb_str(&b, " nopass");
