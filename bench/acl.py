@@ -14,9 +14,15 @@ Python 3 standard library only.
 """
 
 import argparse
+import glob
 import os
+import shutil
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -64,6 +70,77 @@ def users_off(port, n):
         assert c.cmd("ACL", "USERS") == [b"default"]
 
 
+def callgrind(build, users, requests):
+    """Instructions per cnt-incr request in the server, counted by
+    callgrind (exact whatever else runs on the machine): the same server
+    under valgrind, instrumentation on only while unread-bench sends
+    `requests` requests, once without ACL users and once with them, then
+    once more without. Returns {mode: [instructions per request]}."""
+    if shutil.which("valgrind") is None or \
+            shutil.which("callgrind_control") is None:
+        return None
+    tmp = tempfile.mkdtemp(prefix="acl-cg-")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = os.path.join(tmp, "cg")
+    vg = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+         "--callgrind-out-file=" + out, os.path.join(build, "unreadd"),
+         "--port", str(port), "--journal", "no", "--save-seconds", "0",
+         "--enable-debug-command", "local", "--dir", os.path.join(tmp, "d")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    got = {"none": [], "acl": []}
+    try:
+        for _ in range(300):
+            try:
+                with Resp(port, 1.0) as c:
+                    if c.cmd("PING") == "PONG":
+                        break
+            except OSError:
+                time.sleep(0.1)
+        load = [os.path.join(build, "unread-bench"), "-t", "binary", "-p",
+                str(port), "-w", "cnt-incr", "-c", "8", "-P", "16", "-T", "1",
+                "-r", "10000"]
+        subprocess.run(load + ["-n", "20000"], check=True,
+                       capture_output=True, timeout=600)
+        for i, mode in enumerate(("none", "acl", "none", "acl")):
+            if mode == "acl":
+                users_on(port, users)
+            subprocess.run(["callgrind_control", "-i", "on", str(vg.pid)],
+                           capture_output=True, timeout=60)
+            subprocess.run(load + ["-n", str(requests)], check=True,
+                           capture_output=True, timeout=600)
+            subprocess.run(["callgrind_control", "-i", "off", str(vg.pid)],
+                           capture_output=True, timeout=60)
+            subprocess.run(["callgrind_control", "-d", str(vg.pid)],
+                           capture_output=True, timeout=60)
+            if mode == "acl":
+                users_off(port, users)
+            files = sorted(glob.glob(out + ".*"),
+                           key=lambda f: int(f.rsplit(".", 1)[1]))
+            ann = subprocess.run(["callgrind_annotate", files[-1]],
+                                 capture_output=True, text=True).stdout
+            total = None
+            for line in ann.splitlines():
+                if "PROGRAM TOTALS" in line:
+                    total = int(line.split()[0].replace(",", ""))
+            if total is None:
+                raise Failed("no totals in %s" % files[-1])
+            got[mode].append(total / requests)
+            say("callgrind %-4s %.0f instructions per request" %
+                (mode, total / requests))
+    finally:
+        vg.terminate()
+        try:
+            vg.wait(30)
+        except subprocess.TimeoutExpired:
+            vg.kill()
+            vg.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return got
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build")
@@ -72,6 +149,9 @@ def main():
     ap.add_argument("--pipeline", type=int, default=16)
     ap.add_argument("--keys", type=int, default=100000)
     ap.add_argument("--users", type=int, default=USERS)
+    ap.add_argument("--callgrind-requests", type=int, default=200000,
+                    help="requests counted under callgrind per run "
+                    "(0: skip)")
     ap.add_argument("--results", help="the results file (bench/results.py): "
                     "'auto' (bench/results/acl-STAMP.json), a path, or none")
     opts = ap.parse_args()
@@ -121,6 +201,25 @@ def main():
                                          for r in runs[mode]),
                 server_us_per_op=results.stat(r["server_us_per_op"]
                                               for r in runs[mode]))
+    cg = None
+    if opts.callgrind_requests > 0:
+        try:
+            cg = callgrind(opts.build, opts.users, opts.callgrind_requests)
+        except (Failed, subprocess.SubprocessError, OSError) as e:
+            say("callgrind: skipped (%s)" % e)
+    if cg is not None:
+        for mode in ("none", "acl"):
+            res.row(mode=mode, section="callgrind", workload="cnt-incr",
+                    pipeline=16, requests=opts.callgrind_requests,
+                    instructions_per_request=results.stat(cg[mode]))
+        ni = statistics.median(cg["none"])
+        ai = statistics.median(cg["acl"])
+        res.goal("server instructions per cnt-incr with %d ACL users <= "
+                 "%.0f%% of no ACL (callgrind)" % (opts.users,
+                                                   100 / GOAL),
+                 ai / ni, ai / ni <= 1 / GOAL, none=ni, acl=ai)
+        say("callgrind: %.1f -> %.1f instructions per request (%+.2f%%)" %
+            (ni, ai, (ai / ni - 1) * 100))
     ratio = statistics.median(ratios)
     cpu = statistics.median(cpu_ratios) if cpu_ratios else None
     res.goal("cnt-incr P%d with %d ACL users >= %.0f%% of no ACL "

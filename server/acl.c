@@ -665,6 +665,10 @@ static void fast_update(struct acl_user *u)
     for (unsigned i = 0; i < UR_OP_COUNT; i++) {
         const struct ur_op *op = &ur_ops[i];
 
+        if (op->flags & OPF_NOAUTH) {
+            bit_put(u->fast, i, true);
+            continue;
+        }
         if (!bit_get(u->cmds, i) || op->code == UR_OP_ACL ||
             (!u->allkeys && ur_op_key_first(op) != 0) ||
             (!u->allchannels && is_pubsub_op(op)))
@@ -672,7 +676,8 @@ static void fast_update(struct acl_user *u)
         bit_put(u->fast, i, true);
     }
     for (uint32_t i = 0; i < u->nsubs; i++)
-        bit_put(u->fast, u->subs[i].op, false);
+        if (!(ur_ops[u->subs[i].op].flags & OPF_NOAUTH))
+            bit_put(u->fast, u->subs[i].op, false);
 }
 
 static int user_rule(struct acl_user *u, const char *rule, size_t len,
@@ -1425,6 +1430,11 @@ int acl_user_may(const struct acl_user *u, const struct ur_op *op,
     if (op->code == UR_OP_ACL && argc > 0 && argv[0].kind == UR_ARG_STR)
         bit = bit_get(u->cmds, op_bit(op, argv[0].str, argv[0].len));
 
+    /* The commands that run before AUTH (AUTH, HELLO, PING, QUIT,
+     * RESET) run for every user, as Redis exempts its no-auth ones: a
+     * client logs in (again) and says hello whatever its rights. */
+    if (op->flags & OPF_NOAUTH)
+        return ACL_ALLOW;
     if (u->dead)
         return ACL_DENY_CMD;
     if (u->nsubs != 0 && sub_listed(u, op, argc, argv))

@@ -61,7 +61,12 @@ static void test_new_user_has_nothing(void)
     CHECK(!u->on && !u->nopass && u->npass == 0 && !u->allkeys);
     CHECK(strcmp(d, "user u off resetkeys resetchannels -@all") == 0);
     CHECK(may(u, "CNT.GET", a, 2) == ACL_DENY_CMD);
-    CHECK(may(u, "PING", NULL, 0) == ACL_DENY_CMD);
+    CHECK(may(u, "ECHO", (struct ur_arg[]){S("x")}, 1) == ACL_DENY_CMD);
+    /* what runs before AUTH runs for every user, as Redis's no-auth
+     * commands */
+    CHECK(may(u, "PING", NULL, 0) == ACL_ALLOW);
+    CHECK(may(u, "HELLO", NULL, 0) == ACL_ALLOW);
+    CHECK(may(u, "AUTH", (struct ur_arg[]){S("u"), S("p")}, 2) == ACL_ALLOW);
     free(d);
     acl_user_unref(u);
 }
