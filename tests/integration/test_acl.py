@@ -599,3 +599,121 @@ def test_redis_cli_and_redis_py():
         out = subprocess.run([DEBIAN_PY, "-c", prog, str(srv.port)],
                              capture_output=True, text=True, timeout=60)
         assert out.stdout.strip().endswith("ok"), out
+
+
+LIB_CLIENT = r'''
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+port = int(sys.argv[2])
+P, U32 = ctypes.c_void_p, ctypes.c_uint32
+lib.unread_connect.restype = P
+lib.unread_connect.argtypes = [ctypes.c_char_p, ctypes.c_uint16,
+                               ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+lib.unread_connect_cluster.restype = P
+lib.unread_connect_cluster.argtypes = [ctypes.c_char_p, P,
+                                       ctypes.c_char_p, ctypes.c_size_t]
+lib.unread_opts_new.restype = P
+lib.unread_opts_free.argtypes = [P]
+lib.unread_opts_set_password.argtypes = [P, ctypes.c_char_p]
+lib.unread_opts_set_user.argtypes = [P, ctypes.c_char_p]
+lib.unread_auth_user.argtypes = [P, ctypes.c_char_p, ctypes.c_char_p]
+lib.unread_errstr.restype = ctypes.c_char_p
+lib.unread_errstr.argtypes = [P]
+lib.unread_cnt_get.argtypes = [P, ctypes.c_uint64, ctypes.c_uint,
+                               ctypes.POINTER(U32)]
+lib.unread_close.argtypes = [P]
+NOAUTH, WRONGPASS, NOPERM = 5, 12, 22
+err = ctypes.create_string_buffer(512)
+v = U32()
+srv = b"127.0.0.1:%d" % port
+# opts: user and password, sent on every connect
+o = lib.unread_opts_new()
+assert lib.unread_opts_set_user(o, b"reader") == 0
+assert lib.unread_opts_set_password(o, b"rpw") == 0
+c = lib.unread_connect_cluster(srv, o, err, 512)
+assert c, err.value
+assert lib.unread_cnt_get(c, 1, 0, ctypes.byref(v)) == 0
+assert lib.unread_cnt_get(c, 2, 0, ctypes.byref(v)) == NOPERM
+assert b"NOPERM" in lib.unread_errstr(c) and b"keys" in lib.unread_errstr(c)
+lib.unread_close(c)
+# the default user's password is not the user's
+assert lib.unread_opts_set_user(o, None) == 0
+assert not lib.unread_connect_cluster(srv, o, err, 512)
+assert b"AUTH refused: WRONGPASS" in err.value, err.value
+lib.unread_opts_free(o)
+# unread_auth_user on an open handle
+c = lib.unread_connect(b"127.0.0.1", port, 2000, err, 512)
+assert c, err.value
+assert lib.unread_cnt_get(c, 1, 0, ctypes.byref(v)) == NOAUTH
+assert lib.unread_auth_user(c, b"reader", b"bad") == WRONGPASS
+assert lib.unread_auth_user(c, b"reader", b"rpw") == 0
+assert lib.unread_cnt_get(c, 1, 0, ctypes.byref(v)) == 0
+lib.unread_close(c)
+print("ok")
+'''
+
+
+def test_libunread_and_unread_cli_user():
+    import sys
+    from harness import BUILD, LIBUNREAD, libunread_env
+    with Server(requirepass="dpw") as srv, srv.resp() as c:
+        assert c.cmd("AUTH", "dpw") == "OK"
+        assert c.cmd("ACL", "SETUSER", "reader", "on", ">rpw", "~1",
+                     "-@all", "+@read") == "OK"
+        p = subprocess.run([sys.executable, "-c", LIB_CLIENT, LIBUNREAD,
+                            str(srv.port)], capture_output=True, text=True,
+                           env=libunread_env(), timeout=60)
+        assert p.returncode == 0 and p.stdout.strip() == "ok", \
+            p.stdout + p.stderr
+        cli = os.path.join(BUILD, "unread-cli")
+        out = subprocess.run([cli, "-p", str(srv.port), "--user", "reader",
+                              "-a", "rpw", "CNT.GET", "1", "0"],
+                             capture_output=True, text=True, timeout=20)
+        assert out.returncode == 0 and out.stdout.strip() == "0", out
+        out = subprocess.run([cli, "-p", str(srv.port), "--user", "reader",
+                              "-a", "rpw", "CNT.INCR", "1", "0"],
+                             capture_output=True, text=True, timeout=20)
+        assert out.returncode != 0 and "NOPERM" in out.stdout + out.stderr, \
+            out
+        out = subprocess.run([cli, "-p", str(srv.port), "--user", "reader",
+                              "-a", "nope", "PING"],
+                             capture_output=True, text=True, timeout=20)
+        assert out.returncode != 0 and "WRONGPASS" in out.stdout + out.stderr
+
+
+def test_documented_users_apply():
+    """The least-privilege users and the sentinel rules of
+    docs/OPERATIONS.md ("ACL users") are accepted as written, and do what
+    they say."""
+    from harness import REPO
+    text = open(os.path.join(REPO, "docs", "OPERATIONS.md")).read()
+    sec = text.split("### ACL users", 1)[1].split("\n### ", 1)[0]
+    lines = [ln for ln in sec.split("```")[1].splitlines()
+             if ln.startswith("user ")]
+    assert len(lines) == 4, lines
+    sentinel = sec.split("sentinel rules, ", 1)[1].split("`.", 1)[0]
+    sentinel = sentinel.replace("`", "").replace("\n", " ").split()
+    with Server() as srv, srv.resp() as c:
+        for ln in lines:
+            w = ln.split()
+            if w[1] == "default":
+                continue
+            assert c.cmd("ACL", "SETUSER", *w[1:]) == "OK", ln
+        assert c.cmd("ACL", "SETUSER", "sentinel", "on", ">s",
+                     *sentinel) == "OK"
+        dash = login(srv, "dashboard", "dash-secret")
+        assert isinstance(dash.cmd("INFO"), bytes)
+        assert isinstance(dash.cmd("CLIENT", "LIST"), bytes)
+        assert_err(dash.cmd("CNT.GET", 1, 0), NOPERM_CMD % "cnt.get")
+        assert_err(dash.cmd("CONFIG", "SET", "maxmemory", "1"),
+                   NOPERM_CMD % "config|set")
+        gw = login(srv, "gateway", "gw-secret")
+        assert_err(gw.cmd("CNT.SET", 1, 0, 1), NOPERM_CMD % "cnt.set")
+        assert_err(gw.cmd("SUBSCRIBE", "news"), NOPERM_CHAN)
+        assert gw.cmd("SUBSCRIBE", "badge:1") == [b"subscribe", b"badge:1", 1]
+        svc = login(srv, "msgsvc", "svc-secret")
+        assert svc.cmd("CNT.INCR", 1, 0) == [1, 1]
+        assert_err(svc.cmd("FLUSHALL"), NOPERM_CMD % "flushall")
+        assert_err(svc.cmd("CNT.CLEAR", 1), NOPERM_CMD % "cnt.clear")
+        for x in (dash, gw, svc):
+            x.close()
