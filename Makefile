@@ -208,6 +208,12 @@ $(BUILD)/tests/test_bench: $(BUILD)/obj/tests/unit/test_bench.o $(BENCH_OBJ) \
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -pthread -o $@ $^ $(LIBS)
 
+# acl-check: the executor's ACL question in process, ns per command
+# (bench/acl_check.c; bench/acl.py measures it end to end).
+all: $(BUILD)/acl-check
+$(BUILD)/acl-check: $(call obj,bench/acl_check.c) $(CORE_OBJ)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(CORE_LIBS)
+
 # client-bench: libunread's sync and async faces side by side from one
 # thread (docs/PERFORMANCE.md, "Client library").
 all: $(BUILD)/client-bench
@@ -256,6 +262,13 @@ TLS_ARGS ?=
 bench-tls: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
 	@sh tools/deps.sh bench
 	@python3 bench/tls.py --build $(BUILD) --results auto $(TLS_ARGS)
+
+# The ACL check's cost (issue 33): cnt-incr P16 with 100 ACL users against
+# none, alternating runs on one server (bench/acl.py via bench/acl-bench.sh;
+# bench/results/acl-STAMP.json). ACL_ARGS: e.g. "--reps 9 --seconds 10".
+.PHONY: bench-acl
+bench-acl: deps-quiet $(BUILD)/unread-bench $(BUILD)/unreadd
+	@BUILD=$(BUILD) sh bench/acl-bench.sh $(ACL_ARGS)
 
 # Every bench results file (bench/results/) behind docs/PERFORMANCE.md:
 # `make bench bench-memory bench-pubsub bench-repl bench-tls && make
@@ -348,11 +361,12 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(STORE_SRC)
 	clang $(FUZZ_FLAGS) -o $@ $< $(PROTO_SRC) $(STORE_SRC)
 # The snapshot and journal loaders load into a db and replay through the
 # executor, and fuzz_exec runs the executor itself: they link persistence/
-# and the server, less the network.
+# and the server, less the network (as does fuzz_acl, the ACL rule parser,
+# which is server/acl.c's).
 FUZZ_SERVER_SRC := $(PERSIST_SRC) $(COMMON_SRC) \
                    $(filter-out server/main.c server/net.c,$(SERVER_SRC))
 build-fuzz/fuzz_snapshot build-fuzz/fuzz_journal build-fuzz/fuzz_exec \
-build-fuzz/fuzz_cluster build-fuzz/fuzz_tls: \
+build-fuzz/fuzz_cluster build-fuzz/fuzz_tls build-fuzz/fuzz_acl: \
         build-fuzz/fuzz_%: \
         tests/fuzz/fuzz_%.c $(PROTO_SRC) $(STORE_SRC) $(FUZZ_SERVER_SRC)
 	@sh tools/deps.sh fuzz

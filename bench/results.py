@@ -1,7 +1,7 @@
 """The results files of the benches (issue 34): bench/results/KIND-STAMP.json,
 one per run of `make bench` (KIND throughput), `make bench-memory`
 (memory), `make bench-pubsub` (pubsub), `make bench-repl` (repl) and
-`make bench-tls` (tls).
+`make bench-tls` (tls) and `make bench-acl` (acl).
 bench/report.py turns the newest of each kind into docs/PERFORMANCE.md's
 tables and docs/img/'s charts; tests/integration/test_perf_page.py checks
 that the page's tables are those of the files they cite.
@@ -29,7 +29,7 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIR = os.path.join(REPO, "bench", "results")
-KINDS = ("throughput", "memory", "pubsub", "repl", "tls")
+KINDS = ("throughput", "memory", "pubsub", "repl", "tls", "acl")
 
 
 def loadavg():

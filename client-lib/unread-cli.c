@@ -4,7 +4,8 @@
  *
  *   unread-cli [-h host] [-p port | --cluster host:port,... |
  *              --sentinel host:port,... [--master name,...] [--replica]]
- *              [-t ms] [-a password] [--default N] [--raw|--no-raw]
+ *              [-t ms] [--user name] [-a password] [--default N]
+ *              [--raw|--no-raw]
  *              [--tls [--cacert file] [--cacertdir dir] [--cert file]
  *               [--key file] [--sni name] [--insecure]] [CMD [ARG ...]]
  *
@@ -49,6 +50,7 @@ struct cli {
     const char *master;   /* --master names */
     bool replica;         /* --replica */
     const char *auth;     /* -a password, or NULL */
+    const char *user;     /* --user name (an ACL user), or NULL */
     bool degraded;        /* --default given */
     uint64_t dflt;        /* its value */
     int timeout_ms;       /* per command; 0: none */
@@ -218,7 +220,8 @@ static struct unread *cli_open(const struct cli *cli, char *err, size_t errlen)
     struct unread *c;
     char one[300];
 
-    if (o == NULL || unread_opts_set_password(o, cli->auth) != 0) {
+    if (o == NULL || unread_opts_set_password(o, cli->auth) != 0 ||
+        unread_opts_set_user(o, cli->user) != 0) {
         unread_opts_free(o);
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -762,7 +765,7 @@ static void usage(FILE *f)
             "usage: unread-cli [-c] [-h host] [-p port | --cluster list |\n"
             "                  --sentinel list [--master names] [--replica]] "
             "[-t ms] "
-            "[-a password]\n"
+            "[--user name] [-a password]\n"
             "                  [--default N] [--raw|--no-raw] [--tls ...] "
             "[command [arg ...]]\n"
             "  -h host    server address or name (default 127.0.0.1)\n"
@@ -780,8 +783,12 @@ static void usage(FILE *f)
             "mymaster), one a shard\n"
             "  --replica  connect to a replica of each master (reads)\n"
             "  -t ms      timeout per command, 0 for none (default 0)\n"
-            "  -a password  the servers' requirepass, sent with AUTH on "
-            "connect\n"
+            "  -a password  the servers' requirepass (or the --user's "
+            "password),\n"
+            "             sent with AUTH on connect\n"
+            "  --user name  the ACL user to log in as (AUTH name password; "
+            "default:\n"
+            "             the default user)\n"
             "  --default N  degraded mode: a read whose server is down "
             "answers N,\n"
             "             marked degraded (exit status 2)\n"
@@ -844,6 +851,14 @@ int main(int argc, char **argv)
             cli.port = (uint16_t)v;
         } else if (strcmp(argv[i], "-a") == 0 && i + 1 < argc) {
             cli.auth = argv[++i];
+        } else if ((strcmp(argv[i], "--user") == 0 ||
+                    strcmp(argv[i], "--pass") == 0) &&
+                   i + 1 < argc) {
+            /* redis-cli's spellings: --user name, --pass password */
+            if (argv[i][2] == 'u')
+                cli.user = argv[++i];
+            else
+                cli.auth = argv[++i];
         } else if (strcmp(argv[i], "-c") == 0) {
             cli.cmode = true;
         } else if (strcmp(argv[i], "--cluster") == 0 && i + 1 < argc) {

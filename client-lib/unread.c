@@ -44,7 +44,8 @@ UNREAD_SAME(UNREAD_ERR_ASK, UR_E_ASK);
 UNREAD_SAME(UNREAD_ERR_CROSSSLOT, UR_E_CROSSSLOT);
 UNREAD_SAME(UNREAD_ERR_CLUSTERDOWN, UR_E_CLUSTERDOWN);
 UNREAD_SAME(UNREAD_ERR_TRYAGAIN, UR_E_TRYAGAIN);
-UNREAD_SAME(UR_E__COUNT, 22); /* a new code in proto.h: add it to unread.h */
+UNREAD_SAME(UNREAD_ERR_NOPERM, UR_E_NOPERM);
+UNREAD_SAME(UR_E__COUNT, 23); /* a new code in proto.h: add it to unread.h */
 /* Reply kinds are the wire's value tags. */
 UNREAD_SAME(UNREAD_REPLY_INT, UR_VAL_INT);
 UNREAD_SAME(UNREAD_REPLY_STR, UR_VAL_STR);
@@ -74,13 +75,20 @@ int uc_err(struct uc_core *k, int rc, const char *fmt, ...)
     return rc;
 }
 
-int uc_core_password(struct uc_core *k, const char *password)
+int uc_core_password(struct uc_core *k, const char *user, const char *password)
 {
     char *copy = NULL;
     size_t s;
 
-    if (password != NULL && (copy = strdup(password)) == NULL)
-        return -1;
+    if (password != NULL) {
+        size_t pn = strlen(password), un = user != NULL ? strlen(user) : 0;
+
+        copy = malloc(pn + un + 2);
+        if (copy == NULL)
+            return -1;
+        memcpy(copy, password, pn + 1);
+        memcpy(copy + pn + 1, un != 0 ? user : "", un + 1);
+    }
     free(k->opt.password);
     k->opt.password = copy;
     for (s = 0; s < k->nsrv; s++)
@@ -158,6 +166,7 @@ int uc_core_init(struct uc_core *k, struct uc_addr *a, size_t n,
         return -1;
     k->opt = *o;
     k->opt.password = NULL;  /* the core's own copy, below */
+    k->opt.user = NULL;      /* ... kept after the password */
     k->opt.sentinels = NULL; /* parsed into each server's uc_sentinel */
     /* Made into the TLS context, below: not kept. */
     memset(&k->opt.tls, 0, sizeof(k->opt.tls));
@@ -197,7 +206,7 @@ int uc_core_init(struct uc_core *k, struct uc_addr *a, size_t n,
         uc_conn_init(&k->srv[i].conn, &a[i]);
         k->srv[i].conn.tls = k->tls;
     }
-    if (uc_core_password(k, o->password) != 0) {
+    if (uc_core_password(k, o->user, o->password) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -377,6 +386,7 @@ void unread_opts_free(struct unread_opts *o)
     if (o == NULL)
         return;
     free(o->password);
+    free(o->user);
     free(o->sentinels);
     uc_tls_opts_free(&o->tls);
     free(o);
@@ -425,6 +435,17 @@ int unread_opts_set_password(struct unread_opts *o, const char *password)
         return UNREAD_ENOMEM;
     free(o->password);
     o->password = copy;
+    return 0;
+}
+
+int unread_opts_set_user(struct unread_opts *o, const char *user)
+{
+    char *copy = NULL;
+
+    if (user != NULL && (copy = strdup(user)) == NULL)
+        return UNREAD_ENOMEM;
+    free(o->user);
+    o->user = copy;
     return 0;
 }
 
@@ -685,7 +706,14 @@ struct unread *unread_connect_cluster(const char *servers,
 
 int unread_auth(struct unread *c, const char *password)
 {
-    struct unread_arg a = {UNREAD_ARG_STR, 0, password, 0};
+    return unread_auth_user(c, NULL, password);
+}
+
+int unread_auth_user(struct unread *c, const char *user, const char *password)
+{
+    struct unread_arg a[2] = {{UNREAD_ARG_STR, 0, user, 0},
+                              {UNREAD_ARG_STR, 0, password, 0}};
+    unsigned first_arg = user != NULL && user[0] != '\0' ? 0 : 1;
     struct ur_frame_hdr h;
     const char *body;
     int rc, first = 0;
@@ -694,15 +722,17 @@ int unread_auth(struct unread *c, const char *password)
     if (c->piping)
         return uc_err(&c->k, UNREAD_EUSAGE,
                       "a pipeline is open: read its replies or reset it");
-    if (uc_core_password(&c->k, password) != 0)
+    if (uc_core_password(&c->k, user, password) != 0)
         return uc_err(&c->k, UNREAD_ENOMEM, "out of memory");
     if (password == NULL)
         return 0;
-    a.len = strlen(password);
+    a[0].len = first_arg == 0 ? strlen(user) : 0;
+    a[1].len = strlen(password);
     for (s = 0; s < c->k.nsrv; s++) {
         if (c->k.srv[s].conn.fd < 0)
             continue; /* authenticates when it connects */
-        rc = uc_round_call(c, s, UR_OP_AUTH, 1, &a, &h, &body);
+        rc = uc_round_call(c, s, UR_OP_AUTH, 2 - first_arg, a + first_arg, &h,
+                           &body);
         if (first == 0)
             first = rc;
     }

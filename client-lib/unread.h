@@ -59,9 +59,9 @@ extern "C" {
 /* The version of this header; unread_version() is the library's. The
  * major number is the ABI's: libunread.so.MAJOR. */
 #define UNREAD_VERSION_MAJOR 1
-#define UNREAD_VERSION_MINOR 1
+#define UNREAD_VERSION_MINOR 2
 #define UNREAD_VERSION_PATCH 0
-#define UNREAD_VERSION "1.1.0"
+#define UNREAD_VERSION "1.2.0"
 #define UNREAD_VERSION_NUMBER                                                  \
     (UNREAD_VERSION_MAJOR * 10000 + UNREAD_VERSION_MINOR * 100 +               \
      UNREAD_VERSION_PATCH)
@@ -109,6 +109,8 @@ enum unread_result {
     UNREAD_ERR_CROSSSLOT = 19,   /* a request's keys span slots */
     UNREAD_ERR_CLUSTERDOWN = 20, /* the key's slot has no node */
     UNREAD_ERR_TRYAGAIN = 21,    /* the keys are being moved: retry */
+    UNREAD_ERR_NOPERM = 22,      /* the ACL user may not run the command, or
+                                    not on these keys or channels */
 
     /* Client-side failures. All but EUSAGE, and ENOMEM outside a
      * receive, close the connection (see "Reconnect" above). */
@@ -200,6 +202,12 @@ int unread_opts_set_ring_points(struct unread_opts *o, unsigned points);
 /* requirepass of the servers (NULL: none): sent with AUTH on every
  * connect, and a server that refuses it fails the connect (copied). */
 int unread_opts_set_password(struct unread_opts *o, const char *password);
+
+/* The ACL user name sent with the password (AUTH user password; NULL or
+ * "": the default user, AUTH password): docs/OPERATIONS.md "ACL users".
+ * Copied; sent on every connect and reconnect, sync and async handles,
+ * as the password is. */
+int unread_opts_set_user(struct unread_opts *o, const char *user);
 
 /* The async handle's reconnect backoff after a failed connect: first wait
  * min_ms (100), doubling up to max_ms (5000); 0 <= min_ms <= max_ms. */
@@ -301,6 +309,9 @@ void unread_close(struct unread *c);
  * UNREAD_EUSAGE while a pipeline is open.
  */
 int unread_auth(struct unread *c, const char *password);
+
+/* unread_auth as the ACL user `user` (NULL or "": the default user). */
+int unread_auth_user(struct unread *c, const char *user, const char *password);
 
 /*
  * Sets both the read and the write timeout, in milliseconds (<= 0: none):

@@ -461,8 +461,13 @@ static int internal_req(struct unread_async *a, uint32_t s,
 
     if (what == UA_AUTH) {
         op = UR_OP_AUTH;
-        argv[0] = unread_arg_str(a->k.opt.password, strlen(a->k.opt.password));
-        argc = 1;
+        const char *user = uc_cred_user(a->k.opt.password);
+
+        argc = 0;
+        if (user[0] != '\0') /* AUTH user password: an ACL user */
+            argv[argc++] = unread_arg_str(user, strlen(user));
+        argv[argc++] =
+            unread_arg_str(a->k.opt.password, strlen(a->k.opt.password));
     } else {
         op = UR_OP_CONFIG;
         argv[0] = unread_arg_str("GET", 3);

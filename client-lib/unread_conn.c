@@ -770,14 +770,18 @@ int uc_conn_recv(struct uc_conn *k)
 static int conn_auth(struct uc_conn *k, int connect_ms)
 {
     struct uc_deadline d = uc_deadline(connect_ms, "AUTH");
-    struct unread_arg a = {UNREAD_ARG_STR, 0, k->password, strlen(k->password)};
+    const char *user = uc_cred_user(k->password);
+    struct unread_arg a[2] = {
+        {UNREAD_ARG_STR, 0, user, strlen(user)},
+        {UNREAD_ARG_STR, 0, k->password, strlen(k->password)}};
+    unsigned first = user[0] != '\0' ? 0 : 1; /* AUTH [user] password */
     struct ur_val_reader rd;
     struct ur_frame_hdr h;
     struct ur_val v;
     const char *body;
     int rc;
 
-    rc = uc_conn_encode(k, UR_OP_AUTH, 1, &a);
+    rc = uc_conn_encode(k, UR_OP_AUTH, 2 - first, a + first);
     if (rc == 0)
         rc = uc_conn_flush(k, &d);
     if (rc == 0)

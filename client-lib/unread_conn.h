@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "buf.h"
 #include "frame.h"
@@ -31,10 +32,20 @@ struct uc_deadline {
     const char *what; /* "read", "write" */
 };
 
+/* The user name stored after a handle's password (unread_core.h
+ * unread_opts): "" for the default user (AUTH password), else AUTH user
+ * password. */
+static inline const char *uc_cred_user(const char *password)
+{
+    return password + strlen(password) + 1;
+}
+
 struct uc_conn {
     int fd;                  /* -1 while not connected */
     const struct uc_addr *a; /* borrowed from the handle */
-    const char *password;    /* AUTH after each connect, or NULL; borrowed */
+    const char *password;    /* AUTH after each connect, or NULL; borrowed:
+                                the ACL user name follows it after its
+                                NUL (uc_cred_user) */
 
     /* TLS (unread_tls.h): the handle's context (borrowed; NULL: TCP),
      * and this connection's stream while connected. The handshake

@@ -50,7 +50,12 @@ struct unread_opts {
     unsigned breaker_failures;
     int breaker_open_ms;
     unsigned ring_points;
-    char *password; /* owned */
+    /* owned. In a handle's core, the ACL user name (empty: the default
+     * user) follows the password after its NUL, so that every connection
+     * borrowing the password reads both through one pointer
+     * (uc_cred_user). */
+    char *password;
+    char *user; /* owned; the handle's core keeps it in password */
     int reconnect_min_ms;
     int reconnect_max_ms;
     char *sentinels; /* owned; servers are master names (unread_sentinel.h) */
@@ -121,9 +126,10 @@ int uc_core_init(struct uc_core *k, struct uc_addr *a, size_t n,
                  const struct unread_opts *o, char *err, size_t errlen);
 void uc_core_deinit(struct uc_core *k);
 
-/* Keeps a copy of password (NULL: none) for every server's connects.
- * 0, or -1 when out of memory (the old one is kept). */
-int uc_core_password(struct uc_core *k, const char *password);
+/* Keeps a copy of password (NULL: none) and of the ACL user name (NULL or
+ * "": the default user) for every server's connects. 0, or -1 when out
+ * of memory (the old ones are kept). */
+int uc_core_password(struct uc_core *k, const char *user, const char *password);
 
 /* Records the message for the last failure and returns rc. */
 int uc_err(struct uc_core *k, int rc, const char *fmt, ...)

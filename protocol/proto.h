@@ -95,7 +95,9 @@ enum ur_val_kind {
     X(ASK, 18, "ASK")                 /* "slot ip:port": that node, once */    \
     X(CROSSSLOT, 19, "CROSSSLOT")     /* keys of several slots */              \
     X(CLUSTERDOWN, 20, "CLUSTERDOWN") /* a slot is not served */               \
-    X(TRYAGAIN, 21, "TRYAGAIN")       /* a slot moves: retry soon */
+    X(TRYAGAIN, 21, "TRYAGAIN")       /* a slot moves: retry soon */           \
+    /* ACL (server/acl.h): the user may not run it; Redis's messages */        \
+    X(NOPERM, 22, "NOPERM")
 
 enum ur_err {
 #define UR_ERR_ENUM(id, code, prefix) UR_E_##id = code,

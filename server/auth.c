@@ -3,6 +3,7 @@
  */
 #include "auth.h"
 
+#include "acl.h"
 #include "config.h"
 
 bool auth_equal(const char *secret, const char *s, size_t n)
@@ -28,16 +29,31 @@ bool auth_login(struct exec_ctx *x, uint32_t first)
     const char *s = a->str;
     size_t n = a->len;
 
+    if (a->kind == UR_ARG_INT) {
+        n = ur_fmt_u64(num, a->num);
+        s = num;
+    }
+    if (srv->acl != NULL) {
+        const struct ur_arg *u = pw > first ? &x->argv[first] : NULL;
+        char unum[24];
+        const char *us = NULL;
+        size_t un = 0;
+
+        if (u != NULL && u->kind == UR_ARG_INT) {
+            un = ur_fmt_u64(unum, u->num);
+            us = unum;
+        } else if (u != NULL) {
+            us = u->str;
+            un = u->len;
+        }
+        return acl_login(srv, x->sess, us, un, s, n, x->r);
+    }
     if (srv->cfg.requirepass[0] == '\0') {
         reply_err(x->r, UR_E_ERR,
                   "AUTH <password> called without any password configured "
                   "for the default user. Are you sure your configuration "
                   "is correct?");
         return false;
-    }
-    if (a->kind == UR_ARG_INT) {
-        n = ur_fmt_u64(num, a->num);
-        s = num;
     }
     if ((pw > first && !arg_is(x, first, "default")) ||
         !auth_equal(srv->cfg.requirepass, s, n)) {

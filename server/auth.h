@@ -15,10 +15,11 @@
 
 /*
  * Authenticates x's session with its arguments first.. : "[default]
- * password" (Redis 6 clients send the user name "default"; there is no
- * other user). true with the session authenticated, else false after
- * replying the error: no password configured, a user other than default
- * or a wrong password (WRONGPASS, counted in INFO).
+ * password" or "username password": the ACL user's (acl.h), or without
+ * ACL (unit tests) requirepass with the user name default. true with the
+ * session authenticated, else false after replying the error: no
+ * password configured, an unknown or disabled user or a wrong password
+ * (WRONGPASS, counted in INFO and ACL LOG).
  */
 bool auth_login(struct exec_ctx *x, uint32_t first);
 

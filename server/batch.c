@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "acl.h"
 #include "buf.h"
 #include "cluster.h"
 #include "persist.h"
@@ -69,6 +70,8 @@ static bool check(struct server *srv, struct session *sess, const char *body,
             exec_arity_err(r, op, at(where, i));
             return false;
         }
+        if (acl_refuses(srv, sess, op, sub.argc, sub.argv, r))
+            return false; /* NOPERM: the whole batch is refused */
         if (srv->cluster != NULL && !srv->loading &&
             !cluster_batch_add(srv, &cb, op, sub.argc, sub.argv, at(where, i),
                                r))
@@ -218,6 +221,8 @@ bool batch_multi_queue(struct server *srv, struct session *sess,
         reply_err(r, UR_E_ERR, "%s is not allowed in a transaction", op->name);
     } else if (!exec_arity_ok(op, argc)) {
         exec_arity_err(r, op, "");
+    } else if (acl_refuses(srv, sess, op, argc, argv, r)) {
+        /* NOPERM at queue time, as Redis: EXEC answers EXECABORT */
     } else if (srv->cluster != NULL &&
                cluster_refuse(srv, sess, op, argc, argv, r)) {
         /* MOVED or CLUSTERDOWN now; CROSSSLOT between commands at EXEC */

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <sys/time.h>
 
+#include "acl.h"
 #include "batch.h"
 #include "exec.h"
 #include "pubsub.h"
@@ -39,6 +40,7 @@ void clients_remove(struct server *srv, struct client *cl)
     if (cl->flags & CLIENT_MONITOR)
         srv->clist.monitors--;
     cl->flags = 0;
+    acl_session_end(cl->sess);
     free(cl->name);
     free(cl->lib_name);
     free(cl->lib_ver);
@@ -114,24 +116,24 @@ int clients_describe(const struct server *srv, const struct client *cl,
         lower_name(cmd, sizeof(cmd), ur_ops[cl->last_op].name);
     else
         strcpy(cmd, "NULL");
-    n = snprintf(line, sizeof(line),
-                 "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu "
-                 "flags=%s db=0 sub=%u psub=%u ssub=0 multi=%d qbuf=%zu "
-                 "qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=%zu "
-                 "obl=0 oll=0 omem=%zu tot-mem=%zu events=%s cmd=%s "
-                 "user=default redir=-1 resp=%d lib-name=%s lib-ver=%s "
-                 "proto=%s",
-                 (unsigned long long)s->id, cl->addr, cl->laddr, cl->fd,
-                 cl->name ? cl->name : "",
-                 (unsigned long long)((now_ms - cl->ctime_ms) / 1000),
-                 (unsigned long long)((now_ms - cl->last_ms) / 1000), flags,
-                 pubsub_client_count(cl, false), pubsub_client_count(cl, true),
-                 s->multi != NULL ? 0 : -1, bf.qbuf, bf.qbuf_cap - bf.qbuf,
-                 bf.qbuf_cap, bf.qbuf, bf.obuf_cap, bf.qbuf_cap + bf.obuf_cap,
-                 events, cmd, s->proto == REPLY_RESP3 ? 3 : 2,
-                 cl->lib_name ? cl->lib_name : "",
-                 cl->lib_ver ? cl->lib_ver : "",
-                 s->proto == REPLY_BIN ? "binary" : "resp");
+    n = snprintf(
+        line, sizeof(line),
+        "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu "
+        "flags=%s db=0 sub=%u psub=%u ssub=0 multi=%d qbuf=%zu "
+        "qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=%zu "
+        "obl=0 oll=0 omem=%zu tot-mem=%zu events=%s cmd=%s "
+        "user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s "
+        "proto=%s",
+        (unsigned long long)s->id, cl->addr, cl->laddr, cl->fd,
+        cl->name ? cl->name : "",
+        (unsigned long long)((now_ms - cl->ctime_ms) / 1000),
+        (unsigned long long)((now_ms - cl->last_ms) / 1000), flags,
+        pubsub_client_count(cl, false), pubsub_client_count(cl, true),
+        s->multi != NULL ? 0 : -1, bf.qbuf, bf.qbuf_cap - bf.qbuf, bf.qbuf_cap,
+        bf.qbuf, bf.obuf_cap, bf.qbuf_cap + bf.obuf_cap, events, cmd,
+        acl_session_user(s), s->proto == REPLY_RESP3 ? 3 : 2,
+        cl->lib_name ? cl->lib_name : "", cl->lib_ver ? cl->lib_ver : "",
+        s->proto == REPLY_BIN ? "binary" : "resp");
     (void)srv;
     if (n < 0)
         return -1;
@@ -157,7 +159,9 @@ void clients_reset(struct server *srv, struct session *sess)
     struct client *cl = sess->client;
 
     batch_multi_end(sess);
-    sess->authed = srv->cfg.requirepass[0] == '\0';
+    acl_session_end(sess);
+    sess->authed = false;
+    sess->authed = !session_needs_auth(srv, sess);
     if (cl == NULL)
         return;
     pubsub_client_gone(srv, cl);
@@ -239,6 +243,8 @@ bool clients_arg_secret(const struct ur_op *op, uint32_t argc,
                 return i == a + 1 || (i == a + 2 && !word(&argv[i], "SETNAME"));
         return false;
     }
+    if (op->code == UR_OP_ACL)
+        return acl_arg_secret(argc, argv, i);
     if (op->code == UR_OP_CONFIG && i >= 2 && i % 2 == 0 &&
         word(&argv[0], "SET"))
         return argv[i - 1].kind == UR_ARG_STR &&

@@ -5,10 +5,12 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "auth.h"
 #include "cmds.h"
 #include "frame.h"
@@ -223,6 +225,7 @@ static void config_apply(struct server *srv, const char *key)
         log_warn("CONFIG SET logfile: %s; the log stays where it was", err);
     else if (strcmp(key, "slowlog-max-len") == 0)
         slowlog_trim(&srv->slowlog, srv->cfg.slowlog_max_len);
+    acl_config_changed(srv, key);
     if (srv->on_config != NULL)
         srv->on_config(srv, key);
 }
@@ -332,8 +335,12 @@ void cmd_CONFIG(struct exec_ctx *x)
                       "file to write");
             return;
         }
-        if (config_rewrite(&x->srv->cfg, x->srv->cfg.config_file, NULL, err,
-                           sizeof(err)) != 0) {
+        char *users = acl_config_lines(x->srv);
+        int rc = config_rewrite(&x->srv->cfg, x->srv->cfg.config_file, users,
+                                err, sizeof(err));
+
+        free(users);
+        if (rc != 0) {
             log_warn("CONFIG REWRITE: %s", err);
             reply_err(x->r, UR_E_ERR, "Rewriting config file: %s", err);
             return;

@@ -1,5 +1,5 @@
 /*
- * cmd_auth.c - AUTH [default] password (auth.h; docs/OPERATIONS.md,
+ * cmd_auth.c - AUTH [username] password (auth.h; docs/OPERATIONS.md,
  * "Security").
  */
 #include "auth.h"

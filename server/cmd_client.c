@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "acl.h"
 #include "clients.h"
 #include "cmds.h"
 
@@ -149,8 +150,8 @@ struct kill_filter {
     bool by_id, by_addr, by_laddr, by_type, by_user, skipme, by_age;
     uint64_t id, maxage;
     const struct ur_arg *addr, *laddr;
-    uint32_t type;     /* TYPE: the client_type() wanted */
-    bool user_matches; /* USER default */
+    uint32_t type;             /* TYPE: the client_type() wanted */
+    const struct ur_arg *user; /* USER name */
 };
 
 static bool arg_eq(const struct ur_arg *a, const char *s)
@@ -172,7 +173,7 @@ static bool kill_match(const struct exec_ctx *x, const struct kill_filter *f,
         return false;
     if (f->by_type && client_type(cl) != f->type)
         return false;
-    if (f->by_user && !f->user_matches)
+    if (f->by_user && !arg_eq(f->user, acl_session_user(cl->sess)))
         return false;
     if (f->by_age && (now - cl->ctime_ms) / 1000 < f->maxage)
         return false;
@@ -233,7 +234,7 @@ static void client_kill(struct exec_ctx *x)
                 return;
         } else if (arg_is(x, i, "USER")) {
             f.by_user = true;
-            f.user_matches = arg_eq(&x->argv[v], "default");
+            f.user = &x->argv[v];
         } else if (arg_is(x, i, "SKIPME")) {
             if (arg_is(x, v, "yes")) {
                 f.skipme = true;

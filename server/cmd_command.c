@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "acl.h"
 #include "cmds.h"
 
 /* ---- the syntax column as an argument tree ----------------------------- */
@@ -402,7 +403,7 @@ static int64_t op_arity(const struct ur_op *op)
     return op->max_args == op->min_args ? n : -n;
 }
 
-#define MAX_WORDS 12
+#define MAX_WORDS 16
 
 static unsigned op_flags(const struct ur_op *op, const char **out)
 {
@@ -430,32 +431,11 @@ static unsigned op_flags(const struct ur_op *op, const char **out)
     return n;
 }
 
+/* The ACL categories (acl.h), derived from the op table in one place:
+ * what COMMAND INFO shows is what +@category grants. */
 static unsigned op_categories(const struct ur_op *op, const char **out)
 {
-    unsigned n = 0;
-    const char *group = op_group(op);
-
-    if (op->flags & OPF_WRITE)
-        out[n++] = "@write";
-    if (op->flags & OPF_READ)
-        out[n++] = "@read";
-    out[n++] = op->flags & OPF_FAST ? "@fast" : "@slow";
-    if (op->flags & OPF_ADMIN && strcmp(group, "connection") != 0)
-        out[n++] = "@admin";
-    if (strcmp(group, "connection") == 0)
-        out[n++] = "@connection";
-    if (strcmp(group, "transactions") == 0)
-        out[n++] = "@transaction";
-    if (strcmp(group, "pubsub") == 0)
-        out[n++] = "@pubsub";
-    if (op->code == UR_OP_FLUSHALL || op->code == UR_OP_DEBUG ||
-        op->code == UR_OP_SHUTDOWN || op->code == UR_OP_CONFIG ||
-        op->code == UR_OP_CLIENT || op->code == UR_OP_MONITOR ||
-        op->code == UR_OP_SAVE || op->code == UR_OP_BGSAVE)
-        out[n++] = "@dangerous";
-    if (op_has_key(op))
-        out[n++] = "@keyspace";
-    return n;
+    return acl_op_categories(op, out);
 }
 
 static void reply_words(struct reply *r, const char **w, unsigned n)

@@ -114,6 +114,13 @@ static const struct key keys[] = {
     {"protected-mode", K_YESNO, F(protected_mode), "yes", 0, 0, R},
     {"enable-protected-configs", K_ALLOW, F(enable_protected_configs), "no", 0,
      0, 0},
+    /* ACL users (server/acl.h): the file ACL LOAD and ACL SAVE use (a
+     * path: protected), the refusals ACL LOG keeps, the channels of a
+     * new user (Redis 7's default: none) */
+    {"aclfile", K_STR0, F(aclfile), "", 0, 0, R | P},
+    {"acllog-max-len", K_U32, F(acllog_max_len), "128", 0, 1000000, R},
+    {"acl-pubsub-default", K_CHANDEF, F(acl_pubsub_default), "resetchannels", 0,
+     0, R},
     /* pub/sub (docs/OPERATIONS.md "Pub/sub and badge channels"): a
      * subscriber's unsent output, as Redis's client-output-buffer-limit
      * pubsub 32mb 8mb 60 (also settable under that name) */
@@ -154,7 +161,7 @@ static const struct key keys[] = {
     /* cluster mode (docs/OPERATIONS.md "Cluster") */
     {"cluster-enabled", K_YESNO, F(cluster_enabled), "no", 0, 0, 0},
     {"cluster-config-file", K_STR, F(cluster_config_file), "nodes.conf", 0, 0,
-     0},
+     P},
     {"cluster-announce-ip", K_STR0, F(cluster_announce_ip), "", 0, 0, R},
     {"cluster-announce-port", K_U32, F(cluster_announce_port), "0", 0, 65535,
      R},

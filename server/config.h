@@ -68,6 +68,10 @@ struct config {
     bool protected_mode;              /* protected-mode: see net.c */
     int enable_protected_configs;     /* enum config_allow: CONFIG SET of the
                                          keys config_is_protected names */
+    /* ACL users (server/acl.h) */
+    char aclfile[CONFIG_STR_MAX]; /* "": the users are config lines */
+    uint32_t acllog_max_len;      /* ACL LOG entries kept */
+    bool acl_pubsub_default;      /* a new user's channels: allchannels */
 
     /* pub/sub (docs/OPERATIONS.md "Pub/sub and badge channels") */
     uint64_t pubsub_output_limit; /* a subscriber's unsent bytes; 0: none */

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "acl.h"
 #include "batch.h"
 #include "cluster.h"
 #include "clients.h"
@@ -146,9 +147,10 @@ static bool stage(struct server *srv, const struct ur_op *op, uint32_t argc,
 /*
  * The arguments SLOWLOG keeps, with every secret (clients_arg_secret: AUTH
  * and HELLO AUTH passwords, CONFIG SET of requirepass, masterauth and the
- * TLS key passphrases) replaced by "(redacted)", as MONITOR shows them.
- * Only the commands that can carry a secret are copied, into `out`; they
- * have few arguments, past REDACT_ARGS they are kept whole.
+ * TLS key passphrases, ACL SETUSER's passwords and hashes) replaced by
+ * "(redacted)", as MONITOR shows them. Only the commands that can carry a
+ * secret are copied, into `out`; they have few arguments, past REDACT_ARGS they
+ * are kept whole.
  */
 static const struct ur_arg *redact(const struct ur_op *op, uint32_t argc,
                                    const struct ur_arg *argv,
@@ -158,7 +160,7 @@ static const struct ur_arg *redact(const struct ur_op *op, uint32_t argc,
     bool any = false;
 
     if ((op->code != UR_OP_AUTH && op->code != UR_OP_HELLO &&
-         op->code != UR_OP_CONFIG) ||
+         op->code != UR_OP_CONFIG && op->code != UR_OP_ACL) ||
         argc > REDACT_ARGS)
         return argv;
     for (uint32_t i = 0; i < argc; i++) {
@@ -286,6 +288,8 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
         submode_err(r, op);
     } else if (!exec_arity_ok(op, argc)) {
         exec_arity_err(r, op, "");
+    } else if (acl_refuses(srv, sess, op, argc, argv, r)) {
+        /* NOPERM: the session's user may not (acl.h) */
     } else if (srv->cluster != NULL && !srv->loading && !srv->cluster_routed &&
                cluster_refuse(srv, sess, op, argc, argv, r)) {
         /* MOVED, CROSSSLOT, CLUSTERDOWN: another node's, or none's */

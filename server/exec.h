@@ -44,14 +44,21 @@ struct session {
      * replica of the slot's primary), ASKING (the next command only). */
     bool readonly;
     bool asking;
+    /* ACL (acl.h): the user logged in, holding a reference; NULL is the
+     * default user. */
+    struct acl_user *acl_user;
 };
 
-/* requirepass is set and this session has not authenticated: only
- * OPF_NOAUTH ops run, and net.c applies its unauthenticated limits. */
+/* A password is needed (the default user is off or has one: acl.h;
+ * requirepass where there is no ACL) and this session has not
+ * authenticated: only OPF_NOAUTH ops run, and net.c applies its
+ * unauthenticated limits. */
 static inline bool session_needs_auth(const struct server *srv,
                                       const struct session *sess)
 {
-    return srv->cfg.requirepass[0] != '\0' && !sess->authed;
+    return !sess->authed &&
+           (srv->acl != NULL ? srv->acl_locked
+                             : srv->cfg.requirepass[0] != '\0');
 }
 
 /* Whether the session is local, as enable-debug-command local and

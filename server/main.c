@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "acl.h"
 #include "check.h"
 #include "cluster.h"
 #include "config.h"
@@ -213,7 +214,16 @@ int main(int argc, char **argv)
         return 0;
     }
     config_init(&server.cfg);
-    if (config_from_args(&server.cfg, argc, argv, err, sizeof(err)) != 0) {
+    /* ACL users before the configuration: its user lines define them */
+    server.acl = acl_create();
+    if (server.acl == NULL) {
+        fprintf(stderr, "unreadd: out of memory\n");
+        return 1;
+    }
+    server.cfg.on_user = acl_config_user;
+    server.cfg.on_user_ctx = server.acl;
+    if (config_from_args(&server.cfg, argc, argv, err, sizeof(err)) != 0 ||
+        acl_setup(&server, err, sizeof(err)) != 0) {
         fprintf(stderr, "unreadd: %s\n", err);
         return 1;
     }
@@ -328,6 +338,7 @@ out:
     if (base)
         event_base_free(base);
     db_deinit(&server.db);
+    acl_destroy(server.acl);
     badges_teardown(&server);
     pubsub_teardown(&server.pubsub);
     slowlog_deinit(&server.slowlog);

@@ -1465,8 +1465,7 @@ static const char denied_msg[] =
 
 static bool protected_refuses(bool loopback)
 {
-    return srv->cfg.protected_mode && srv->cfg.requirepass[0] == '\0' &&
-           !loopback;
+    return srv->cfg.protected_mode && !srv->acl_locked && !loopback;
 }
 
 /* A connection on either port: arg is the listener's transport (NULL:
@@ -1516,7 +1515,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     c->sess.client = &c->cl;
     /* As Redis: a connection made while no password is set stays in when
      * CONFIG SET requirepass sets one later. */
-    c->sess.authed = srv->cfg.requirepass[0] == '\0';
+    c->sess.authed = !srv->acl_locked;
     c->cl.sess = &c->sess;
     c->cl.io = &conn_io;
     c->cl.fd = fd;
@@ -1725,9 +1724,10 @@ int net_setup(struct server *s, struct event_base *b, char *err, size_t errlen)
          (tls_listener = listen_on(srv->cfg.tls_port, &tr_tls, err, errlen)) ==
              NULL))
         goto error;
-    if (srv->cfg.requirepass[0] == '\0' && !bind_is_loopback())
+    if (!srv->acl_locked && !bind_is_loopback())
         log_warn("listening on %s:%u, not a loopback address, without "
-                 "requirepass: %s (docs/OPERATIONS.md, Security)",
+                 "a password for the default user (requirepass or ACL): %s "
+                 "(docs/OPERATIONS.md, Security)",
                  srv->cfg.bind,
                  srv->cfg.port != 0 ? srv->cfg.port : srv->cfg.tls_port,
                  srv->cfg.protected_mode

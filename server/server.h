@@ -168,6 +168,14 @@ struct server {
      * status (code 0: text is the status line) or an error. */
     void (*on_unblock_status)(struct server *srv, struct session *sess,
                               uint16_t code, const char *text);
+    /* ACL users (acl.h): NULL where none is set up (unit tests and
+     * fuzzers of the executor: requirepass alone then). acl_check: a
+     * command must be checked (a user besides a default allowed
+     * everything); acl_locked: a connection must AUTH (the default user
+     * is off or has a password). */
+    struct acl *acl;
+    bool acl_check;
+    bool acl_locked;
 };
 
 /* Monotonic clock, nanoseconds and milliseconds. */

@@ -53,8 +53,9 @@ def test_hello_options_auth_and_setname():
         assert c.cmd("CLIENT", "GETNAME") == b"app-1"  # unchanged
         assert_err(c.cmd("HELLO", 3, "BOGUS"))
     with Server() as srv, srv.resp() as c:
-        # Nothing changes when the command fails.
-        assert_err(c.cmd("HELLO", 3, "AUTH", "default", "x"))
+        # Nothing changes when the command fails (the default user has no
+        # password, so any password is its, as Redis: an unknown user).
+        assert_err(c.cmd("HELLO", 3, "AUTH", "nobody", "x"), "WRONGPASS")
         assert isinstance(c.cmd("HELLO"), list)
 
 
