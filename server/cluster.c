@@ -1692,7 +1692,9 @@ bool cluster_refuse_slow(struct server *srv, struct session *sess,
         return true;
     if (slot == -1)
         return false;
-    open = slot_asks(c, (unsigned)slot);
+    /* A global object is not moved (every primary holds it): its writes
+     * stay with the slot's owner, whose copies carry its epoch. */
+    open = slot_asks(c, (unsigned)slot) && !(op->flags & OPF_GLOBAL);
     if (open)
         count_keys(srv, op, argc, argv, &kc);
     return !slot_served(srv, sess, (unsigned)slot, (op->flags & OPF_READ) == 0,
@@ -1726,7 +1728,7 @@ bool cluster_batch_add(struct server *srv, struct cluster_batch *b,
         return false;
     }
     b->slot = slot;
-    if (slot_asks(srv->cluster, (unsigned)slot)) {
+    if (slot_asks(srv->cluster, (unsigned)slot) && !(op->flags & OPF_GLOBAL)) {
         struct key_count kc = {b->keys, b->held, b->first_key, b->multi};
 
         count_keys(srv, op, argc, argv, &kc);
