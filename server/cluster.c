@@ -799,7 +799,6 @@ struct cluster *cluster_create(struct server *srv)
     c->nodes[0].flags = CN_MYSELF | CN_MASTER;
     for (unsigned s = 0; s < UR_SLOTS; s++)
         c->owner[s] = c->migrating[s] = c->importing[s] = CLUSTER_NONE;
-    c->op_restore_asking = ur_op_by_name("RESTORE-ASKING", 14);
     return c;
 }
 
@@ -1699,9 +1698,7 @@ bool cluster_refuse_slow(struct server *srv, struct session *sess,
         count_keys(srv, op, argc, argv, &kc);
     return !slot_served(srv, sess, (unsigned)slot, (op->flags & OPF_READ) == 0,
                         open ? &kc : NULL,
-                        sess->asking || (c->op_restore_asking != NULL &&
-                                         op == c->op_restore_asking),
-                        r);
+                        sess->asking || op->code == UR_OP_RESTORE_ASKING, r);
 }
 
 void cluster_batch_init(struct cluster_batch *b)

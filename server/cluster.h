@@ -95,8 +95,6 @@ struct cluster {
     uint32_t nopen;
     /* The ids (users, RCPT groups) held per slot (cluster_keys.h). */
     struct ckeys *keys;
-    /* RESTORE-ASKING, when the op table has it: it acts as if ASKING. */
-    const struct ur_op *op_restore_asking;
     uint64_t current_epoch;
     bool state_ok;                 /* cluster_state: ok */
     bool started;                  /* the start-up exchange has ended */

@@ -48,8 +48,8 @@ size_t ckeys_bytes(const struct ckeys *k);
 /* Empties it and marks it to be built again before its next read. */
 void ckeys_invalidate(struct ckeys *k);
 
-/* Whether this node holds state under id (see above): the stores' own
- * answer, O(1) per family (RCPT: one group lookup). */
+/* Whether this node holds state under id (see above): what a user record
+ * would carry (persistence/userrec.h userrec_exists). */
 bool cluster_key_held(const struct server *srv, uint64_t id);
 
 /* The executor's hook after a command that changed state ran well: its

@@ -298,3 +298,64 @@ def test_key_index_follows_the_data():
         assert a.cmd("FLUSHALL") == "OK"
         assert keys() == []
 test_key_index_follows_the_data.timeout = 120
+
+
+def user_state(node, u):
+    """What a reader sees of user u in several families (RESP)."""
+    with Resp(node.port) as c:
+        c.cmd("ASKING")
+        return (c.cmd("CNT.GET", u, "dm"), c.cmd("CONV.TOTAL", u),
+                c.cmd("FEED.UNREAD", u))
+
+
+def test_redis_cli_reshard_and_del_node():
+    """Stock redis-cli --cluster reshard moves slots holding users of every
+    family (MIGRATE of the userrec side), check is clean after; then every
+    slot of one master goes away, it stays a master (no failover-style
+    takeover), and del-node removes it."""
+    with Cluster(masters=3, replicas=0) as cl:
+        a, b, c3 = cl.masters()
+        aid, bid, cid = a.myid(), b.myid(), c3.myid()
+        # users in a's first slots and in c's, with state in several families
+        users = {}
+        for node in (a, c3):
+            for slot in sorted(slots_of(node))[:40:4]:
+                for u in users_in_slot(slot, 2, start=1000):
+                    assert node.cmd("CNT.INCR", u, "dm", 3)[0] == 3
+                    assert not is_err(node.cmd("CONV.INCR", u, 77))
+                    assert not is_err(node.cmd("FEED.FOLLOW", u, 5))
+                    users[u] = user_state(node, u)
+        out = cl.cli("--cluster", "reshard", a.addr(), "--cluster-from", aid,
+                     "--cluster-to", bid, "--cluster-slots", "40",
+                     "--cluster-yes", timeout=120)
+        assert "Moving slot" in out, out
+        cl.wait_agree()
+        out = cl.cli("--cluster", "check", a.addr())
+        assert "[OK] All nodes agree about slots configuration." in out, out
+        assert "[WARNING]" not in out, out
+        moved = [u for u in users if cl.owner(u) is b]
+        assert moved, "no user moved"
+        for u in users:
+            owner = cl.owner(u)
+            assert user_state(owner, u) == users[u], (u, owner.port)
+        for u in moved:
+            assert is_err(a.cmd("CNT.GET", u, "dm"), "MOVED")
+        # every slot of c goes to a, then c leaves the cluster
+        out = cl.cli("--cluster", "reshard", a.addr(), "--cluster-from", cid,
+                     "--cluster-to", aid, "--cluster-slots", "16384",
+                     "--cluster-yes", timeout=300)
+        cl.wait_agree(nodes=[a, b])
+        assert "master" in me_line(c3)["flags"], me_line(c3)
+        assert c3.cmd("DBSIZE") == 0
+        for u in users:
+            owner = cl.owner(u, via=a)
+            assert owner is not c3
+            assert user_state(owner, u) == users[u], (u, owner.port)
+        out = cl.cli("--cluster", "del-node", a.addr(), cid, timeout=60)
+        assert "SHUTDOWN" in out or "Sending CLUSTER RESET SOFT" in out, out
+        wait_until(lambda: all(cid not in [x["id"] for x in n.nodes()]
+                               for n in (a, b)), 10, "c forgotten")
+        out = cl.cli("--cluster", "check", a.addr())
+        assert "[OK] All 16384 slots covered." in out, out
+        assert "[WARNING]" not in out, out
+test_redis_cli_reshard_and_del_node.timeout = 400
