@@ -380,6 +380,34 @@ static int apply_marks(struct cluster *c, const char *text)
     return 0;
 }
 
+/* Node `to`, a replica of node old_id, is a master now (sentinel promoted
+ * it): the moves this node had with old_id go on with it (it carries its
+ * old master's states), so that an ASK names a node that serves. */
+static void follow_promotion(struct cluster *c, const char *old_id, uint32_t to)
+{
+    uint32_t m = cluster_node_by_id(c, old_id, strlen(old_id));
+    uint32_t n = 0;
+
+    if (m == CLUSTER_NONE || m == 0 || c->nopen == 0)
+        return;
+    for (unsigned s = 0; s < UR_SLOTS; s++) {
+        if (c->migrating[s] == m) {
+            set_migrating(c, s, to);
+            n++;
+        }
+        if (c->importing[s] == m) {
+            set_importing(c, s, to);
+            n++;
+        }
+    }
+    if (n > 0) {
+        log_info("cluster: %u slot moves with %s go on with %s, its promoted "
+                 "replica",
+                 n, c->nodes[m].id, c->nodes[to].id);
+        mark_dirty(c);
+    }
+}
+
 /* A replica's states are its master's (from its record): applied when
  * that record arrives and when the node starts to follow a master. */
 static void follow_marks(struct cluster *c)
@@ -419,7 +447,10 @@ static void state_update(struct cluster *c)
 static void node_line(const struct cluster *c, uint32_t i, bool file,
                       struct ur_buf *b);
 
-int cluster_save_config(struct cluster *c)
+/* Writes the file whole; with sync, fsynced with its directory (without:
+ * a crash of the process keeps it, one of the machine may not, as Redis's
+ * clusterSaveConfig without do_fsync). */
+static int save_config(struct cluster *c, bool sync)
 {
     struct ur_buf b = {0};
     char tmp[sizeof(c->path) + 16], vars[160];
@@ -440,14 +471,16 @@ int cluster_save_config(struct cluster *c)
         goto error;
     snprintf(tmp, sizeof(tmp), "%s.tmp", c->path);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 || fs_write_all(fd, b.data, b.len) != 0 || fsync(fd) != 0)
+    if (fd < 0 || fs_write_all(fd, b.data, b.len) != 0 ||
+        (sync && fsync(fd) != 0))
         goto error;
     if (close(fd) != 0) {
         fd = -1;
         goto error;
     }
     fd = -1;
-    if (rename(tmp, c->path) != 0 || fs_fsync_dir(c->srv->cfg.dir) != 0)
+    if (rename(tmp, c->path) != 0 ||
+        (sync && fs_fsync_dir(c->srv->cfg.dir) != 0))
         goto error;
     ur_buf_deinit(&b);
     c->dirty = false;
@@ -460,6 +493,11 @@ error:
     ur_buf_deinit(&b);
     errno = saved;
     return -1;
+}
+
+int cluster_save_config(struct cluster *c)
+{
+    return save_config(c, true);
 }
 
 /* The file is written by the cron (a burst of changes, one write), or at
@@ -1048,6 +1086,8 @@ int cluster_merge_record(struct cluster *c, const struct cluster_record *rec,
     me = myself(c); /* node_alloc may have moved the table */
     first = n->version == 0 || (n->flags & CN_HANDSHAKE);
     was_master = (n->flags & CN_MASTER) != 0;
+    if (!was_master && !first && rec->master && n->master_id[0] != '\0')
+        follow_promotion(c, n->master_id, idx);
     memcpy(n->id, rec->id, CLUSTER_ID_LEN);
     n->id[CLUSTER_ID_LEN] = '\0';
     if (rec->ip_len > 0) {
@@ -1307,6 +1347,14 @@ int cluster_setslot(struct cluster *c, unsigned slot, const char *action,
         }
     }
     cluster_changed(c);
+    /* Before the reply: a move's state must outlive a crash of this
+     * process (redis-cli goes on to the next step on OK); without an
+     * fsync per step, as Redis, or a reshard would wait on the disk for
+     * every slot. The cron retries a failed write. */
+    if (c->srv->cfg.dir[0] != '\0' && c->path[0] != '\0' &&
+        save_config(c, false) != 0)
+        log_warn("cluster: cannot write %s: %s (retried)", c->path,
+                 strerror(errno));
     return 0;
 }
 

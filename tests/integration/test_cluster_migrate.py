@@ -243,6 +243,19 @@ def test_setslot_states_routing_and_errors():
             "ASK %d 127.0.0.1:%d" % (slot2, bport), r
         conf = open(os.path.join(rep_a.root, "data", "nodes.conf")).read()
         assert re.search(r"\[%d->-%s\]" % (slot2, bid), conf), conf
+        # the target's import goes on with the promoted node: its mark now
+        # names it (so redis-cli --cluster fix sees one move, not two)
+        rid = rep_a.myid()
+        wait_until(lambda: "[%d-<-%s]" % (slot2, rid) in me_line(b)["slots"],
+                   10, "the target to import from the promoted node")
+        # and the move ends as any other: the user goes with MIGRATE
+        assert rep_a.cmd("MIGRATE", "127.0.0.1", bport, "", 0, 5000,
+                         "KEYS", h) == "OK"
+        assert rep_a.cmd("CLUSTER", "COUNTKEYSINSLOT", slot2) == 0
+        for n in (b, rep_a, c3):
+            assert n.cmd("CLUSTER", "SETSLOT", slot2, "NODE", bid) == "OK"
+        wait_until(lambda: cl.owner(h, via=c3) is b, 10, "b owns slot2")
+        assert b.cmd("CNT.GET", h, "dm") == 1
 test_setslot_states_routing_and_errors.timeout = 180
 
 
