@@ -453,7 +453,7 @@ static void node_line(const struct cluster *c, uint32_t i, bool file,
 static int save_config(struct cluster *c, bool sync)
 {
     struct ur_buf b = {0};
-    char tmp[sizeof(c->path) + 16], vars[160];
+    char tmp[sizeof(c->path) + 16], prev[sizeof(c->path) + 16], vars[160];
     int fd = -1, saved;
 
     for (uint32_t i = 0; i < c->nnodes; i++) {
@@ -479,6 +479,14 @@ static int save_config(struct cluster *c, bool sync)
         goto error;
     }
     fd = -1;
+    /* Unsynced, the old file steps aside first: ext4 flushes a file that
+     * is renamed over another (auto_da_alloc), which would cost what the
+     * fsync saves. A crash between the two renames leaves only the
+     * previous file, which load_config reads. */
+    snprintf(prev, sizeof(prev), "%s.prev", c->path);
+    if (!sync && ((unlink(prev) != 0 && errno != ENOENT) ||
+                  (rename(c->path, prev) != 0 && errno != ENOENT)))
+        goto error;
     if (rename(tmp, c->path) != 0 ||
         (sync && fs_fsync_dir(c->srv->cfg.dir) != 0))
         goto error;
@@ -747,9 +755,12 @@ error:
 static int load_config(struct cluster *c, char *err, size_t errlen)
 {
     struct fs_map m;
+    char prev[sizeof(c->path) + 16];
     int rc;
 
-    if (fs_map_open(&m, c->path) != 0) {
+    snprintf(prev, sizeof(prev), "%s.prev", c->path);
+    if (fs_map_open(&m, c->path) != 0 &&
+        (errno != ENOENT || fs_map_open(&m, prev) != 0)) {
         if (errno == ENOENT)
             return 1;
         snprintf(err, errlen, "cannot read %s: %s", c->path, strerror(errno));
@@ -902,9 +913,6 @@ int cluster_setup(struct server *srv, struct event_base *base, char *err,
     /* Whatever copies were on their way when it stopped are lost: the
      * objects it owns go to every primary again. */
     ccopy_sync_all(c);
-    if (cluster_keys_rebuild(srv) != 0)
-        log_warn("cluster: out of memory for the key index: it is built "
-                 "again at its next use");
     return 0;
 nomem:
     snprintf(err, errlen, "cluster: out of memory");
@@ -967,6 +975,7 @@ void cluster_cron(struct server *srv)
     start_check(c);
     state_update(c);
     ccopy_cron(c);
+    cluster_keys_cron(srv);
     if (c->dirty && cluster_save_config(c) != 0)
         log_warn("cluster: cannot write %s: %s (retried)", c->path,
                  strerror(errno));
