@@ -491,7 +491,7 @@ static int save_config(struct cluster *c, bool sync)
         (sync && fs_fsync_dir(c->srv->cfg.dir) != 0))
         goto error;
     ur_buf_deinit(&b);
-    c->dirty = false;
+    c->dirty = !sync; /* the cron's next save makes it durable */
     return 0;
 error:
     saved = errno;
