@@ -104,6 +104,16 @@ def test_setslot_states_routing_and_errors():
             "hold keys for this hash slot." % slot)
         assert a.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 2
 
+        # MIGRATE to a node that does not import the slot: the target
+        # refuses (MOVED back), the source says so and keeps the user.
+        r = a.cmd("MIGRATE", "127.0.0.1", b.port, "", 0, 5000, "KEYS", held1)
+        assert is_err(r, "ERR") and \
+            "Target instance replied with error: MOVED %d" % slot in \
+            err_text(r), r
+        assert a.cmd("CNT.GET", held1, "dm") == 1
+        assert a.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 2
+        assert b.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+
         # redis-cli's order: the target imports, then the source migrates.
         assert b.cmd("CLUSTER", "SETSLOT", slot, "IMPORTING", aid) == "OK"
         assert a.cmd("CLUSTER", "SETSLOT", slot, "MIGRATING", bid) == "OK"
