@@ -178,6 +178,7 @@ static uint32_t cluster_size(const struct cluster *c)
 static void set_migrating(struct cluster *c, unsigned slot, uint32_t node);
 static void set_importing(struct cluster *c, unsigned slot, uint32_t node);
 static void mark_dirty(struct cluster *c);
+static void mark_dirty_sync(struct cluster *c);
 
 static void slot_set(struct cluster *c, unsigned slot, uint32_t node)
 {
@@ -404,7 +405,7 @@ static void follow_promotion(struct cluster *c, const char *old_id, uint32_t to)
         log_info("cluster: %u slot moves with %s go on with %s, its promoted "
                  "replica",
                  n, c->nodes[m].id, c->nodes[to].id);
-        mark_dirty(c);
+        mark_dirty_sync(c);
     }
 }
 
@@ -491,7 +492,9 @@ static int save_config(struct cluster *c, bool sync)
         (sync && fs_fsync_dir(c->srv->cfg.dir) != 0))
         goto error;
     ur_buf_deinit(&b);
-    c->dirty = !sync; /* the cron's next save makes it durable */
+    if (sync)
+        c->dirty_sync = false;
+    c->dirty = c->dirty_sync; /* the cron's next save makes it durable */
     return 0;
 error:
     saved = errno;
@@ -513,6 +516,15 @@ int cluster_save_config(struct cluster *c)
 static void mark_dirty(struct cluster *c)
 {
     c->dirty = true;
+}
+
+/* A change of this node's own record, its moves or its table's members:
+ * the next save is fsynced. Others' records (mark_dirty) are written
+ * without: a restarted node hears them again in its start-up exchange,
+ * and a move touches every node's table many times a second. */
+static void mark_dirty_sync(struct cluster *c)
+{
+    c->dirty = c->dirty_sync = true;
 }
 
 /* Parses "first-last" or "slot" into a range; false when it is not one. */
@@ -976,7 +988,7 @@ void cluster_cron(struct server *srv)
     state_update(c);
     ccopy_cron(c);
     cluster_keys_cron(srv);
-    if (c->dirty && cluster_save_config(c) != 0)
+    if (c->dirty && save_config(c, c->dirty_sync) != 0)
         log_warn("cluster: cannot write %s: %s (retried)", c->path,
                  strerror(errno));
 }
@@ -1000,7 +1012,7 @@ void cluster_changed(struct cluster *c)
 
     c->nodes[0].version =
         c->nodes[0].version < now ? now : c->nodes[0].version + 1;
-    mark_dirty(c);
+    mark_dirty_sync(c);
     state_update(c);
     for (uint32_t i = 1; i < c->nnodes; i++)
         if (c->nodes[i].used && c->nodes[i].link != NULL)
@@ -1439,7 +1451,7 @@ int cluster_forget(struct cluster *c, const char *id, size_t len, char *err,
     log_info("cluster: forgot node %s (%s:%u)", c->nodes[idx].id,
              c->nodes[idx].ip, c->nodes[idx].port);
     node_free(c, idx);
-    mark_dirty(c);
+    mark_dirty_sync(c);
     state_update(c);
     return 0;
 }

@@ -100,6 +100,7 @@ struct cluster {
     bool started;                  /* the start-up exchange has ended */
     uint64_t start_ms;             /* monotonic, setup */
     bool dirty;                    /* the config file must be written */
+    bool dirty_sync;               /* ... and fsynced */
     char path[CONFIG_STR_MAX * 2]; /* dir/cluster-config-file */
     /* FORGET: ids not to learn again for a minute, as Redis does. */
     struct forgotten {
