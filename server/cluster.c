@@ -1346,6 +1346,16 @@ int cluster_setslot(struct cluster *c, unsigned slot, const char *action,
                      slot);
             return -1;
         }
+        if (c->owner[slot] != 0 && n != 0 &&
+            c->importing[slot] == CLUSTER_NONE) {
+            /* A third node's view (redis-cli tells every master): its own
+             * record does not change, so nothing is pushed; the two
+             * nodes of the move tell the others anyway. */
+            slot_set(c, slot, n);
+            mark_dirty(c);
+            state_update(c);
+            return 0;
+        }
         /* slot_set drops the slot's migrating state when it leaves this
          * node, and its importing state when it becomes this node's. */
         slot_set(c, slot, n);
