@@ -254,9 +254,11 @@ static void node_free(struct cluster *c, uint32_t idx)
 static void marks_text(const struct cluster *c, struct ur_buf *b)
 {
     char tmp[64 + CLUSTER_ID_LEN];
+    uint32_t seen = 0;
     int n;
 
-    for (unsigned s = 0; s < UR_SLOTS && c->nopen > 0; s++) {
+    for (unsigned s = 0; s < UR_SLOTS && seen < c->nopen; s++) {
+        seen += slot_open(c, s);
         if (c->migrating[s] != CLUSTER_NONE) {
             n = snprintf(tmp, sizeof(tmp), "%s[%u->-%s]", b->len ? " " : "", s,
                          c->nodes[c->migrating[s]].id);
@@ -1860,19 +1862,53 @@ static void buf_printf(struct ur_buf *b, const char *fmt, ...)
 }
 
 /* Calls fn for each run of consecutive slots node i owns. */
+/* Four owner entries at a time (UR_SLOTS is a multiple of 4): whether
+ * any of them is `want`, and whether all are (SWAR on a u64). */
+static inline uint64_t owner_word(const struct cluster *c, unsigned s)
+{
+    uint64_t w;
+
+    memcpy(&w, &c->owner[s], sizeof(w));
+    return w;
+}
+
+static inline bool word_has(uint64_t w, uint64_t pat)
+{
+    uint64_t x = w ^ pat;
+
+    return ((x - 0x0001000100010001ull) & ~x & 0x8000800080008000ull) != 0;
+}
+
 static void node_ranges(const struct cluster *c, uint32_t i,
                         void (*fn)(unsigned first, unsigned last, void *ctx),
                         void *ctx)
 {
-    for (unsigned s = 0; s < UR_SLOTS; s++) {
-        unsigned e = s;
+    uint64_t pat = 0x0001000100010001ull * (uint16_t)i;
+    unsigned s = 0, e;
 
-        if (c->owner[s] != i)
+    /* Called for every node at each save and record: a table of 16384
+     * entries is skipped a word at a time where node i has none. */
+    while (s < UR_SLOTS) {
+        while (s % 4 == 0 && s < UR_SLOTS && !word_has(owner_word(c, s), pat))
+            s += 4;
+        if (s >= UR_SLOTS)
+            break;
+        if (c->owner[s] != i) {
+            s++;
             continue;
-        while (e + 1 < UR_SLOTS && c->owner[e + 1] == i)
-            e++;
+        }
+        e = s;
+        for (;;) {
+            if ((e + 1) % 4 == 0 && e + 5 <= UR_SLOTS &&
+                owner_word(c, e + 1) == pat)
+                e += 4;
+            else if (e + 1 < UR_SLOTS && c->owner[e + 1] == i)
+                e++;
+            else
+                break;
+        }
         fn(s, e, ctx);
-        s = e;
+        s = e + 1;
     }
 }
 

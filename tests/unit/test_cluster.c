@@ -450,6 +450,61 @@ static void test_replica_carries_states(void)
     done(c);
 }
 
+/* The slot ranges CLUSTER NODES prints (a word-at-a-time scan) against a
+ * naive rendering, for random ownerships of three nodes. */
+static void test_ranges_text(void)
+{
+    static uint8_t own[16384];
+    static char conf[3][200000], want[3 * 200000 + 8];
+
+    for (int round = 0; round < 40; round++) {
+        struct cluster *c;
+        struct ur_buf out = {0};
+        struct reply r;
+        char err[256];
+        size_t k[3] = {0, 0, 0}, w = 0;
+        const char *line;
+        unsigned runlen = 1u << (round % 12);
+
+        for (unsigned sl = 0; sl < 16384; sl++)
+            own[sl] = (sl % runlen == 0) ? (uint8_t)(t_rng() % 3) : own[sl - 1];
+        for (int n = 0; n < 3; n++) {
+            static const char *const head[] = {
+                ID_A " 127.0.0.1:7001@17001 myself,master - 0 0 1 connected",
+                ID_B " 127.0.0.1:7002@17002 master - 0 0 2 connected",
+                ID_C " 127.0.0.1:7003@17003 master - 0 0 3 connected"};
+            k[n] = (size_t)sprintf(conf[n], "%s", head[n]);
+            for (unsigned sl = 0; sl < 16384; sl++) {
+                unsigned e = sl;
+                if (own[sl] != n)
+                    continue;
+                while (e + 1 < 16384 && own[e + 1] == n)
+                    e++;
+                k[n] += (size_t)(sl == e ? sprintf(conf[n] + k[n], " %u", sl)
+                                         : sprintf(conf[n] + k[n], " %u-%u", sl,
+                                                   e));
+                sl = e;
+            }
+        }
+        w = (size_t)snprintf(want, sizeof(want), "%s\n%s\n%s\n", conf[0],
+                             conf[1], conf[2]);
+        c = cluster_create(&srv);
+        CHECK(cluster_config_parse(c, want, w, "t", err, sizeof(err)) == 0);
+        reply_begin(&r, &out, REPLY_RESP, 0);
+        cluster_reply_nodes(c, &r, true);
+        reply_end(&r);
+        line = memchr(out.data, '\n', out.len);
+        CHECK(line != NULL);
+        /* the myself line's slots, after "connected" */
+        line = strstr(line + 1, " connected");
+        CHECK(line != NULL &&
+              strncmp(line, strstr(conf[0], " connected"),
+                      strlen(strstr(conf[0], " connected"))) == 0);
+        ur_buf_deinit(&out);
+        cluster_destroy(c);
+    }
+}
+
 int main(void)
 {
     T_RUN(test_parse);
@@ -461,5 +516,6 @@ int main(void)
     T_RUN(test_migration_states);
     T_RUN(test_reshard_end_keeps_master);
     T_RUN(test_replica_carries_states);
+    T_RUN(test_ranges_text);
     T_END();
 }
