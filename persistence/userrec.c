@@ -544,8 +544,11 @@ static enum userrec_rc check_sections(const struct parsed *pr, char *err,
             continue;
         if (snap_mem_load(pr->part[k], pr->len[k], part_names[k], loads[i],
                           &scratch, why, sizeof(why)) != 0)
-            rc = fail(err, errlen, USERREC_CORRUPT, "%s part: %s",
-                      part_names[k], why);
+            /* The loaders say so when memory, not the data, failed. */
+            rc = fail(err, errlen,
+                      strstr(why, "out of memory") ? USERREC_NOMEM
+                                                   : USERREC_CORRUPT,
+                      "%s part: %s", part_names[k], why);
     }
     if (rc == USERREC_OK &&
         ((pr->part[UREC_CNT] != NULL &&
