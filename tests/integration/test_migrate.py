@@ -196,3 +196,55 @@ def test_migrate_bad_input():
                 (("127.0.0.1", b.port, 50), "wrong number of arguments")):
             r = c.cmd("MIGRATE", *args)
             assert is_err(r) and text in r, (args, r)
+
+
+def test_cluster_move_to_importing_slot():
+    """Between two cluster nodes with the slot MIGRATING on the source and
+    IMPORTING on the target: a plain RESTORE is redirected, MIGRATE's
+    RESTORE-ASKING lands; every family moves, group heads being held by
+    every primary; the source answers ASK for the user afterwards and its
+    replica loses it too."""
+    from cluster_rig import Cluster, scratch_uid, slots_of
+    from sentinel_rig import wait_until
+    from test_cluster_migrate import users_in_slot
+
+    with Cluster(masters=3, replicas=1) as cl:
+        a, b, _ = cl.masters()
+        aid, bid = a.myid(), b.myid()
+        slot = sorted(slots_of(a))[3]
+        u, other = users_in_slot(slot, 2)
+        ca = a.resp()
+        seed(ca, u)
+        # a global write, by the group's owner: copied to every primary
+        assert cl.owner(900).cmd("GRP.POST", 900) == 1
+        probe = scratch_uid(b)
+        b.cmd("GRP.JOIN", probe, 900)
+        wait_until(lambda: any(x.startswith(b"grp 900: head=1") for x in
+                               b.cmd("USER.INFO", probe)), 10,
+                   "the group's copy on b")
+        want = info(ca, u)
+        rep = [n for n in cl.nodes if n not in (a, b) and
+               [x for x in n.nodes() if "myself" in x["flags"]][0]["master"]
+               == aid][0]
+        d = ca.cmd("DUMP", u)
+        wait_until(lambda: rep.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 1,
+                   10, "the replica to have the user")
+        assert b.cmd("CLUSTER", "SETSLOT", slot, "IMPORTING", aid) == "OK"
+        assert a.cmd("CLUSTER", "SETSLOT", slot, "MIGRATING", bid) == "OK"
+        r = b.cmd("RESTORE", u, 0, d)
+        assert is_err(r) and r.startswith("MOVED"), r
+        assert ca.cmd("MIGRATE", "127.0.0.1", b.port, "", 0, 5000, "KEYS",
+                      u, other) == "OK"
+        r = ca.cmd("CNT.GET", u, 1)
+        assert is_err(r) and r.startswith("ASK %d" % slot), r
+        cb = b.resp()
+        cb.cmd("ASKING")
+        assert info(cb, u) == want
+        # the replica applies the MIGRATED record: nothing left in the slot
+        wait_until(lambda: rep.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 0,
+                   10, "the source's replica to delete the users")
+        for n in cl.masters():
+            assert n.cmd("CLUSTER", "SETSLOT", slot, "NODE", bid) == "OK"
+        wait_until(lambda: cl.owner(u, via=a) is b, 10, "b owns the slot")
+        assert sorted(b.cmd("USER.INFO", u)) == want
+test_cluster_move_to_importing_slot.timeout = 120
