@@ -890,3 +890,25 @@ enum userrec_rc userrec_restore(struct db *db, uint64_t id, const char *p,
     }
     return USERREC_OK;
 }
+
+int userrec_digest(const struct db *db, uint64_t id,
+                   char hex[USERREC_DIGEST + 1])
+{
+    const char *p;
+    size_t n;
+    int rc = userrec_dump(db, id, &p, &n);
+    XXH128_hash_t h;
+
+    if (rc < 0)
+        return -1;
+    if (rc > 0) {
+        memset(hex, '0', USERREC_DIGEST);
+        hex[USERREC_DIGEST] = '\0';
+        return 0;
+    }
+    h = XXH3_128bits(p, n - USERREC_TRAILER);
+    snprintf(hex, USERREC_DIGEST + 1, "%016llx%016llx%08x",
+             (unsigned long long)h.high64, (unsigned long long)h.low64,
+             (unsigned)(XXH3_64bits(p, n - USERREC_TRAILER) >> 32));
+    return 0;
+}

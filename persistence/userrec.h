@@ -86,6 +86,15 @@ enum userrec_rc userrec_check(const struct db *db, const char *p, size_t n,
  */
 uint64_t userrec_delete(struct db *db, uint64_t id);
 
+/* DEBUG DIGEST-VALUE: 40 lower-case hex digits (and a NUL) in hex, the
+ * digest of id's record, or 40 zeros when id holds nothing. 0, or -1 on
+ * allocation failure. Two servers holding the same state give the same
+ * digest, except for a user with more than 128 conversations (whose
+ * order in the record is the store's). */
+#define USERREC_DIGEST 40
+int userrec_digest(const struct db *db, uint64_t id,
+                   char hex[USERREC_DIGEST + 1]);
+
 /* Frees the scratch stores and the dump buffer (tests, shutdown). */
 void userrec_teardown(void);
 

@@ -136,6 +136,18 @@ def test_migrate_moves_and_deletes():
         r = ca.cmd("MIGRATE", "127.0.0.1", b.port, 30, 0, 2000)
         assert is_err(r) and "Target instance replied with error: BUSYKEY" in r
         assert ca.cmd("DUMP", 30) is not None
+        # what redis-cli --cluster compares after a BUSYKEY: the same state
+        # on both sides has the same digest, another state another one
+        da_ = ca.cmd("DEBUG", "DIGEST-VALUE", 30, 21, 999)
+        db_ = cb.cmd("DEBUG", "DIGEST-VALUE", 30, 21, 999)
+        assert da_[0] == db_[0] and len(da_[0]) == 40 and da_[0] != b"0" * 40
+        assert da_[1] == da_[2] == db_[2] == b"0" * 40  # moved away, none
+        assert db_[1] != b"0" * 40
+        cb.cmd("CNT.INCR", 30, 9)
+        assert ca.cmd("DEBUG", "DIGEST-VALUE", 30) != \
+            cb.cmd("DEBUG", "DIGEST-VALUE", 30)
+        r = ca.cmd("DEBUG", "DIGEST-VALUE", "x")
+        assert is_err(r) and "key must be an integer" in r
         assert ca.cmd("MIGRATE", "127.0.0.1", b.port, 30, 0, 2000,
                       "REPLACE") == Status("OK")
         assert ca.cmd("DUMP", 30) is None
