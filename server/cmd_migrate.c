@@ -351,8 +351,8 @@ void cmd_MIGRATE(struct exec_ctx *x)
     /* A kept connection the target closed meanwhile fails at once: one
      * more try on a new one, as Redis retries. */
     for (int attempt = 0; attempt < 2; attempt++) {
-        c = migrate_connect(m.host, (int)m.port, m.timeout, &reused, err,
-                            sizeof(err));
+        c = migrate_connect(m.host, (int)m.port, x->srv->cfg.tls_cluster,
+                            m.timeout, &reused, err, sizeof(err));
         if (c == NULL) {
             reply_err(x->r, UR_E_IOERR,
                       "error or timeout connecting to the client: %s", err);

@@ -260,3 +260,30 @@ def test_cluster_move_to_importing_slot():
         wait_until(lambda: cl.owner(u, via=a) is b, 10, "b owns the slot")
         assert sorted(b.cmd("USER.INFO", u)) == want
 test_cluster_move_to_importing_slot.timeout = 120
+
+
+def test_migrate_over_tls_cluster():
+    """tls-cluster yes: MIGRATE reaches the target's announced TLS port
+    over TLS (what redis-cli --cluster passes it); the plaintext port,
+    spoken to in TLS, fails as IOERR with nothing moved."""
+    from cluster_rig import Cluster, slots_of
+    from test_cluster_migrate import users_in_slot
+    from test_tls import certs
+
+    with Cluster(masters=3, replicas=0, tls=certs()) as cl:
+        a, b, _ = cl.masters()
+        slot = sorted(slots_of(a))[5]
+        (u,) = users_in_slot(slot, 1)
+        assert a.cmd("CNT.INCR", u, 1, 6) == [6, 6]
+        assert b.cmd("CLUSTER", "SETSLOT", slot, "IMPORTING",
+                     a.myid()) == "OK"
+        assert a.cmd("CLUSTER", "SETSLOT", slot, "MIGRATING",
+                     b.myid()) == "OK"
+        r = a.cmd("MIGRATE", "127.0.0.1", b.port, u, 0, 2000)
+        assert is_err(r) and r.startswith("IOERR"), r
+        assert a.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 1
+        assert a.cmd("MIGRATE", "127.0.0.1", b.config["tls_port"], u, 0,
+                     2000) == "OK"
+        assert a.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+        assert b.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 1
+test_migrate_over_tls_cluster.timeout = 120
