@@ -287,3 +287,25 @@ def test_migrate_over_tls_cluster():
         assert a.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
         assert b.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 1
 test_migrate_over_tls_cluster.timeout = 120
+
+
+def test_migrate_delete_refused_leaves_both_sides():
+    """The target took the user but the source may not write (here
+    min-replicas-to-write with no replica): MIGRATE says so, the user
+    stays on both sides, the source still serving it; once writes are
+    allowed again MIGRATE ... REPLACE finishes the move."""
+    with Server(min_replicas_to_write=1) as a, Server() as b:
+        ca, cb = a.resp(), b.resp()
+        # seeding needs writes: allowed until the limit is set
+        assert ca.cmd("CONFIG", "SET", "min-replicas-to-write", 0) == "OK"
+        seed(ca, 60)
+        want = info(ca, 60)
+        assert ca.cmd("CONFIG", "SET", "min-replicas-to-write", 1) == "OK"
+        r = ca.cmd("MIGRATE", "127.0.0.1", b.port, 60, 0, 2000)
+        assert is_err(r) and r.startswith("NOREPLICAS") and \
+            "on both sides" in r, r
+        assert info(ca, 60) == want and info(cb, 60) == want
+        assert ca.cmd("CONFIG", "SET", "min-replicas-to-write", 0) == "OK"
+        assert ca.cmd("MIGRATE", "127.0.0.1", b.port, 60, 0, 2000,
+                      "REPLACE") == "OK"
+        assert ca.cmd("DUMP", 60) is None and info(cb, 60) == want
