@@ -863,12 +863,27 @@ static int apply_all(struct db *db, struct parsed *pr, char *err, size_t errlen)
     return 0;
 }
 
+/* Puts back the state a REPLACE took away when the new one could not be
+ * applied: old[0..n) is a record this db dumped. Memory may fail again:
+ * the id is then left empty (best effort; nothing half-applied). */
+static void put_back(struct db *db, uint64_t id, const char *old, size_t n)
+{
+    struct parsed pr;
+    char err[64];
+
+    if (check_all(db, old, n, &pr, err, sizeof(err)) == USERREC_OK &&
+        apply_all(db, &pr, err, sizeof(err)) != 0)
+        userrec_delete(db, id);
+}
+
 enum userrec_rc userrec_restore(struct db *db, uint64_t id, const char *p,
                                 size_t n, bool replace, char *err,
                                 size_t errlen)
 {
     struct parsed pr;
     enum userrec_rc rc = check_all(db, p, n, &pr, err, errlen);
+    char *old = NULL;
+    size_t oldn = 0;
 
     if (rc != USERREC_OK)
         return rc;
@@ -877,17 +892,42 @@ enum userrec_rc userrec_restore(struct db *db, uint64_t id, const char *p,
                     "the record is of id %llu, not %llu",
                     (unsigned long long)pr.id, (unsigned long long)id);
     if (userrec_exists(db, id)) {
+        const char *cur;
+        size_t len;
+
         if (!replace)
             return fail(err, errlen, USERREC_BUSY, "id %llu holds state",
                         (unsigned long long)id);
+        /* The old state, kept until the new one is in. Dumping it
+         * overwrites the dump buffer, which p (read again when applied)
+         * must not be. */
+        if (recw != NULL) {
+            size_t rl;
+            const char *rb = snap_mem_bytes(recw, &rl);
+
+            if (p >= rb && p < rb + rl)
+                return fail(err, errlen, USERREC_CORRUPT,
+                            "a record being restored from the dump buffer");
+        }
+        if (userrec_dump(db, id, &cur, &len) == 0 &&
+            (old = malloc(len)) != NULL) {
+            memcpy(old, cur, len);
+            oldn = len;
+        }
+        if (old == NULL)
+            return fail(err, errlen, USERREC_NOMEM, "out of memory");
         userrec_delete(db, id);
     }
     if (apply_all(db, &pr, err, errlen) != 0) {
         /* Checked whole before: only memory can fail here. */
         userrec_delete(db, id);
+        if (old != NULL)
+            put_back(db, id, old, oldn);
+        free(old);
         return fail(err, errlen, USERREC_NOMEM,
                     "out of memory restoring id %llu", (unsigned long long)id);
     }
+    free(old);
     return USERREC_OK;
 }
 

@@ -51,7 +51,8 @@ enum userrec_rc {
     USERREC_CORRUPT, /* not a record, cut, checksum, bad or impossible data */
     USERREC_BUSY,    /* the id holds state here and replace was not given */
     USERREC_MISSING, /* a group or channel it names is behind here */
-    USERREC_NOMEM    /* nothing changed (a REPLACE lost the old state) */
+    USERREC_NOMEM    /* nothing applied (REPLACE: the old state put back,
+                        or, when memory fails again, the id left empty) */
 };
 
 /* Whether id holds anything a record would carry. */
@@ -67,7 +68,9 @@ int userrec_dump(const struct db *db, uint64_t id, const char **out,
 /*
  * Checks the record p[0..n) (of id) whole, then gives id its state: when
  * id holds state already, USERREC_BUSY unless replace (then the old state
- * goes first). err gets a message for anything but USERREC_OK.
+ * goes first; put back if the new one cannot be applied for memory). err
+ * gets a message for anything but USERREC_OK. p must not be a dump's
+ * buffer (userrec_dump's *out): copy it first.
  */
 enum userrec_rc userrec_restore(struct db *db, uint64_t id, const char *p,
                                 size_t n, bool replace, char *err,

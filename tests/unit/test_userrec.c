@@ -13,6 +13,7 @@
 
 #include "exec.h"
 #include "le.h"
+#include "mem.h"
 #include "rcpt.h"
 #include "t.h"
 #include "userrec.h"
@@ -227,6 +228,60 @@ static void test_sealed_but_wrong(void)
     free(rec);
 }
 
+/* REPLACE whose apply runs out of memory: the old state is put back
+ * (each allocation failing once in turn), and a plain RESTORE so refused
+ * leaves nothing. */
+static void test_replace_out_of_memory(void)
+{
+    char err[256], *rec, *old, *now;
+    size_t n, on, nn;
+    uint64_t k;
+    int oom = 0;
+
+    for (unsigned f = 0; f < NFAM; f++)
+        seed(&src, f, 600);
+    rec = dump(&src, 600, &n);
+    run(&dst, "CNT.INCR 600 9 9");
+    run(&dst, "CONV.SEQ 600 5 5");
+    old = dump(&dst, 600, &on);
+    CHECK(rec != NULL && old != NULL);
+    if (rec == NULL || old == NULL)
+        return;
+    for (k = 1; k < 10000; k++) {
+        enum userrec_rc rc;
+
+        mem_fail_after(k, false);
+        rc = userrec_restore(&dst.db, 600, rec, n, true, err, sizeof(err));
+        mem_fail_after(0, false);
+        if (rc == USERREC_OK)
+            break;
+        CHECK(rc == USERREC_NOMEM);
+        oom++;
+        now = dump(&dst, 600, &nn);
+        CHECK(now != NULL && nn == on && memcmp(now, old, on) == 0);
+        free(now);
+        CHECK_EQ_U64(db_audit(&dst.db), 0);
+    }
+    CHECK(oom > 0);
+    now = dump(&dst, 600, &nn);
+    CHECK(now != NULL && nn == n && memcmp(now, rec, n) == 0);
+    free(now);
+    userrec_delete(&dst.db, 600);
+    for (k = 1; k < 10000; k++) {
+        enum userrec_rc rc;
+
+        mem_fail_after(k, false);
+        rc = userrec_restore(&dst.db, 600, rec, n, false, err, sizeof(err));
+        mem_fail_after(0, false);
+        if (rc == USERREC_OK)
+            break;
+        CHECK(rc == USERREC_NOMEM && !userrec_exists(&dst.db, 600));
+    }
+    CHECK_EQ_U64(db_audit(&dst.db), 0);
+    free(old);
+    free(rec);
+}
+
 static void test_delete(void)
 {
     for (unsigned f = 0; f < NFAM; f++)
@@ -251,6 +306,7 @@ int main(void)
     T_RUN(test_round_trip_per_family);
     T_RUN(test_cut_and_flipped);
     T_RUN(test_sealed_but_wrong);
+    T_RUN(test_replace_out_of_memory);
     T_RUN(test_delete);
     userrec_teardown();
     ur_buf_deinit(&out);
