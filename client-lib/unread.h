@@ -111,6 +111,9 @@ enum unread_result {
     UNREAD_ERR_TRYAGAIN = 21,    /* the keys are being moved: retry */
     UNREAD_ERR_NOPERM = 22,      /* the ACL user may not run the command, or
                                     not on these keys or channels */
+    /* Moving users (RESTORE, MIGRATE): */
+    UNREAD_ERR_BUSYKEY = 23, /* RESTORE of an id that holds state */
+    UNREAD_ERR_IOERR = 24,   /* MIGRATE could not reach its target */
 
     /* Client-side failures. All but EUSAGE, and ENOMEM outside a
      * receive, close the connection (see "Reconnect" above). */

@@ -97,7 +97,9 @@ enum ur_val_kind {
     X(CLUSTERDOWN, 20, "CLUSTERDOWN") /* a slot is not served */               \
     X(TRYAGAIN, 21, "TRYAGAIN")       /* a slot moves: retry soon */           \
     /* ACL (server/acl.h): the user may not run it; Redis's messages */        \
-    X(NOPERM, 22, "NOPERM")
+    X(NOPERM, 22, "NOPERM")                                                    \
+    X(BUSYKEY, 23, "BUSYKEY") /* RESTORE of an id holding state */             \
+    X(IOERR, 24, "IOERR")     /* MIGRATE: the target cannot be reached */
 
 enum ur_err {
 #define UR_ERR_ENUM(id, code, prefix) UR_E_##id = code,
