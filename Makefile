@@ -138,6 +138,11 @@ $(BUILD)/push_gateway: $(call obj,client-lib/examples/push_gateway.c) \
 $(BUILD)/cluster_client: $(call obj,tests/integration/cluster_client.c) \
                          $(BUILD)/libunread.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+# The libunread writer of the resharding tests (test_reshard.py).
+all: $(BUILD)/reshard-writer
+$(BUILD)/reshard-writer: $(call obj,tests/integration/reshard_writer.c) \
+                         $(BUILD)/libunread.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 $(BUILD)/badge_gateway: $(call obj,client-lib/examples/badge_gateway.c) \
                         $(BUILD)/libunread.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
