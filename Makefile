@@ -318,6 +318,16 @@ test-cluster-failover: deps all
 	    CLUSTER_FAILOVER_TRIALS=$${CLUSTER_FAILOVER_TRIALS:-10} \
 	    python3 tests/faults/cluster_failover.py
 
+# Online resharding in full (issue 32): 1M users, 3 primaries with
+# replicas and sentinels, a 4th added and rebalanced under writers; the
+# move alone, the source primary killed mid-move, the target killed
+# mid-move (fix + rebalance finish them). RESHARD_USERS, RESHARD_VARIANTS
+# (plain,source,target) to narrow; `make test` runs the reduced run
+# (tests/integration/test_reshard.py).
+.PHONY: test-reshard-full
+test-reshard-full: deps all
+	@UNREADD_BUILD=$(BUILD) python3 tests/faults/_reshard_full.py
+
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 \
 	    SAN="-fsanitize=address -fno-omit-frame-pointer" test

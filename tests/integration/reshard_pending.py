@@ -1,6 +1,6 @@
 """PENDING (becomes test_reshard.py, in make test, once the reshard and
 userrec branches land: until then CLUSTER SETSLOT, MIGRATE, DUMP and
-RESTORE are missing and these fail). Online resharding (issue 32; docs/OPERATIONS.md "Add a
+RESTORE are missing and these fail). Online resharding (issue 32; docs/OPERATIONS.md "Add a shard",
 "Remove a shard"): stock `redis-cli --cluster add-node`, `rebalance
 --cluster-use-empty-masters`, `reshard` and `del-node` move users' whole
 state between shards while writers run, nothing acknowledged lost or

@@ -181,7 +181,9 @@ PY_WRITER = r"""
 import signal, sys, time
 import redis
 from redis.cluster import RedisCluster, ClusterNode
+import re
 port, base, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+wait = len(sys.argv) > 4 and sys.argv[4] == "wait"
 stop = []
 signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
 rc = RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", port)],
@@ -196,6 +198,56 @@ i = 0
 def unk(e):
     return isinstance(e, (redis.exceptions.ConnectionError,
                           redis.exceptions.TimeoutError))
+class NotReplicated(Exception):
+    pass
+class NotRun(Exception):
+    pass
+direct = {}
+def conn(host, port):
+    if (host, port) not in direct:
+        direct[(host, port)] = redis.Redis(host=host, port=port,
+                                           socket_timeout=3.0)
+    return direct[(host, port)]
+def call(*cmd):
+    # Without wait: RedisCluster follows MOVED, ASK and TRYAGAIN. With
+    # wait: the command and WAIT 1 100 in one round trip on the owner's
+    # connection (ASKING first after an ASK), acknowledged only when a
+    # replica has it.
+    if not wait:
+        return rc.execute_command(*cmd)
+    node = rc.get_node_from_key(str(cmd[1]))
+    r = conn(node.host, node.port)
+    asking = False
+    for _ in range(10):
+        p = r.pipeline(transaction=False)
+        if asking:
+            p.execute_command("ASKING")
+        p.execute_command(*cmd)
+        p.execute_command("WAIT", 1, 100)
+        res = p.execute(raise_on_error=False)
+        if asking:
+            res = res[1:]
+        e = res[0]
+        if isinstance(e, redis.exceptions.AskError):
+            m = re.search(r"([0-9.]+):([0-9]+)", str(e))
+            r, asking = conn(m.group(1), int(m.group(2))), True
+            continue
+        asking = False
+        if isinstance(e, (redis.exceptions.MovedError,
+                          redis.exceptions.TryAgainError,
+                          redis.exceptions.ClusterDownError)):
+            time.sleep(0.02)
+            rc.nodes_manager.initialize()
+            node = rc.get_node_from_key(str(cmd[1]))
+            r = conn(node.host, node.port)
+            continue
+        if isinstance(e, Exception):
+            raise e
+        if cmd[0] != "CNT.GET" and not (isinstance(res[1], int) and
+                                        res[1] >= 1):
+            raise NotReplicated()
+        return e
+    raise NotRun()
 while not stop:
     now = time.monotonic()
     if now >= nxt:
@@ -207,24 +259,33 @@ while not stop:
     try:
         if k == 0:
             nid += 1
-            rc.execute_command("CNT.INCR", uid, 2, 1, "ID", nid)
+            call("CNT.INCR", uid, 2, 1, "ID", nid)
             u[0] += 1; acked += 1
         elif k == 1:
             u[3] += 1
-            rc.execute_command("CONV.SEQ", uid, 50, u[3])
+            call("CONV.SEQ", uid, 50, u[3])
             u[2] = u[3]; acked += 1
         elif k == 2:
             if u[5] >= 200: continue
             u[5] += 1
-            rc.execute_command("BC.READ", uid, 60, u[5])
+            call("BC.READ", uid, 60, u[5])
             u[4] = u[5]; acked += 1
         else:
-            v = rc.execute_command("CNT.GET", uid, 2)
+            v = call("CNT.GET", uid, 2)
             if not (u[0] <= v <= u[0] + u[1]):
                 nbad += 1
                 fbad = fbad or "CNT.GET %d 2 = %r, acknowledged %d, unknown %d" % (uid, v, u[0], u[1])
+    except NotRun:
+        refused += 1
+        time.sleep(0.05)
     except Exception as e:
-        if unk(e):
+        if unk(e) or isinstance(e, NotReplicated):
+            if unk(e):
+                time.sleep(0.05)
+                try:
+                    rc.nodes_manager.initialize()
+                except Exception:
+                    pass
             unknown += 1
             if k == 0: u[1] += 1
         else:
@@ -289,15 +350,19 @@ class Writer:
 
 
 def start_writers(cl, tmp, modes=("sync", "async", "pipe", "batch"),
-                  per=500, py=1):
+                  per=500, py=1, wait=False):
     """The writers: one per libunread mode, py redis-py ones, and the
-    global GRP.POST writer; writer i writes users writer_users(i, per)."""
+    global GRP.POST writer; writer i writes users writer_users(i, per).
+    wait: each write acknowledged only once a replica has it (WAIT 1
+    100), for the runs that kill a primary."""
+    extra = ["100", "wait"] if wait else []
     seeds = ",".join(n.addr() for n in cl.masters())
     out = []
     i = 0
     for mode in modes:
         base, n = writer_users(i, per)
-        out.append(Writer(mode, [WRITER, mode, seeds, str(base), str(n)],
+        out.append(Writer(mode, [WRITER, mode, seeds, str(base), str(n)] +
+                          extra,
                           os.path.join(tmp, "writer-%s.out" % mode)))
         i += 1
     script = os.path.join(tmp, "pywriter.py")
@@ -307,11 +372,11 @@ def start_writers(cl, tmp, modes=("sync", "async", "pipe", "batch"),
         base, n = writer_users(i, per)
         out.append(Writer("redis-py%d" % k,
                           [DEBIAN_PY, script, str(cl.masters()[0].port),
-                           str(base), str(n)],
+                           str(base), str(n)] + extra[1:],
                           os.path.join(tmp, "writer-py%d.out" % k)))
         i += 1
     g = Writer("global", [WRITER, "global", seeds, str(WRITER_GROUPS[0]),
-                          str(len(WRITER_GROUPS))],
+                          str(len(WRITER_GROUPS))] + extra,
                os.path.join(tmp, "writer-global.out"))
     g.global_ = True
     out.append(g)

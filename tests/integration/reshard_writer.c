@@ -5,7 +5,7 @@
  * of what each write was answered, reads back its own users to check
  * that reads stay exact, and prints the model at SIGTERM.
  *
- *   reshard-writer MODE SEEDS UID_BASE NUIDS [PERIOD_MS]
+ *   reshard-writer MODE SEEDS UID_BASE NUIDS [PERIOD_MS [wait]]
  *
  * MODE (how the writes are sent):
  *   sync    one call at a time on the synchronous handle
@@ -23,7 +23,11 @@
  *                             above it by at most the unknown ones)
  * A write answered is acknowledged; one whose outcome the client could
  * not learn (a timeout, a closed connection) is unknown: it may have
- * been applied once or not at all. Any other error is an error.
+ * been applied once or not at all. Any other error is an error. With
+ * wait (sync, async and global modes; the kill variants of the full run),
+ * each write is followed by WAIT 1 100 on the same node and is
+ * acknowledged only when a replica has it; else its outcome is unknown
+ * (a failover may lose it).
  *
  * Printed at SIGTERM:
  *   U uid c_ack c_unk v_ack v_try b_ack b_try   (per user; global mode:
@@ -61,6 +65,7 @@ static uint64_t base, nusers, acked, unknown, refused, nerr, nbad;
 static char first_err[256], first_bad[256];
 static struct unread *c;
 static struct unread_async *a;
+static bool wait_replica;
 
 static void on_term(int sig)
 {
@@ -91,9 +96,33 @@ static void error(int rc, const char *what, uint64_t uid)
                  a != NULL ? unread_async_errstr(a) : unread_errstr(c));
 }
 
+static int call(const char *name, unsigned argc, const struct unread_arg *argv,
+                struct unread_reply **r);
+
+/* With wait: whether a replica has the write just answered. */
+static bool replicated(void)
+{
+    struct unread_arg args[2] = {unread_arg_int(1), unread_arg_int(100)};
+    struct unread_reply *r;
+    bool ok;
+
+    if (!wait_replica)
+        return true;
+    ok = call("WAIT", 2, args, &r) == 0 && r != NULL &&
+         r->kind == UNREAD_REPLY_INT && r->integer >= 1;
+    unread_reply_free(r);
+    return ok;
+}
+
 /* Records a write's outcome: true when it was acknowledged. */
 static bool record(int rc, const char *what, uint64_t uid, uint64_t *unk)
 {
+    if (rc == 0 && !replicated()) {
+        unknown++;
+        if (unk != NULL)
+            (*unk)++;
+        return false;
+    }
     if (rc == 0) {
         acked++;
         return true;
@@ -280,6 +309,7 @@ int main(int argc, char **argv)
     nusers = strtoull(argv[4], NULL, 10);
     if (argc > 5)
         period = atoll(argv[5]);
+    wait_replica = argc > 6 && strcmp(argv[6], "wait") == 0;
     users = calloc(nusers ? nusers : 1, sizeof(*users));
     o = unread_opts_new();
     if (users == NULL || nusers == 0 || period <= 0 || o == NULL ||
