@@ -41,6 +41,7 @@ from sentinel_rig import wait_until
 import test_clients
 
 USERS = int(os.environ.get("RESHARD_USERS") or 50000)
+SAMPLE = int(os.environ.get("RESHARD_SAMPLE") or 3)  # whole-state checks
 
 
 def node_id(node):
@@ -52,8 +53,10 @@ def test_rebalance_under_load_then_remove_a_shard():
         rr.populate(cl, USERS)
         writers_n, per = 6, 500
         wusers = set(range(1, writers_n * per + 1))
-        others = [u for u in range(1, USERS + 1) if u not in wusers]
+        # Every user's counters; every SAMPLE-th one's whole state.
+        others = [u for u in range(1, USERS + 1, SAMPLE) if u not in wusers]
         before = rr.snapshot(cl, others)
+        totals = rr.totals(cl, USERS, skip=wusers)
         wbefore = rr.snapshot(cl, sorted(wusers), skip=rr.WRITER_LINES)
         map0 = rr.slot_map(cl.nodes[0])
 
@@ -89,6 +92,8 @@ def test_rebalance_under_load_then_remove_a_shard():
         assert not problems, "\n".join(problems)
         n, bad = rr.diff(before, rr.snapshot(cl, others))
         assert n == 0, "%d users changed by the move: %r" % (n, bad)
+        n, bad = rr.diff(totals, rr.totals(cl, USERS, skip=wusers))
+        assert n == 0, "%d users' counters changed by the move: %r" % (n, bad)
         n, bad = rr.diff(wbefore, rr.snapshot(cl, sorted(wusers),
                                               skip=rr.WRITER_LINES))
         assert n == 0, "%d writer users changed beyond the model: %r" % (
@@ -119,6 +124,9 @@ def test_rebalance_under_load_then_remove_a_shard():
         rr.check_clean(cl, cl.nodes[0])
         n, bad = rr.diff(before, rr.snapshot(cl, others))
         assert n == 0, "%d users changed by the removal: %r" % (n, bad)
+        n, bad = rr.diff(totals, rr.totals(cl, USERS, skip=wusers))
+        assert n == 0, "%d users' counters changed by the removal: %r" % (
+            n, bad)
 test_rebalance_under_load_then_remove_a_shard.timeout = 240
 
 

@@ -161,6 +161,13 @@ def snapshot(cl, uids, skip=()):
     return out
 
 
+def totals(cl, n, skip=()):
+    """{uid: CNT.TOTAL} of users 1..n not in skip: cheap enough for every
+    user (their counters: 2 types each)."""
+    uids = [u for u in range(1, n + 1) if u not in skip]
+    return dict(zip(uids, routed(cl, [["CNT.TOTAL", u] for u in uids])))
+
+
 # The families' lines the writers change (their users are checked
 # against the model instead).
 WRITER_LINES = ("cnt:", "conv %d:" % WRITER_CONV, "conv:",
