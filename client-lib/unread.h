@@ -109,6 +109,9 @@ enum unread_result {
     UNREAD_ERR_CROSSSLOT = 19,   /* a request's keys span slots */
     UNREAD_ERR_CLUSTERDOWN = 20, /* the key's slot has no node */
     UNREAD_ERR_TRYAGAIN = 21,    /* the keys are being moved: retry */
+    /* 22: NOPERM (ACLs). Moving users (RESTORE, MIGRATE): */
+    UNREAD_ERR_BUSYKEY = 23, /* RESTORE of an id that holds state */
+    UNREAD_ERR_IOERR = 24,   /* MIGRATE could not reach its target */
 
     /* Client-side failures. All but EUSAGE, and ENOMEM outside a
      * receive, close the connection (see "Reconnect" above). */

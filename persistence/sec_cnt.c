@@ -38,6 +38,17 @@ int sec_cnt_save(const struct db *db, struct snap_writer *w)
     return 0;
 }
 
+int sec_cnt_save_user(const struct db *db, struct snap_writer *w, uint64_t uid)
+{
+    uint8_t types[CNT_TYPES];
+    uint32_t vals[CNT_TYPES];
+    unsigned n = cnt_getall(db->cnt, uid, types, vals);
+
+    if (n > 0)
+        save_user(uid, n, types, vals, w);
+    return snap_put_failed(w) ? -1 : 0;
+}
+
 int sec_cnt_load(struct db *db, struct snap_reader *r)
 {
     uint8_t types[CNT_TYPES];

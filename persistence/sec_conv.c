@@ -126,6 +126,12 @@ int sec_conv_save(const struct db *db, struct snap_writer *w)
     return 0;
 }
 
+int sec_conv_save_user(const struct db *db, struct snap_writer *w, uint64_t uid)
+{
+    conv_user_info(db->conv, uid, save_conv, w);
+    return snap_put_failed(w) ? -1 : 0;
+}
+
 /* The loader's buffers: fixed sizes, except the sparse ids, grown as ids
  * are actually read (never from a count in the file). */
 struct lbuf {

@@ -49,6 +49,36 @@ int sec_notice_save(const struct db *db, struct snap_writer *w)
     return 0;
 }
 
+static void count_one(const struct notice *n, void *ctx)
+{
+    (void)n;
+    (void)ctx;
+}
+
+static void put_one(const struct notice *n, void *ctx)
+{
+    struct snap_writer *w = ctx;
+
+    snap_put_u8(w, n->type);
+    snap_put_u8(w, n->read);
+    snap_put_varint(w, n->delta);
+    snap_put_u64(w, n->nid);
+}
+
+int sec_notice_save_user(const struct db *db, struct snap_writer *w,
+                         uint64_t uid)
+{
+    const struct notice_set *s = cnt_notices(db->cnt);
+    uint32_t n = notice_user(s, uid, count_one, NULL);
+
+    if (n == 0)
+        return 0;
+    snap_put_u64(w, uid);
+    snap_put_varint(w, n);
+    notice_user(s, uid, put_one, w);
+    return snap_put_failed(w) ? -1 : 0;
+}
+
 /* One user's n notices, read into v (USER_MAX entries), into the store. */
 static int load_user(struct db *db, struct snap_reader *r, uint64_t uid,
                      uint32_t n, struct notice *v)

@@ -167,6 +167,21 @@ int sec_rcpt_save(const struct db *db, struct snap_writer *w)
     return 0;
 }
 
+int sec_rcpt_save_group(const struct db *db, struct snap_writer *w,
+                        uint64_t gid)
+{
+    static const struct rcpt_walk walk = {save_group, save_member, save_epoch,
+                                          save_msg,   save_marks,  save_mark,
+                                          save_gap};
+    struct save sv = {w, 0, 0};
+
+    snap_put_u8(w, ITEM_FORMAT);
+    snap_put_u8(w, FORMAT);
+    if (!rcpt_walk_group(db->rcpt, gid, &walk, &sv))
+        return 1;
+    return snap_put_failed(w) ? -1 : 0;
+}
+
 /* ---- Loading --------------------------------------------------------------
  */
 

@@ -19,6 +19,7 @@
 #include <lz4frame.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -76,6 +77,9 @@ struct snap_writer {
     uint64_t sec_off;       /* file offset of the current section's header */
     uint64_t sec_raw;       /* raw bytes of the current section compressed */
     const struct snap_origin *origin; /* for sec_origin_save; NULL: none */
+    /* snap_mem_writer's: raw holds everything put, raw_cap bytes */
+    bool mem;
+    size_t raw_cap;
 };
 
 static int w_fail(struct snap_writer *w, int err)
@@ -113,12 +117,34 @@ static int w_compress(struct snap_writer *w)
     return w_write(w, w->z, z);
 }
 
+/* A memory writer's put: the buffer grows (doubling). */
+static int mem_put(struct snap_writer *w, const void *p, size_t n)
+{
+    if (n > w->raw_cap - w->raw_len) {
+        size_t cap = w->raw_cap;
+        char *more;
+
+        while (n > cap - w->raw_len)
+            cap = cap > SIZE_MAX / 2 ? SIZE_MAX : 2 * cap;
+        more = realloc(w->raw, cap);
+        if (more == NULL)
+            return w_fail(w, ENOMEM);
+        w->raw = more;
+        w->raw_cap = cap;
+    }
+    memcpy(w->raw + w->raw_len, p, n);
+    w->raw_len += n;
+    return 0;
+}
+
 int snap_put(struct snap_writer *w, const void *p, size_t n)
 {
     const char *c = p;
 
     if (w->err != 0)
         return -1;
+    if (w->mem)
+        return mem_put(w, p, n);
     while (n > 0) {
         size_t k = RAW_CHUNK - w->raw_len;
 
@@ -292,6 +318,45 @@ out:
     if (rc != 0)
         errno = w.err ? w.err : EIO;
     return rc;
+}
+
+struct snap_writer *snap_mem_writer(void)
+{
+    struct snap_writer *w = calloc(1, sizeof(*w));
+
+    if (w == NULL)
+        return NULL;
+    w->fd = -1;
+    w->mem = true;
+    w->raw_cap = 256;
+    w->raw = malloc(w->raw_cap);
+    if (w->raw == NULL) {
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+char *snap_mem_bytes(struct snap_writer *w, size_t *len)
+{
+    *len = w->raw_len;
+    return w->raw;
+}
+
+void snap_mem_truncate(struct snap_writer *w, size_t len)
+{
+    if (len < w->raw_len)
+        w->raw_len = len;
+    if (len == 0)
+        w->err = 0;
+}
+
+void snap_mem_free(struct snap_writer *w)
+{
+    if (w == NULL)
+        return;
+    free(w->raw);
+    free(w);
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -666,4 +731,31 @@ out:
     XXH3_freeState(L.r.hash);
     free(L.r.raw);
     return rc;
+}
+
+int snap_mem_load(const char *buf, size_t len, const char *name,
+                  int (*load)(struct db *db, struct snap_reader *r),
+                  struct db *db, char *err, size_t errlen)
+{
+    struct snap_reader r = {0};
+
+    /* The whole input is the window, already "decompressed": snap_get
+     * only reads it (r_refill finds the frame done). */
+    r.raw = (char *)(uintptr_t)buf;
+    r.raw_len = len;
+    r.raw_total = len;
+    r.done = true;
+    r.name = name;
+    r.err = err;
+    r.errlen = errlen;
+    if (load(db, &r) != 0 || r.failed) {
+        if (!r.failed)
+            snprintf(err, errlen, "%s refused", name);
+        return -1;
+    }
+    if (r.raw_pos != r.raw_len) {
+        snprintf(err, errlen, "%s: raw bytes left unread", name);
+        return -1;
+    }
+    return 0;
 }

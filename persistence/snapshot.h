@@ -66,6 +66,29 @@ bool snap_more(struct snap_reader *r);
 int snap_fail(struct snap_reader *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/*
+ * The same calls over memory (persistence/userrec.c: one user's records
+ * in each section's format): raw bytes only, no LZ4 frame, no checksum
+ * (the user record has its own).
+ *
+ * snap_mem_writer: a writer appending to a buffer of its own; NULL on no
+ * memory. snap_mem_bytes: what it holds, which the caller may patch in
+ * place (valid until the next put);
+ * snap_mem_truncate: back to len bytes (len <= what it holds), the error
+ * cleared when len is 0; snap_mem_free accepts NULL.
+ *
+ * snap_mem_load: runs load (a section's) on buf[0..len) as the raw bytes
+ * of section name, into db. 0, or -1 with the loader's message in err
+ * (raw offsets count from buf).
+ */
+struct snap_writer *snap_mem_writer(void);
+char *snap_mem_bytes(struct snap_writer *w, size_t *len);
+void snap_mem_truncate(struct snap_writer *w, size_t len);
+void snap_mem_free(struct snap_writer *w);
+int snap_mem_load(const char *buf, size_t len, const char *name,
+                  int (*load)(struct db *db, struct snap_reader *r),
+                  struct db *db, char *err, size_t errlen);
+
 /* ---- the container ------------------------------------------------------ */
 
 struct snap_section_info {

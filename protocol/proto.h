@@ -95,7 +95,10 @@ enum ur_val_kind {
     X(ASK, 18, "ASK")                 /* "slot ip:port": that node, once */    \
     X(CROSSSLOT, 19, "CROSSSLOT")     /* keys of several slots */              \
     X(CLUSTERDOWN, 20, "CLUSTERDOWN") /* a slot is not served */               \
-    X(TRYAGAIN, 21, "TRYAGAIN")       /* a slot moves: retry soon */
+    X(TRYAGAIN, 21, "TRYAGAIN")       /* a slot moves: retry soon */           \
+    /* 22: NOPERM, taken by the ACLs */                                        \
+    X(BUSYKEY, 23, "BUSYKEY") /* RESTORE of an id holding state */             \
+    X(IOERR, 24, "IOERR")     /* MIGRATE: the target cannot be reached */
 
 enum ur_err {
 #define UR_ERR_ENUM(id, code, prefix) UR_E_##id = code,

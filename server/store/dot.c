@@ -617,6 +617,11 @@ int dot_put_dot(struct dot_store *s, uint64_t dot, uint64_t push)
     return rc;
 }
 
+bool dot_find(const struct dot_store *s, uint64_t dot, uint32_t *i)
+{
+    return denseid_find(s->dots, dot, i);
+}
+
 struct scan_ctx {
     const struct dot_store *s;
     dot_visit_fn fn;

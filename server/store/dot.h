@@ -95,6 +95,9 @@ uint64_t dot_push_time(const struct dot_store *s, uint64_t dot);
 void dot_dot_at(const struct dot_store *s, uint32_t i, uint64_t *dot,
                 uint64_t *push);
 
+/* Whether dot is known, with *i its number (dot_dot_at). */
+bool dot_find(const struct dot_store *s, uint64_t dot, uint32_t *i);
+
 /* Loading: adds dot, absent from the store, as the next number, with push
  * time push (DOT_NEVER or <= DOT_TS_MAX). 0; 1 when dot is known (nothing
  * changed); DOT_ENOMEM, DOT_EFULL or DOT_ERANGE. */

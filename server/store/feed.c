@@ -364,6 +364,11 @@ void feed_edges_next(struct feed_edges *e, uint32_t *author, uint32_t *snapshot)
         *author = *snapshot = 0; /* past the n edges: a caller's bug */
 }
 
+bool feed_author_find(const struct feed_store *s, uint64_t author, uint32_t *i)
+{
+    return denseid_find(s->authors, author, i);
+}
+
 struct scan_ctx {
     feed_visit_fn fn;
     void *ctx;

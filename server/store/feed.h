@@ -124,6 +124,9 @@ struct u64map *feed_user_map(const struct feed_store *s);
 void feed_author_at(const struct feed_store *s, uint32_t i, uint64_t *author,
                     uint32_t *count);
 
+/* Whether author is known, with *i its number (feed_author_at). */
+bool feed_author_find(const struct feed_store *s, uint64_t author, uint32_t *i);
+
 /* Loading: adds author, absent from the store, as the next number with
  * this post count. 0; 1 when author is known (nothing changed);
  * FEED_ENOMEM or FEED_EFULL. */

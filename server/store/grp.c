@@ -1219,6 +1219,23 @@ size_t grp_scan_members(const struct grp_store *s, uint64_t *cursor, size_t max,
     return memblist_scan(s->members, cursor, max, member_visit, &mw);
 }
 
+uint32_t grp_user_members(const struct grp_store *s, uint64_t uid,
+                          grp_member_fn fn, void *ctx)
+{
+    struct member_walk mw = {s, fn, ctx};
+    struct ml_iter it;
+    uint32_t n = memblist_get(s->members, uid, &it);
+
+    if (n > 0)
+        member_visit(uid, &it, &mw);
+    return n;
+}
+
+bool grp_group_find(const struct grp_store *s, uint64_t gid, uint32_t *i)
+{
+    return denseid_find(s->groups, gid, i);
+}
+
 /* Whether (head, window, known, ts) can be a group's state. */
 static bool group_valid(uint64_t head, uint32_t window, uint32_t known,
                         const uint64_t *ts)

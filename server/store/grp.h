@@ -295,6 +295,14 @@ int grp_restore_recalls(struct grp_store *s, uint64_t gid, uint32_t n,
 int grp_restore_member(struct grp_store *s, uint64_t uid, uint32_t group,
                        const struct grp_member_info *mi);
 
+/* One user's memberships as grp_scan_members visits them (a move of the
+ * user to another shard, persistence/userrec.c); returns how many. */
+uint32_t grp_user_members(const struct grp_store *s, uint64_t uid,
+                          grp_member_fn fn, void *ctx);
+
+/* Whether group gid is held, with *i its number (grp_group_info). */
+bool grp_group_find(const struct grp_store *s, uint64_t gid, uint32_t *i);
+
 /* Memberships held. (Mentions are not entries: they live in the
  * memberships' bytes.) */
 size_t grp_entries(const struct grp_store *s);

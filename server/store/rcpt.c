@@ -2719,6 +2719,37 @@ size_t rcpt_scan(const struct rcpt_store *s, uint64_t *cursor, size_t max,
     return u64map_scan(s->groups, cursor, max, scan_group, &c);
 }
 
+bool rcpt_walk_group(const struct rcpt_store *s, uint64_t gid,
+                     const struct rcpt_walk *w, void *ctx)
+{
+    struct scan_ctx c = {w, ctx};
+    const struct rgroup *g = group_get(s, gid);
+
+    if (g == NULL || (g->nmap == 0 && g->nrec == 0))
+        return false;
+    scan_group(gid, (uint64_t)(uintptr_t)g, &c);
+    return true;
+}
+
+bool rcpt_group_held(const struct rcpt_store *s, uint64_t gid)
+{
+    const struct rgroup *g = group_get(s, gid);
+
+    return g != NULL && (g->nmap != 0 || g->nrec != 0);
+}
+
+bool rcpt_drop_group(struct rcpt_store *s, uint64_t gid)
+{
+    struct rgroup *g = group_get(s, gid);
+
+    if (g == NULL)
+        return false;
+    s->nmsgs -= g->nrec;
+    u64map_del(s->groups, gid);
+    group_free(s, g);
+    return true;
+}
+
 int rcpt_restore_group(struct rcpt_store *s, uint64_t gid)
 {
     struct rgroup *g;

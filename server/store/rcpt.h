@@ -244,6 +244,19 @@ int rcpt_restore_marks(struct rcpt_store *s, uint64_t gid, uint32_t nmap,
                        const uint32_t *w, const uint32_t *qfrom, uint32_t ngaps,
                        const struct rcpt_gap *gaps);
 
+/* One group: rcpt_scan's walk of gid alone (persistence/userrec.c, a
+ * move of the group to another shard); false when gid holds nothing
+ * rcpt_scan would hand out. */
+bool rcpt_walk_group(const struct rcpt_store *s, uint64_t gid,
+                     const struct rcpt_walk *w, void *ctx);
+
+/* Whether gid holds anything rcpt_scan would hand out. */
+bool rcpt_group_held(const struct rcpt_store *s, uint64_t gid);
+
+/* Drops group gid whole, its messages and members (the group moved to
+ * another shard: not an erasure of its users). true when it was held. */
+bool rcpt_drop_group(struct rcpt_store *s, uint64_t gid);
+
 /* Messages held (visible or awaiting their drop), and groups. */
 size_t rcpt_entries(const struct rcpt_store *s);
 size_t rcpt_groups(const struct rcpt_store *s);
