@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "cluster_copy.h"
+#include "cluster_keys.h"
 #include "cluster_link.h"
 #include "cmds.h"
 #include "fsutil.h"
@@ -174,6 +175,10 @@ static uint32_t cluster_size(const struct cluster *c)
 
 /* ---- slots and the state -------------------------------------------- */
 
+static void set_migrating(struct cluster *c, unsigned slot, uint32_t node);
+static void set_importing(struct cluster *c, unsigned slot, uint32_t node);
+static void mark_dirty(struct cluster *c);
+
 static void slot_set(struct cluster *c, unsigned slot, uint32_t node)
 {
     uint16_t old = c->owner[slot];
@@ -189,6 +194,204 @@ static void slot_set(struct cluster *c, unsigned slot, uint32_t node)
     else
         c->assigned--;
     c->owner[slot] = (uint16_t)node;
+    /* A slot that became mine is no longer imported; one that left me no
+     * longer migrates (Redis's SETSLOT NODE and its UPDATE rules). */
+    if (node == 0 && c->importing[slot] != CLUSTER_NONE)
+        set_importing(c, slot, CLUSTER_NONE);
+    if (old == 0 && c->migrating[slot] != CLUSTER_NONE)
+        set_migrating(c, slot, CLUSTER_NONE);
+}
+
+/* ---- migration states ------------------------------------------------- */
+
+static bool slot_open(const struct cluster *c, unsigned slot)
+{
+    return c->migrating[slot] != CLUSTER_NONE ||
+           c->importing[slot] != CLUSTER_NONE;
+}
+
+static void set_migrating(struct cluster *c, unsigned slot, uint32_t node)
+{
+    bool was = slot_open(c, slot);
+
+    c->migrating[slot] = (uint16_t)node;
+    c->nopen = c->nopen - was + slot_open(c, slot);
+}
+
+static void set_importing(struct cluster *c, unsigned slot, uint32_t node)
+{
+    bool was = slot_open(c, slot);
+
+    c->importing[slot] = (uint16_t)node;
+    c->nopen = c->nopen - was + slot_open(c, slot);
+}
+
+static void states_clear(struct cluster *c)
+{
+    for (unsigned s = 0; s < UR_SLOTS && c->nopen > 0; s++) {
+        set_migrating(c, s, CLUSTER_NONE);
+        set_importing(c, s, CLUSTER_NONE);
+    }
+}
+
+/* Node idx leaves the table: the states naming it go, as Redis's
+ * clusterDelNode drops them, and so do its marks. */
+static void node_free(struct cluster *c, uint32_t idx)
+{
+    for (unsigned s = 0; s < UR_SLOTS && c->nopen > 0; s++) {
+        if (c->migrating[s] == idx)
+            set_migrating(c, s, CLUSTER_NONE);
+        if (c->importing[s] == idx)
+            set_importing(c, s, CLUSTER_NONE);
+    }
+    free(c->nodes[idx].marks);
+    memset(&c->nodes[idx], 0, sizeof(c->nodes[idx]));
+}
+
+/* Appends myself's states as CLUSTER NODES shows them: " [5->-id]" for a
+ * slot migrating to node id, " [5-<-id]" for one imported from it. */
+static void marks_text(const struct cluster *c, struct ur_buf *b)
+{
+    char tmp[64 + CLUSTER_ID_LEN];
+    int n;
+
+    for (unsigned s = 0; s < UR_SLOTS && c->nopen > 0; s++) {
+        if (c->migrating[s] != CLUSTER_NONE) {
+            n = snprintf(tmp, sizeof(tmp), "%s[%u->-%s]", b->len ? " " : "", s,
+                         c->nodes[c->migrating[s]].id);
+            (void)ur_buf_append(b, tmp, (size_t)n);
+        }
+        if (c->importing[s] != CLUSTER_NONE) {
+            n = snprintf(tmp, sizeof(tmp), "%s[%u-<-%s]", b->len ? " " : "", s,
+                         c->nodes[c->importing[s]].id);
+            (void)ur_buf_append(b, tmp, (size_t)n);
+        }
+    }
+}
+
+/* One mark "[5->-id]" or "[5-<-id]" (brackets included): its slot, kind
+ * (true: migrating) and id; false when it is not one. */
+static bool parse_mark(const char *t, size_t n, unsigned *slot, bool *migr,
+                       const char **id)
+{
+    uint64_t v;
+    size_t k = 1;
+
+    if (n < 2 || t[0] != '[' || t[n - 1] != ']')
+        return false;
+    while (k < n && t[k] >= '0' && t[k] <= '9')
+        k++;
+    if (k == 1 || !ur_parse_u64(t + 1, k - 1, &v) || v >= UR_SLOTS ||
+        n - k != 3 + CLUSTER_ID_LEN + 1)
+        return false;
+    if (memcmp(t + k, "->-", 3) == 0)
+        *migr = true;
+    else if (memcmp(t + k, "-<-", 3) == 0)
+        *migr = false;
+    else
+        return false;
+    if (!id_valid(t + k + 3, CLUSTER_ID_LEN))
+        return false;
+    *slot = (unsigned)v;
+    *id = t + k + 3;
+    return true;
+}
+
+/* The marks among a slots text's words (space-separated), malloc'ed, or
+ * NULL when there are none. */
+static char *marks_of(const char *s, size_t n)
+{
+    struct ur_buf b = {0};
+    char *out;
+
+    for (size_t pos = 0; pos < n;) {
+        size_t w = 0;
+
+        while (pos < n && s[pos] == ' ')
+            pos++;
+        while (pos + w < n && s[pos + w] != ' ')
+            w++;
+        if (w > 0 && s[pos] == '[') {
+            if (b.len > 0)
+                (void)ur_buf_append(&b, " ", 1);
+            (void)ur_buf_append(&b, s + pos, w);
+        }
+        pos += w;
+    }
+    if (b.len == 0) {
+        ur_buf_deinit(&b);
+        return NULL;
+    }
+    out = malloc(b.len + 1);
+    if (out != NULL) {
+        memcpy(out, b.data, b.len);
+        out[b.len] = '\0';
+    }
+    ur_buf_deinit(&b);
+    return out;
+}
+
+/* myself's states become the ones text lists (NULL: none); marks naming a
+ * node this table does not know are left out, and logged. -1 when a word
+ * is not a mark (nothing changed then). */
+static int apply_marks(struct cluster *c, const char *text)
+{
+    size_t n = text ? strlen(text) : 0;
+    unsigned slot;
+    bool migr;
+    const char *id;
+
+    for (size_t pos = 0; pos < n;) {
+        size_t w = 0;
+
+        while (pos < n && text[pos] == ' ')
+            pos++;
+        while (pos + w < n && text[pos + w] != ' ')
+            w++;
+        if (w > 0 && !parse_mark(text + pos, w, &slot, &migr, &id))
+            return -1;
+        pos += w;
+    }
+    states_clear(c);
+    for (size_t pos = 0; pos < n;) {
+        size_t w = 0;
+        uint32_t idx;
+
+        while (pos < n && text[pos] == ' ')
+            pos++;
+        while (pos + w < n && text[pos + w] != ' ')
+            w++;
+        if (w == 0)
+            break;
+        (void)parse_mark(text + pos, w, &slot, &migr, &id);
+        pos += w;
+        idx = cluster_node_by_id(c, id, CLUSTER_ID_LEN);
+        if (idx == CLUSTER_NONE || idx == 0) {
+            log_warn("cluster: slot %u %s node %.40s, which this node does "
+                     "not know: state dropped",
+                     slot, migr ? "migrating to" : "importing from", id);
+            continue;
+        }
+        if (migr)
+            set_migrating(c, slot, idx);
+        else
+            set_importing(c, slot, idx);
+    }
+    return 0;
+}
+
+/* A replica's states are its master's (from its record): applied when
+ * that record arrives and when the node starts to follow a master. */
+static void follow_marks(struct cluster *c)
+{
+    uint32_t m;
+
+    if (cluster_myself_master(c))
+        return;
+    m = cluster_node_by_id(c, c->nodes[0].master_id,
+                           strlen(c->nodes[0].master_id));
+    if (apply_marks(c, m != CLUSTER_NONE ? c->nodes[m].marks : NULL) == 0)
+        mark_dirty(c);
 }
 
 /* cluster_state: ok when every slot has an owner (or full coverage is not
@@ -330,19 +533,23 @@ static bool parse_addr(const char *s, char *ip, size_t ipcap, uint32_t *port,
 
 /* One line of the config file into the table. 0, or -1 with a message. */
 static int load_line(struct cluster *c, char *line, bool *seen_myself,
-                     char *err, size_t errlen)
+                     struct ur_buf *marks, char *err, size_t errlen)
 {
-    char *tok[16 + 2 * 64], *save = NULL, *t;
+    char *tok[32], *save = NULL, *t;
     size_t ntok = 0;
     struct cluster_node *n;
     uint32_t idx;
     uint64_t v;
 
+    /* The fixed fields (and a vars line's pairs); slots are read one by
+     * one after them, however many. */
     for (t = strtok_r(line, " \t", &save); t != NULL;
-         t = strtok_r(NULL, " \t", &save)) {
+         t = ntok < 8 || strcmp(tok[0], "vars") == 0
+                 ? strtok_r(NULL, " \t", &save)
+                 : NULL) {
         if (ntok == sizeof(tok) / sizeof(tok[0])) {
-            /* Slots past what fits here are parsed one by one below. */
-            break;
+            snprintf(err, errlen, "too many fields");
+            return -1;
         }
         tok[ntok++] = t;
     }
@@ -410,21 +617,32 @@ static int load_line(struct cluster *c, char *line, bool *seen_myself,
         snprintf(err, errlen, "bad config epoch '%.24s'", tok[6]);
         return -1;
     }
-    for (size_t i = 8; i < ntok; i++) {
-        unsigned first, last;
+    for (t = strtok_r(NULL, " \t", &save); t != NULL;
+         t = strtok_r(NULL, " \t", &save)) {
+        unsigned first, last, slot;
+        const char *id;
+        bool migr;
 
-        if (tok[i][0] == '[')
-            continue; /* a migration mark: not kept across restarts here */
-        if (!parse_range(tok[i], strlen(tok[i]), &first, &last)) {
-            snprintf(err, errlen, "bad slot range '%.24s'", tok[i]);
+        if (t[0] == '[') {
+            /* a migration mark: myself's, applied once every node is
+             * known (cluster_config_parse) */
+            if (!parse_mark(t, strlen(t), &slot, &migr, &id)) {
+                snprintf(err, errlen, "bad migration mark '%.64s'", t);
+                return -1;
+            }
+            if (idx == 0) {
+                if (marks->len > 0)
+                    (void)ur_buf_append(marks, " ", 1);
+                (void)ur_buf_append(marks, t, strlen(t));
+            }
+            continue;
+        }
+        if (!parse_range(t, strlen(t), &first, &last)) {
+            snprintf(err, errlen, "bad slot range '%.24s'", t);
             return -1;
         }
         for (unsigned s = first; s <= last; s++)
             slot_set(c, s, idx);
-    }
-    if (save != NULL && *save != '\0') {
-        snprintf(err, errlen, "too many slot ranges on one line");
-        return -1;
     }
     return 0;
 }
@@ -434,37 +652,57 @@ int cluster_config_parse(struct cluster *c, const char *data, size_t len,
 {
     bool seen_myself = false;
     size_t pos = 0, lineno = 0;
-    char line[16384], why[256];
+    /* A line holds at most every slot as a word of its own, and marks. */
+    size_t cap = 64 * 1024 + (size_t)UR_SLOTS * 8;
+    char *line = malloc(cap), why[256];
+    struct ur_buf marks = {0};
 
+    if (line == NULL) {
+        snprintf(err, errlen, "%s: out of memory", name);
+        return -1;
+    }
     while (pos < len) {
         const char *nl = memchr(data + pos, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - (data + pos)) : len - pos;
 
         lineno++;
-        if (n >= sizeof(line)) {
+        if (n >= cap) {
             snprintf(err, errlen, "%s line %zu: too long", name, lineno);
-            return -1;
+            goto error;
         }
         memcpy(line, data + pos, n);
         line[n] = '\0';
         pos += n + (nl != NULL);
         if (memchr(line, '\0', n) != NULL) {
             snprintf(err, errlen, "%s line %zu: a NUL byte", name, lineno);
-            return -1;
+            goto error;
         }
-        if (load_line(c, line, &seen_myself, why, sizeof(why)) != 0) {
+        if (load_line(c, line, &seen_myself, &marks, why, sizeof(why)) != 0) {
             snprintf(err, errlen, "%s line %zu: %s", name, lineno, why);
-            return -1;
+            goto error;
         }
     }
     if (!seen_myself) {
         snprintf(err, errlen, "%s: no node is flagged myself", name);
-        return -1;
+        goto error;
     }
+    if (marks.len > 0) {
+        (void)ur_buf_append(&marks, "", 1);
+        if (marks.data == NULL || apply_marks(c, marks.data) != 0) {
+            snprintf(err, errlen, "%s: bad migration marks", name);
+            goto error;
+        }
+    }
+    free(line);
+    ur_buf_deinit(&marks);
     for (uint32_t i = 0; i < c->nnodes; i++)
         if (c->nodes[i].used && c->current_epoch < c->nodes[i].config_epoch)
             c->current_epoch = c->nodes[i].config_epoch;
     return 0;
+error:
+    free(line);
+    ur_buf_deinit(&marks);
+    return -1;
 }
 
 /* Reads the config file; 1 when there is none (a new node). */
@@ -549,11 +787,19 @@ struct cluster *cluster_create(struct server *srv)
         free(c);
         return NULL;
     }
+    c->keys = ckeys_create();
+    if (c->keys == NULL) {
+        free(c->nodes);
+        free(c->received);
+        free(c);
+        return NULL;
+    }
     c->nnodes = 1;
     c->nodes[0].used = true;
     c->nodes[0].flags = CN_MYSELF | CN_MASTER;
     for (unsigned s = 0; s < UR_SLOTS; s++)
-        c->owner[s] = CLUSTER_NONE;
+        c->owner[s] = c->migrating[s] = c->importing[s] = CLUSTER_NONE;
+    c->op_restore_asking = ur_op_by_name("RESTORE-ASKING", 14);
     return c;
 }
 
@@ -564,6 +810,9 @@ void cluster_destroy(struct cluster *c)
     for (uint32_t i = 1; i < c->nnodes; i++)
         if (c->nodes[i].link != NULL)
             clink_destroy(c->nodes[i].link);
+    for (uint32_t i = 0; i < c->nnodes; i++)
+        free(c->nodes[i].marks);
+    ckeys_destroy(c->keys);
     free(c->nodes);
     free(c->received);
     free(c);
@@ -616,6 +865,9 @@ int cluster_setup(struct server *srv, struct event_base *base, char *err,
     /* Whatever copies were on their way when it stopped are lost: the
      * objects it owns go to every primary again. */
     ccopy_sync_all(c);
+    if (cluster_keys_rebuild(srv) != 0)
+        log_warn("cluster: out of memory for the key index: it is built "
+                 "again at its next use");
     return 0;
 nomem:
     snprintf(err, errlen, "cluster: out of memory");
@@ -672,7 +924,7 @@ void cluster_cron(struct server *srv)
         if ((n->flags & CN_HANDSHAKE) && clink_meet_failed(n->link)) {
             /* A MEET's address that never answered: it goes. */
             clink_destroy(n->link);
-            memset(n, 0, sizeof(*n));
+            node_free(c, i);
         }
     }
     start_check(c);
@@ -736,6 +988,7 @@ static void follow_new_owner(struct cluster *c, uint32_t to)
              n->id, n->ip, n->port, (unsigned long long)n->config_epoch);
     me->flags = (me->flags & ~CN_MASTER) | CN_REPLICA;
     memcpy(me->master_id, n->id, CLUSTER_ID_LEN + 1);
+    follow_marks(c);
     if (repl_set_replica_of(c->srv, n->ip, n->port, err, sizeof(err)) < 0)
         log_warn("cluster: cannot replicate %s:%u: %s", n->ip, n->port, err);
     cluster_changed(c);
@@ -746,7 +999,7 @@ int cluster_merge_record(struct cluster *c, const struct cluster_record *rec,
 {
     struct cluster_node *n, *me = myself(c);
     uint32_t idx, owned_before = me->nslots, took_mine = CLUSTER_NONE;
-    bool was_master, changed_role, first;
+    bool was_master, changed_role, first, unplanned = false;
     static bool claim[UR_SLOTS];
 
     if (!id_valid(rec->id, rec->id_len) || rec->port == 0 ||
@@ -816,6 +1069,10 @@ int cluster_merge_record(struct cluster *c, const struct cluster_record *rec,
     n->config_epoch = rec->config_epoch;
     n->version = rec->version;
     n->pong_ms = server_now_ms();
+    free(n->marks);
+    n->marks = rec->master && rec->slots_text != NULL
+                   ? marks_of(rec->slots_text, rec->slots_text_len)
+                   : NULL;
     changed_role = was_master != rec->master;
     if (n->link == NULL && !(n->flags & CN_NOADDR))
         n->link = clink_create(c, idx);
@@ -838,8 +1095,12 @@ int cluster_merge_record(struct cluster *c, const struct cluster_record *rec,
                 continue;
             if (o == CLUSTER_NONE ||
                 c->nodes[o].config_epoch < rec->config_epoch) {
-                if (o == 0)
+                if (o == 0) {
                     took_mine = idx;
+                    /* a slot this node was moving to it: the move's
+                     * end, not a failover's */
+                    unplanned |= c->migrating[s] != idx;
+                }
                 slot_set(c, s, idx);
             }
         } else if (o == idx) {
@@ -853,11 +1114,15 @@ int cluster_merge_record(struct cluster *c, const struct cluster_record *rec,
                  "config epoch (%llu > %llu): they are its now",
                  rec->id, (unsigned long long)rec->config_epoch,
                  (unsigned long long)me->config_epoch);
-        if (owned_before > 0 && me->nslots == 0 && (me->flags & CN_MASTER))
+        if (owned_before > 0 && me->nslots == 0 && (me->flags & CN_MASTER) &&
+            unplanned)
             follow_new_owner(c, took_mine);
         else
             cluster_changed(c);
     }
+    /* A replica's states are its master's. */
+    if (!cluster_myself_master(c) && strcmp(me->master_id, n->id) == 0)
+        follow_marks(c);
     epoch_collision(c, n);
     /* A node that became a primary must get every object this node owns
      * (copies sent to its old primary may not have reached it). */
@@ -952,6 +1217,100 @@ int cluster_del_slots(struct cluster *c, const uint16_t *slots, size_t n,
     return 0;
 }
 
+int cluster_setslot(struct cluster *c, unsigned slot, const char *action,
+                    const char *id, size_t id_len, char *err, size_t errlen)
+{
+    struct cluster_node *me = myself(c);
+    uint32_t n = CLUSTER_NONE;
+    bool stable = strcasecmp(action, "STABLE") == 0;
+    bool node = strcasecmp(action, "NODE") == 0;
+    bool migr = strcasecmp(action, "MIGRATING") == 0;
+    bool imp = strcasecmp(action, "IMPORTING") == 0;
+    char text[CLUSTER_ID_LEN + 8];
+
+    if (!(me->flags & CN_MASTER)) {
+        snprintf(err, errlen, "Please use SETSLOT only with masters.");
+        return -1;
+    }
+    if ((!stable && !node && !migr && !imp) || (stable != (id == NULL))) {
+        snprintf(err, errlen,
+                 "Invalid CLUSTER SETSLOT action or number of arguments. Try "
+                 "CLUSTER HELP");
+        return -1;
+    }
+    if (migr && c->owner[slot] != 0) {
+        snprintf(err, errlen, "I'm not the owner of hash slot %u", slot);
+        return -1;
+    }
+    if (imp && c->owner[slot] == 0) {
+        snprintf(err, errlen, "I'm already the owner of hash slot %u", slot);
+        return -1;
+    }
+    if (!stable) {
+        snprintf(text, sizeof(text), "%.*s", (int)(id_len < 48 ? id_len : 48),
+                 id);
+        n = cluster_node_by_id(c, id, id_len);
+        if (n == CLUSTER_NONE) {
+            if (node)
+                snprintf(err, errlen, "Unknown node %s", text);
+            else
+                snprintf(err, errlen, "I don't know about node %s", text);
+            return -1;
+        }
+        if (!(c->nodes[n].flags & CN_MASTER)) {
+            snprintf(err, errlen, "Target node is not a master");
+            return -1;
+        }
+        if ((migr || imp) && n == 0) {
+            snprintf(err, errlen, "Target node is this node itself");
+            return -1;
+        }
+    }
+    if (migr) {
+        set_migrating(c, slot, n);
+    } else if (imp) {
+        set_importing(c, slot, n);
+    } else if (stable) {
+        set_migrating(c, slot, CLUSTER_NONE);
+        set_importing(c, slot, CLUSTER_NONE);
+    } else {
+        size_t held = 0;
+        bool was_importing = c->importing[slot] != CLUSTER_NONE;
+
+        if (c->owner[slot] == 0 && n != 0 &&
+            (cluster_keys_in_slot(c->srv, slot, 0, NULL, &held) != 0 ||
+             held != 0)) {
+            snprintf(err, errlen,
+                     "Can't assign hashslot %u to a different node while I "
+                     "still hold keys for this hash slot.",
+                     slot);
+            return -1;
+        }
+        /* slot_set drops the slot's migrating state when it leaves this
+         * node, and its importing state when it becomes this node's. */
+        slot_set(c, slot, n);
+        if (n != 0 && c->migrating[slot] != CLUSTER_NONE)
+            set_migrating(c, slot, CLUSTER_NONE);
+        if (n == 0 && was_importing) {
+            /* A manual move: a new epoch without consensus, so that this
+             * claim wins over the old owner's everywhere (Redis's
+             * clusterBumpConfigEpochWithoutConsensus). */
+            uint64_t max = 0;
+
+            for (uint32_t i = 1; i < c->nnodes; i++)
+                if (c->nodes[i].used && c->nodes[i].config_epoch > max)
+                    max = c->nodes[i].config_epoch;
+            if (me->config_epoch == 0 || me->config_epoch <= max) {
+                me->config_epoch = ++c->current_epoch;
+                log_info("cluster: config epoch %llu after importing slot %u",
+                         (unsigned long long)me->config_epoch, slot);
+            }
+        }
+    }
+    cluster_changed(c);
+    return 0;
+}
+
 int cluster_set_config_epoch(struct cluster *c, uint64_t epoch, char *err,
                              size_t errlen)
 {
@@ -1023,7 +1382,7 @@ int cluster_forget(struct cluster *c, const char *id, size_t len, char *err,
         clink_destroy(c->nodes[idx].link);
     log_info("cluster: forgot node %s (%s:%u)", c->nodes[idx].id,
              c->nodes[idx].ip, c->nodes[idx].port);
-    memset(&c->nodes[idx], 0, sizeof(c->nodes[idx]));
+    node_free(c, idx);
     mark_dirty(c);
     state_update(c);
     return 0;
@@ -1064,6 +1423,7 @@ int cluster_replicate(struct cluster *c, const char *id, size_t len, char *err,
     me->flags = (me->flags & ~CN_MASTER) | CN_REPLICA;
     memcpy(me->master_id, n->id, CLUSTER_ID_LEN + 1);
     me->config_epoch = 0;
+    follow_marks(c);
     cluster_changed(c);
     return 0;
 }
@@ -1080,10 +1440,11 @@ int cluster_reset(struct cluster *c, bool hard, char *err, size_t errlen)
     }
     if (!(me->flags & CN_MASTER))
         repl_set_primary(c->srv);
+    states_clear(c);
     for (uint32_t i = 1; i < c->nnodes; i++) {
         if (c->nodes[i].link != NULL)
             clink_destroy(c->nodes[i].link);
-        memset(&c->nodes[i], 0, sizeof(c->nodes[i]));
+        node_free(c, i);
     }
     for (unsigned s = 0; s < UR_SLOTS; s++)
         slot_set(c, s, CLUSTER_NONE);
@@ -1164,6 +1525,7 @@ void cluster_replica_of(struct server *srv, const char *host, uint32_t port)
     me->flags = (me->flags & ~CN_MASTER) | CN_REPLICA;
     memcpy(me->master_id, c->nodes[idx].id, CLUSTER_ID_LEN + 1);
     log_info("cluster: replica of %s (%s:%u)", c->nodes[idx].id, host, port);
+    follow_marks(c);
     cluster_changed(c);
 }
 
@@ -1218,10 +1580,53 @@ static int op_slot(struct server *srv, const struct ur_op *op, uint32_t argc,
     return (int)slot;
 }
 
+/* What the keys of a request in an open slot say: how many, how many this
+ * node holds, and whether more than one distinct id is among them. */
+struct key_count {
+    uint32_t keys, held;
+    uint64_t first;
+    bool multi;
+};
+
+/* Whether slot is open here in a way that asks where its keys are: it
+ * migrates from this master, or this master imports it. */
+static bool slot_asks(const struct cluster *c, unsigned slot)
+{
+    return cluster_myself_master(c) &&
+           ((c->owner[slot] == 0 && c->migrating[slot] != CLUSTER_NONE) ||
+            (c->owner[slot] != 0 && c->importing[slot] != CLUSTER_NONE));
+}
+
+/* Adds op's keys in argv (canonical: op_slot checked them) to kc. */
+static void count_keys(struct server *srv, const struct ur_op *op,
+                       uint32_t argc, const struct ur_arg *argv,
+                       struct key_count *kc)
+{
+    unsigned first = ur_op_key_first(op);
+    uint32_t last = ur_op_key_last(op) < 0 ? argc : first;
+
+    for (uint32_t i = first - 1; i < last && i < argc; i++) {
+        uint64_t id;
+
+        if (argv[i].kind == UR_ARG_INT)
+            id = argv[i].num;
+        else if (!ur_parse_u64(argv[i].str, argv[i].len, &id))
+            continue;
+        if (kc->keys == 0)
+            kc->first = id;
+        else if (id != kc->first)
+            kc->multi = true;
+        kc->keys++;
+        kc->held += cluster_key_held(srv, id);
+    }
+}
+
 /* Whether sess may run a command on slot here (writes: it may change
- * data); false after replying MOVED or CLUSTERDOWN. */
+ * data; kc: its keys, for an open slot; asking: ASKING or RESTORE-ASKING);
+ * false after replying MOVED, ASK, TRYAGAIN or CLUSTERDOWN. */
 static bool slot_served(struct server *srv, struct session *sess, unsigned slot,
-                        bool writes, struct reply *r)
+                        bool writes, const struct key_count *kc, bool asking,
+                        struct reply *r)
 {
     struct cluster *c = srv->cluster;
     uint16_t o = c->owner[slot];
@@ -1242,8 +1647,30 @@ static bool slot_served(struct server *srv, struct session *sess, unsigned slot,
             return false;
         }
     }
-    if (o == 0)
+    if (o == 0) {
+        /* Migrating: what it still holds is served here; what it does not
+         * is the target's (once, with ASKING); a request split between
+         * the two waits until the move of its ids ends. */
+        if (kc != NULL && kc->held < kc->keys && slot_asks(c, slot)) {
+            if (kc->held > 0) {
+                reply_err(r, UR_E_TRYAGAIN,
+                          "Multiple keys request during rehashing of slot");
+            } else {
+                n = &c->nodes[c->migrating[slot]];
+                reply_err(r, UR_E_ASK, "%u %s:%u", slot, n->ip, n->port);
+            }
+            return false;
+        }
         return true;
+    }
+    if (asking && kc != NULL && slot_asks(c, slot)) {
+        if (kc->multi && kc->held < kc->keys) {
+            reply_err(r, UR_E_TRYAGAIN,
+                      "Multiple keys request during rehashing of slot");
+            return false;
+        }
+        return true;
+    }
     n = &c->nodes[o];
     if (!writes && sess->readonly && !(c->nodes[0].flags & CN_MASTER) &&
         strcmp(c->nodes[0].master_id, n->id) == 0)
@@ -1256,20 +1683,31 @@ bool cluster_refuse_slow(struct server *srv, struct session *sess,
                          const struct ur_op *op, uint32_t argc,
                          const struct ur_arg *argv, struct reply *r)
 {
+    struct cluster *c = srv->cluster;
     int slot = op_slot(srv, op, argc, argv, "", r);
+    struct key_count kc = {0};
+    bool open;
 
     if (slot == -2)
         return true;
     if (slot == -1)
         return false;
+    /* A global object is not moved (every primary holds it): its writes
+     * stay with the slot's owner, whose copies carry its epoch. */
+    open = slot_asks(c, (unsigned)slot) && !(op->flags & OPF_GLOBAL);
+    if (open)
+        count_keys(srv, op, argc, argv, &kc);
     return !slot_served(srv, sess, (unsigned)slot, (op->flags & OPF_READ) == 0,
+                        open ? &kc : NULL,
+                        sess->asking || (c->op_restore_asking != NULL &&
+                                         op == c->op_restore_asking),
                         r);
 }
 
 void cluster_batch_init(struct cluster_batch *b)
 {
+    memset(b, 0, sizeof(*b));
     b->slot = -1;
-    b->writes = false;
 }
 
 bool cluster_batch_add(struct server *srv, struct cluster_batch *b,
@@ -1290,15 +1728,29 @@ bool cluster_batch_add(struct server *srv, struct cluster_batch *b,
         return false;
     }
     b->slot = slot;
+    if (slot_asks(srv->cluster, (unsigned)slot) && !(op->flags & OPF_GLOBAL)) {
+        struct key_count kc = {b->keys, b->held, b->first_key, b->multi};
+
+        count_keys(srv, op, argc, argv, &kc);
+        b->keys = kc.keys;
+        b->held = kc.held;
+        b->first_key = kc.first;
+        b->multi = kc.multi;
+    }
     return true;
 }
 
 bool cluster_batch_refuse(struct server *srv, struct session *sess,
                           const struct cluster_batch *b, struct reply *r)
 {
+    struct key_count kc = {b->keys, b->held, b->first_key, b->multi};
+
     if (b->slot < 0)
         return false;
-    return !slot_served(srv, sess, (unsigned)b->slot, b->writes, r);
+    /* a batch is a multi-key request: its ids decide together */
+    return !slot_served(srv, sess, (unsigned)b->slot, b->writes,
+                        slot_asks(srv->cluster, (unsigned)b->slot) ? &kc : NULL,
+                        sess->asking, r);
 }
 
 /* ---- what the commands show ------------------------------------------- */
@@ -1383,6 +1835,12 @@ static void node_line(const struct cluster *c, uint32_t i, bool file,
         (unsigned long long)shown_epoch(c, n),
         linked ? "connected" : "disconnected");
     node_ranges(c, i, range_text, b);
+    /* myself's states, as Redis shows them (redis-cli --cluster check and
+     * fix read them); a replica keeps its master's in the file only */
+    if (i == 0 && c->nopen > 0 && (file || cluster_myself_master(c))) {
+        (void)ur_buf_append(b, " ", 1);
+        marks_text(c, b);
+    }
 }
 
 void cluster_reply_nodes(const struct cluster *c, struct reply *r,
@@ -1568,12 +2026,15 @@ void cluster_info_lines(const struct cluster *c, struct ur_buf *out)
         "cluster_node_id:%s\r\ncluster_role:%s\r\n"
         "cluster_slots_owned:%u\r\ncluster_known_nodes:%u\r\n"
         "cluster_copies_sent:%llu\r\ncluster_copies_applied:%llu\r\n"
-        "cluster_copies_stale:%llu\r\ncluster_full_syncs:%llu\r\n",
+        "cluster_copies_stale:%llu\r\ncluster_full_syncs:%llu\r\n"
+        "cluster_slots_open:%u\r\ncluster_key_index_ids:%zu\r\n"
+        "cluster_key_index_bytes:%zu\r\n",
         state_now(c) ? "ok" : "fail", c->nodes[0].id,
         cluster_myself_master(c) ? "master" : "replica", c->nodes[0].nslots,
         cluster_known_nodes(c), (unsigned long long)c->copies_sent,
         (unsigned long long)c->copies_applied,
-        (unsigned long long)c->copies_stale, (unsigned long long)c->full_syncs);
+        (unsigned long long)c->copies_stale, (unsigned long long)c->full_syncs,
+        c->nopen, ckeys_entries(c->keys), ckeys_bytes(c->keys));
     for (uint32_t i = 1; i < c->nnodes; i++) {
         const struct cluster_node *n = &c->nodes[i];
         struct clink_info li;
@@ -1622,6 +2083,9 @@ static void record_texts(const struct cluster *c, struct ur_buf *ranges,
                          struct ur_buf *known)
 {
     node_ranges(c, 0, range_words, ranges);
+    /* a master's states ride with its slots: its replicas keep them */
+    if (cluster_myself_master(c))
+        marks_text(c, ranges);
     for (uint32_t i = 1; i < c->nnodes; i++) {
         const struct cluster_node *n = &c->nodes[i];
 
@@ -1695,6 +2159,10 @@ int cluster_parse_ranges(const char *s, size_t n, uint16_t *out, size_t cap,
             w++;
         if (w == 0)
             break;
+        if (s[pos] == '[') { /* a migration mark (marks_of) */
+            pos += w;
+            continue;
+        }
         if (k + 2 > cap || !parse_range(s + pos, w, &first, &last))
             return -1;
         out[k++] = (uint16_t)first;

@@ -42,6 +42,7 @@
 struct event_base;
 struct cluster;
 struct cluster_link;
+struct ckeys;
 
 #define CLUSTER_ID_LEN 40
 #define CLUSTER_NONE 0xFFFFu /* no node (a slot's owner, a master) */
@@ -71,7 +72,11 @@ struct cluster_node {
     uint64_t ping_ms; /* wall clock: a push to it waits since; 0 none */
     uint64_t pong_ms; /* wall clock of its last reply */
     struct cluster_link *link; /* ours to it; NULL for myself */
-    bool used;                 /* a free entry when false */
+    /* A master's migration marks as its record carried them ("[5->-id]
+     * [9-<-id]", malloc'ed; NULL: none): its replicas apply them to
+     * themselves, so that a promoted replica keeps its moves. */
+    char *marks;
+    bool used; /* a free entry when false */
 };
 
 struct cluster {
@@ -81,6 +86,17 @@ struct cluster {
     uint32_t nnodes;            /* entries used and free */
     uint16_t owner[UR_SLOTS];   /* node index, or CLUSTER_NONE */
     uint32_t assigned;          /* slots with an owner */
+    /* Migration states (CLUSTER SETSLOT, Redis's migrating_slots_to and
+     * importing_slots_from): node indices, or CLUSTER_NONE. A master acts
+     * on them; a replica keeps its master's (learned from its record) and
+     * acts on them once promoted. nopen counts the slots with either. */
+    uint16_t migrating[UR_SLOTS];
+    uint16_t importing[UR_SLOTS];
+    uint32_t nopen;
+    /* The ids (users, RCPT groups) held per slot (cluster_keys.h). */
+    struct ckeys *keys;
+    /* RESTORE-ASKING, when the op table has it: it acts as if ASKING. */
+    const struct ur_op *op_restore_asking;
     uint64_t current_epoch;
     bool state_ok;                 /* cluster_state: ok */
     bool started;                  /* the start-up exchange has ended */
@@ -145,9 +161,13 @@ void cluster_flush(struct server *srv);
 
 /*
  * Before op runs with argv[0..argc) (arity already checked): true after
- * replying -MOVED, -CROSSSLOT, -CLUSTERDOWN or the error of a
- * non-canonical key, false when it runs here. Commands without a key
- * always run here.
+ * replying -MOVED, -ASK, -TRYAGAIN, -CROSSSLOT, -CLUSTERDOWN or the error
+ * of a non-canonical key, false when it runs here. Commands without a key
+ * always run here. In a slot MIGRATING from this node: served when every
+ * key is held here, -ASK to the target when none is, -TRYAGAIN when some
+ * are; in a slot IMPORTING to it: served after ASKING (or for
+ * RESTORE-ASKING), unless a multi-key request misses keys (-TRYAGAIN),
+ * else -MOVED to the owner (Redis's getNodeByQuery).
  */
 bool cluster_refuse_slow(struct server *srv, struct session *sess,
                          const struct ur_op *op, uint32_t argc,
@@ -166,6 +186,11 @@ static inline bool cluster_refuse(struct server *srv, struct session *sess,
 struct cluster_batch {
     int slot;    /* -1: no key yet */
     bool writes; /* a command that is not a read */
+    /* keys seen in an open slot (migrating or importing here), held
+     * here, and whether more than one distinct key was seen */
+    uint32_t keys, held;
+    uint64_t first_key;
+    bool multi;
 };
 void cluster_batch_init(struct cluster_batch *b);
 bool cluster_batch_add(struct server *srv, struct cluster_batch *b,
@@ -224,6 +249,19 @@ int cluster_reset(struct cluster *c, bool hard, char *err, size_t errlen);
 int cluster_set_config_epoch(struct cluster *c, uint64_t epoch, char *err,
                              size_t errlen);
 uint64_t cluster_bump_epoch(struct cluster *c, bool *bumped);
+/*
+ * CLUSTER SETSLOT slot IMPORTING id | MIGRATING id | STABLE | NODE id, as
+ * Redis's clusterCommandSetSlot, with its error texts: 0, or -1 with the
+ * message. action is one of those names (any case); id is NULL for
+ * STABLE. NODE of a slot this node was importing to itself bumps its
+ * config epoch (without consensus, as Redis) so that its claim wins;
+ * NODE of a slot it owns to another needs the slot empty here, and never
+ * makes this node a replica (Redis does with replica migration on: here
+ * each shard's roles are sentinel's).
+ */
+int cluster_setslot(struct cluster *c, unsigned slot, const char *action,
+                    const char *id, size_t id_len, char *err, size_t errlen);
+
 /* CLUSTER SAVECONFIG: writes the file now. 0, or -1 with errno. */
 int cluster_save_config(struct cluster *c);
 
@@ -247,6 +285,10 @@ struct cluster_record {
     uint64_t config_epoch, current_epoch, version;
     const uint16_t *ranges; /* nranges pairs: first, last */
     size_t nranges;
+    /* The slots text as sent, with its migration marks ("[5->-id]"
+     * migrating, "[5-<-id]" importing): a replica takes its master's. */
+    const char *slots_text;
+    size_t slots_text_len;
 };
 int cluster_merge_record(struct cluster *c, const struct cluster_record *rec,
                          struct cluster_link *via, char *err, size_t errlen);
@@ -307,9 +349,12 @@ static inline bool cluster_refuse(struct server *srv, struct session *sess,
         return false;
     if (k <= argc && argv[k - 1].kind == UR_ARG_INT &&
         !(op->flags & OPF_UIDS) && c->started &&
-        (c->assigned == UR_SLOTS || !srv->cfg.cluster_require_full_coverage) &&
-        c->owner[ur_u64_slot(argv[k - 1].num)] == 0)
-        return false;
+        (c->assigned == UR_SLOTS || !srv->cfg.cluster_require_full_coverage)) {
+        unsigned slot = ur_u64_slot(argv[k - 1].num);
+
+        if (c->owner[slot] == 0 && c->migrating[slot] == CLUSTER_NONE)
+            return false;
+    }
     return cluster_refuse_slow(srv, sess, op, argc, argv, r);
 }
 

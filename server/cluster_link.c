@@ -537,6 +537,8 @@ static int merge_reply_record(struct cluster_link *l, struct ur_val_reader *rd,
                              &rec.nranges) != 0)
         return -1;
     rec.ranges = ranges;
+    rec.slots_text = v[9].str;
+    rec.slots_text_len = v[9].len;
     if (cluster_merge_record(l->c, &rec, l, err, sizeof(err)) != 0) {
         log_warn("cluster: a bad record from %s:%u: %s", peer(l)->ip,
                  peer(l)->port, err);

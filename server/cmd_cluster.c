@@ -11,6 +11,7 @@
 
 #include "cluster.h"
 #include "cluster_copy.h"
+#include "cluster_keys.h"
 #include "cluster_link.h"
 #include "cmds.h"
 
@@ -57,6 +58,9 @@ static const char *const help_lines[] = {
     "    Configure current node as replica to <node-id>.",
     "RESET [HARD|SOFT]",
     "    Reset current node (default: soft).",
+    "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE "
+    "<node-id>)",
+    "    Set slot state.",
     "SET-CONFIG-EPOCH <epoch>",
     "    Set config epoch of current node.",
     "SAVECONFIG",
@@ -209,6 +213,8 @@ static void peer(struct exec_ctx *x, struct cluster *c)
         reply_err(x->r, UR_E_BADARG, "CLUSTER PEER: malformed slot ranges");
         return;
     }
+    rec.slots_text = a[11].str;
+    rec.slots_text_len = a[11].len;
     if (rec.ip_len == 0 && x->sess->client != NULL) {
         /* No address of its own yet: the one it connects from. */
         const char *addr = x->sess->client->addr, *colon = strrchr(addr, ':');
@@ -230,21 +236,20 @@ static void getkeys(struct exec_ctx *x, uint16_t slot, uint64_t max, bool count)
 {
     uint64_t *uids = NULL;
     size_t n = 0;
+    char num[24];
 
-    if (scan_slot_users(&x->srv->db, slot, &uids, &n) != 0) {
+    if (cluster_keys_in_slot(x->srv, slot, max, count ? NULL : &uids, &n) !=
+        0) {
         reply_oom(x);
         return;
     }
     if (count) {
         reply_int(x->r, n);
-    } else {
-        size_t k = n < max ? n : (size_t)max;
-        char num[24];
-
-        reply_arr(x->r, (uint32_t)k);
-        for (size_t i = 0; i < k; i++)
-            reply_str(x->r, num, ur_fmt_u64(num, uids[i]));
+        return;
     }
+    reply_arr(x->r, (uint32_t)n);
+    for (size_t i = 0; i < n; i++)
+        reply_str(x->r, num, ur_fmt_u64(num, uids[i]));
     free(uids);
 }
 
@@ -448,6 +453,28 @@ void cmd_CLUSTER(struct exec_ctx *x)
             (void)cluster_del_slots(c, slots, n, err, sizeof(err));
         free(slots);
         reply_status(x->r, "OK");
+    } else if (arg_is(x, 0, "SETSLOT") && (x->argc == 3 || x->argc == 4)) {
+        uint16_t slot;
+        char action[16];
+
+        if (!arg_slot(x, 1, &slot))
+            return;
+        arg_text(x, 2, action, sizeof(action));
+        if (x->argc == 4 && x->argv[3].kind != UR_ARG_STR) {
+            reply_err(x->r, UR_E_ERR, "I don't know about node %s",
+                      arg_text(x, 3, text, sizeof(text)));
+            return;
+        }
+        if (cluster_setslot(
+                c, slot, action, x->argc == 4 ? x->argv[3].str : NULL,
+                x->argc == 4 ? x->argv[3].len : 0, err, sizeof(err)) != 0)
+            reply_err(x->r, UR_E_ERR, "%s", err);
+        else
+            reply_status(x->r, "OK");
+    } else if (arg_is(x, 0, "SETSLOT")) {
+        reply_err(x->r, UR_E_ERR,
+                  "Invalid CLUSTER SETSLOT action or number of arguments. "
+                  "Try CLUSTER HELP");
     } else if (arg_is(x, 0, "SET-CONFIG-EPOCH") && x->argc == 2) {
         if (x->argv[1].kind == UR_ARG_INT)
             v = x->argv[1].num;

@@ -315,18 +315,10 @@ void cmd_USER_SCAN(struct exec_ctx *x)
     free(u.v);
 }
 
-static int u64_cmp(const void *a, const void *b)
+int scan_each_user(const struct db *db, void (*fn)(uint64_t uid, void *ctx),
+                   void *ctx)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-int scan_slot_users(const struct db *db, unsigned slot, uint64_t **out,
-                    size_t *n)
-{
-    struct uids all = {0}, step = {0};
-    size_t k = 0;
+    struct uids step = {0};
 
     for (unsigned f = 0; f < FAM_COUNT; f++) {
         uint64_t cursor = 0;
@@ -337,21 +329,9 @@ int scan_slot_users(const struct db *db, unsigned slot, uint64_t **out,
             step.n = 0;
             scan_fams[f].scan(db, &cursor, 4096, &step);
             for (size_t i = 0; i < step.n; i++)
-                if (ur_u64_slot(step.v[i]) == slot)
-                    uids_add(&all, step.v[i]);
-        } while (cursor != 0 && !step.oom && !all.oom);
+                fn(step.v[i], ctx);
+        } while (cursor != 0 && !step.oom);
     }
     free(step.v);
-    if (step.oom || all.oom) {
-        free(all.v);
-        return -1;
-    }
-    if (all.n > 1)
-        qsort(all.v, all.n, sizeof(*all.v), u64_cmp);
-    for (size_t i = 0; i < all.n; i++)
-        if (k == 0 || all.v[k - 1] != all.v[i])
-            all.v[k++] = all.v[i];
-    *out = all.v;
-    *n = k;
-    return 0;
+    return step.oom ? -1 : 0;
 }

@@ -125,10 +125,10 @@ bool client_set_name(struct exec_ctx *x, uint32_t i);
 
 /* cmd_scan.c: DBSIZE's figure, users held by the user-keyed families. */
 uint64_t scan_users_held(const struct db *db);
-/* The users of the user-keyed families whose uid is in slot, ascending,
- * each once (CLUSTER COUNTKEYSINSLOT, GETKEYSINSLOT): *out malloc'ed (the
- * caller frees it). O(users). 0, or -1 when out of memory. */
-int scan_slot_users(const struct db *db, unsigned slot, uint64_t **out,
-                    size_t *n);
+/* Calls fn for each user of the families USER.SCAN walks (cnt conv grp
+ * dot feed; a user once per family it is in), for the cluster's key
+ * index (cluster_keys.h). O(users). 0, or -1 when out of memory. */
+int scan_each_user(const struct db *db, void (*fn)(uint64_t uid, void *ctx),
+                   void *ctx);
 
 #endif

@@ -28,6 +28,7 @@
 #include "cluster.h"
 #include "clients.h"
 #include "cluster_copy.h"
+#include "cluster_keys.h"
 #include "cmds.h"
 #include "badges.h"
 #include "persist.h"
@@ -314,6 +315,11 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
         if (srv->cluster != NULL && (op->flags & OPF_GLOBAL) &&
             r->status == UR_E_OK && !srv->loading)
             ccopy_written(srv, op, argc, x.argv);
+        /* The slot's key index learns the ids a write gave state to
+         * (cluster_keys.h). */
+        if (srv->cluster != NULL && r->status == UR_E_OK &&
+            (x.dirty || (op->flags & OPF_WRITE)))
+            cluster_keys_note(srv, op, argc, x.argv);
         if (journaled(srv, op)) {
             persist_feed(srv->persist, x.dirty || ((op->flags & OPF_WRITE) &&
                                                    r->status == UR_E_OK));

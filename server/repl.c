@@ -33,6 +33,7 @@
 #include <event2/event.h>
 
 #include "backlog.h"
+#include "cluster_keys.h"
 #include "journal.h"
 #include "log.h"
 #include "persist.h"
@@ -1189,6 +1190,7 @@ static bool sync_done(struct repl *R)
     }
     R->tmp_fd = -1;
     drop_links(R, "full sync: the data is replaced");
+    cluster_keys_replaced(R->srv);
     if (persist_adopt(P(R), R->tmp_path, err, sizeof(err)) != 0) {
         unlink(R->tmp_path);
         log_error("replication: %s", err);
