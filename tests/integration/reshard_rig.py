@@ -155,8 +155,13 @@ def snapshot(cl, uids, skip=()):
     for i, u in enumerate(uids):
         lines = r[i]
         assert isinstance(lines, list), (u, lines)
+        # "rcpt G:" of another group G and the "rcpt:" total are the
+        # memberships in the RCPT groups that happen to be on the user's
+        # node: group state, checked with its own id (RCPT.COUNT G).
         keep = [x.decode() for x in lines
-                if not x.decode().startswith(tuple(skip))]
+                if not x.decode().startswith(tuple(skip)) and
+                (not x.startswith(b"rcpt") or
+                 x.startswith(b"rcpt %d:" % u))]
         out[u] = keep + ["rcpt count %r" % (r[len(uids) + i],)]
     return out
 
@@ -310,9 +315,11 @@ out.write("E %d %s\nX %d %s\nN %d\nF %d\nEND\n" % (nerr, ferr, nbad, fbad, unkno
 class Writer:
     """One writer process; its output (the model) read at stop()."""
 
-    def __init__(self, name, argv, path):
+    def __init__(self, name, argv, path, nice=0):
         self.name = name
         self.path = path
+        if nice:  # below the servers and redis-cli on a busy machine
+            argv = ["nice", "-n", str(nice)] + argv
         self.proc = subprocess.Popen(argv, stdout=open(path, "w"),
                                      stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
@@ -357,11 +364,12 @@ class Writer:
 
 
 def start_writers(cl, tmp, modes=("sync", "async", "pipe", "batch"),
-                  per=500, py=1, wait=False):
+                  per=500, py=1, wait=False, nice=0):
     """The writers: one per libunread mode, py redis-py ones, and the
     global GRP.POST writer; writer i writes users writer_users(i, per).
     wait: each write acknowledged only once a replica has it (WAIT 1
-    100), for the runs that kill a primary."""
+    100), for the runs that kill a primary. nice: the writers' niceness
+    (make test: the move is what is measured, on a busy machine)."""
     extra = ["100", "wait"] if wait else []
     seeds = ",".join(n.addr() for n in cl.masters())
     out = []
@@ -370,7 +378,7 @@ def start_writers(cl, tmp, modes=("sync", "async", "pipe", "batch"),
         base, n = writer_users(i, per)
         out.append(Writer(mode, [WRITER, mode, seeds, str(base), str(n)] +
                           extra,
-                          os.path.join(tmp, "writer-%s.out" % mode)))
+                          os.path.join(tmp, "writer-%s.out" % mode), nice))
         i += 1
     script = os.path.join(tmp, "pywriter.py")
     with open(script, "w") as f:
@@ -380,11 +388,11 @@ def start_writers(cl, tmp, modes=("sync", "async", "pipe", "batch"),
         out.append(Writer("redis-py%d" % k,
                           [DEBIAN_PY, script, str(cl.masters()[0].port),
                            str(base), str(n)] + extra[1:],
-                          os.path.join(tmp, "writer-py%d.out" % k)))
+                          os.path.join(tmp, "writer-py%d.out" % k), nice))
         i += 1
     g = Writer("global", [WRITER, "global", seeds, str(WRITER_GROUPS[0]),
                           str(len(WRITER_GROUPS))] + extra,
-               os.path.join(tmp, "writer-global.out"))
+               os.path.join(tmp, "writer-global.out"), nice)
     g.global_ = True
     out.append(g)
     return out
@@ -495,10 +503,11 @@ def moved_users(before, after, n):
                if before[slot(u)] != after[slot(u)])
 
 
-def count_keys(node):
-    """COUNTKEYSINSLOT summed over the slots node serves (pipelined)."""
+def count_keys(node, slots=None):
+    """COUNTKEYSINSLOT summed over slots (default: those node serves),
+    pipelined."""
     from cluster_rig import slots_of
-    slots = sorted(slots_of(node))
+    slots = sorted(slots_of(node) if slots is None else slots)
     with Resp(node.port, timeout=60) as c:
         r = c.pipeline([["CLUSTER", "COUNTKEYSINSLOT", s] for s in slots])
     bad = [x for x in r if not isinstance(x, int)]
@@ -519,5 +528,5 @@ def check_clean(cl, node):
     out = cl.cli("--cluster", "check", node.addr(), check=False)
     assert "[OK] All nodes agree about slots configuration." in out, out
     assert "[OK] All 16384 slots covered." in out, out
-    assert "open slot" not in out.lower() and "[WARNING]" not in out, out
+    assert "[WARNING]" not in out and "[ERR]" not in out, out
     return out
