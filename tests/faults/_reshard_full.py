@@ -137,6 +137,7 @@ def variant(kind):
                         100.0 * d / max(1.0, b)))
             if kind != "plain":
                 line += "; fix + rebalance %.1f s" % ((t2 - t1) / 1000.0)
+            print("  %s: %s" % (kind, line), flush=True)
             rr.check_clean(cl, cl.nodes[0])
             problems = rr.check_model(cl, writers,
                                       allow_refused=kind != "plain", per=PER)
@@ -156,6 +157,20 @@ def variant(kind):
             sen.stop()
 
 
+def signatures(cl):
+    """Each live node's view: its port, state and open-slot marks."""
+    out = []
+    for n in cl.live():
+        try:
+            marks = [s for x in n.nodes() for s in x["slots"]
+                     if s.startswith("[")]
+            out.append("%d:%s%s" % (n.port, n.cinfo().get("cluster_state"),
+                                    ":" + ",".join(marks) if marks else ""))
+        except Exception as e:
+            out.append("%d:%r" % (n.port, e))
+    return " ".join(out)
+
+
 def finish_after_kill(cl, sen, kind, killed):
     """The operator's runbook (docs/OPERATIONS.md "A move was
     interrupted"): the source's replica promoted by sentinel, or the
@@ -168,13 +183,22 @@ def finish_after_kill(cl, sen, kind, killed):
     else:
         time.sleep(0.5)
         killed.start()  # the importing side back from its journal
-    cl.wait_agree(timeout=60)
+    # The nodes may disagree on the slot being moved until fix closes it
+    # (redis-cli died between its SETSLOT NODEs): wait only for every
+    # node to serve.
+    wait_until(lambda: all(n.cinfo().get("cluster_state") == "ok"
+                           for n in cl.live()), 60, "cluster_state:ok")
+    print("  %s: before fix: %s" % (kind, signatures(cl)), flush=True)
     out = cl.cli("--cluster", "fix", cl.nodes[0].addr(), "--cluster-yes",
                  timeout=600, check=False)
     print("  %s: fix: %s" % (kind, " | ".join(
-        x for x in out.splitlines() if "slot" in x.lower())[:400]),
-        flush=True)
-    cl.wait_agree(timeout=60)
+        x.strip() for x in out.splitlines()
+        if "slot" in x.lower() or "ERR" in x)[:600]), flush=True)
+    try:
+        cl.wait_agree(timeout=60)
+    except AssertionError:
+        print("  %s: after fix: %s" % (kind, signatures(cl)), flush=True)
+        raise
     cl.cli("--cluster", "rebalance", cl.nodes[0].addr(),
            "--cluster-use-empty-masters", timeout=3600)
 

@@ -139,18 +139,27 @@ static bool record(int rc, const char *what, uint64_t uid, uint64_t *unk)
     return false;
 }
 
-/* One command on whichever handle, one at a time. */
+/* One command on whichever handle, one at a time. The asynchronous
+ * call's result goes to statics: a call given up at SIGTERM completes
+ * later, at unread_async_close, after this frame is gone. */
 static int call(const char *name, unsigned argc, const struct unread_arg *argv,
                 struct unread_reply **r)
 {
-    struct done d = {false, 0};
+    static struct done d;
+    static struct unread_reply *ar;
+    int rc;
 
     *r = NULL;
     if (c != NULL)
         return unread_command(c, name, 0, argc, argv, r);
-    return finish(a,
-                  unread_async_command(a, name, 0, argc, argv, r, on_done, &d),
-                  &d, &stop);
+    d.fired = false;
+    ar = NULL;
+    rc = finish(a,
+                unread_async_command(a, name, 0, argc, argv, &ar, on_done, &d),
+                &d, &stop);
+    if (d.fired)
+        *r = ar; /* else it lands in ar at close, and is not freed */
+    return rc;
 }
 
 static void check_read(uint64_t uid, struct user *u)
