@@ -128,7 +128,7 @@ def variant(kind):
                     w.stop()
             cl.wait_agree(timeout=60)
             map1 = rr.slot_map(cl.nodes[0])
-            moved = rr.moved_users(map0, map1, USERS)
+            moved = rr.moved_users(map0, map1, USERS, to=new.port)
             b, d = rr.rates(writers, t0, t1)
             line = ("moved %d users (%.1f%%) in %.1f s: %.0f users/s; "
                     "writes/s before %.0f, during %.0f (%.0f%%)" % (
@@ -179,21 +179,37 @@ def finish_after_kill(cl, sen, kind, killed):
         name = [k for k in sen.names if sen.master_port(k) == killed.port][0]
         wait_until(lambda: sen.master_port(name) not in
                    (None, killed.port), 60, "sentinel to promote a replica")
+        new_port = sen.master_port(name)
         killed.start()  # comes back as a replica of the promoted one
+        promoted = cl.by_port(new_port)
+        try:
+            wait_until(lambda: [x for x in killed.nodes()
+                                if "myself" in x["flags"]][0]["master"] ==
+                       promoted.myid(), 30,
+                       "the old primary to become a replica of %d" %
+                       new_port)
+        except AssertionError:
+            print("  %s: %s" % (kind, signatures(cl)), flush=True)
+            raise
     else:
         time.sleep(0.5)
         killed.start()  # the importing side back from its journal
     # The nodes may disagree on the slot being moved until fix closes it
     # (redis-cli died between its SETSLOT NODEs): wait only for every
     # node to serve.
-    wait_until(lambda: all(n.cinfo().get("cluster_state") == "ok"
-                           for n in cl.live()), 60, "cluster_state:ok")
+    try:
+        wait_until(lambda: all(n.cinfo().get("cluster_state") == "ok"
+                               for n in cl.live()), 60, "cluster_state:ok")
+    except AssertionError:
+        print("  %s: %s" % (kind, signatures(cl)), flush=True)
+        raise
     print("  %s: before fix: %s" % (kind, signatures(cl)), flush=True)
     out = cl.cli("--cluster", "fix", cl.nodes[0].addr(), "--cluster-yes",
                  timeout=600, check=False)
-    print("  %s: fix: %s" % (kind, " | ".join(
+    print("  %s: fix:\n    %s" % (kind, "\n    ".join(
         x.strip() for x in out.splitlines()
-        if "slot" in x.lower() or "ERR" in x)[:600]), flush=True)
+        if ">>>" in x or "***" in x or "ERR" in x or "Set as" in x or
+        "Moving" in x)), flush=True)
     try:
         cl.wait_agree(timeout=60)
     except AssertionError:

@@ -287,7 +287,9 @@ while not stop:
             if not (u[0] <= v <= u[0] + u[1]):
                 nbad += 1
                 fbad = fbad or "CNT.GET %d 2 = %r, acknowledged %d, unknown %d" % (uid, v, u[0], u[1])
-    except NotRun:
+    except (NotRun, redis.exceptions.ClusterDownError):
+        # not run: a failover in progress (CLUSTERDOWN after redis-py's
+        # own retries)
         refused += 1
         time.sleep(0.05)
     except Exception as e:
@@ -497,10 +499,13 @@ def now_ms():
     return int(time.monotonic() * 1000)
 
 
-def moved_users(before, after, n):
-    """How many of users 1..n changed owner between two slot maps."""
+def moved_users(before, after, n, to=None):
+    """How many of users 1..n changed owner between two slot maps (to:
+    only those that went to the node of that port: a failover changes
+    owners too)."""
     return sum(1 for u in range(1, n + 1)
-               if before[slot(u)] != after[slot(u)])
+               if before[slot(u)] != after[slot(u)] and
+               (to is None or after[slot(u)] == to))
 
 
 def count_keys(node, slots=None):

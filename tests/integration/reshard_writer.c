@@ -37,8 +37,8 @@
  *   E n text        errors other than unknown outcomes, the first's text
  *   X n text        reads that were not exact, the first's text
  *   N n             unknown outcomes
- *   F n             writes not sent (the node could not be reached: a
- *                   killed node; not applied)
+ *   F n             writes and reads not sent (the node could not be
+ *                   reached: a killed node; not applied)
  *   END
  */
 #include <signal.h>
@@ -178,6 +178,8 @@ static void check_read(uint64_t uid, struct user *u)
                     (unsigned long long)uid, (unsigned long long)r->integer,
                     (unsigned long long)u->c_ack, (unsigned long long)u->c_unk);
         }
+    } else if (rc == UNREAD_ECONNECT || rc == UNREAD_EUNAVAIL) {
+        refused++; /* the node is down: no answer, not a wrong one */
     } else if (!outcome_unknown(rc)) {
         error(rc, "CNT.GET", uid);
     }
