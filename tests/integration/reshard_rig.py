@@ -71,18 +71,27 @@ def slot_map(node):
 
 def routed(cl, cmds, via=None):
     """Runs cmds (each keyed by its first argument), each on the node
-    serving its key, pipelined per node; the replies in cmds' order."""
-    m = slot_map(via or cl.masters()[0])
-    by = {}
-    for i, c in enumerate(cmds):
-        by.setdefault(m[slot(c[1])], []).append(i)
+    serving its key, pipelined per node; the replies in cmds' order. A
+    command answered MOVED (the map changed meanwhile: a failover) runs
+    again on the new owner."""
     out = [None] * len(cmds)
-    for port, idx in by.items():
-        with Resp(port, timeout=60) as c:
-            for k in range(0, len(idx), 20000):
-                part = idx[k:k + 20000]
-                for i, r in zip(part, c.pipeline([cmds[i] for i in part])):
-                    out[i] = r
+    todo = list(range(len(cmds)))
+    for _ in range(5):
+        m = slot_map(via or cl.masters()[0])
+        by = {}
+        for i in todo:
+            by.setdefault(m[slot(cmds[i][1])], []).append(i)
+        for port, idx in by.items():
+            with Resp(port, timeout=60) as c:
+                for k in range(0, len(idx), 20000):
+                    part = idx[k:k + 20000]
+                    for i, r in zip(part,
+                                    c.pipeline([cmds[i] for i in part])):
+                        out[i] = r
+        todo = [i for i in todo if is_err(out[i], "MOVED")]
+        if not todo:
+            break
+        time.sleep(0.5)
     return out
 
 
