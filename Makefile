@@ -138,6 +138,11 @@ $(BUILD)/push_gateway: $(call obj,client-lib/examples/push_gateway.c) \
 $(BUILD)/cluster_client: $(call obj,tests/integration/cluster_client.c) \
                          $(BUILD)/libunread.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
+# The libunread writer of the resharding tests (test_reshard.py).
+all: $(BUILD)/reshard-writer
+$(BUILD)/reshard-writer: $(call obj,tests/integration/reshard_writer.c) \
+                         $(BUILD)/libunread.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
 $(BUILD)/badge_gateway: $(call obj,client-lib/examples/badge_gateway.c) \
                         $(BUILD)/libunread.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS)
@@ -336,6 +341,16 @@ test-cluster-failover: deps all
 	@UNREADD_BUILD=$(BUILD) \
 	    CLUSTER_FAILOVER_TRIALS=$${CLUSTER_FAILOVER_TRIALS:-10} \
 	    python3 tests/faults/cluster_failover.py
+
+# Online resharding in full (issue 32): 1M users, 3 primaries with
+# replicas and sentinels, a 4th added and rebalanced under writers; the
+# move alone, the source primary killed mid-move, the target killed
+# mid-move (fix + rebalance finish them). RESHARD_USERS, RESHARD_VARIANTS
+# (plain,source,target) to narrow; `make test` runs the reduced run
+# (tests/integration/test_reshard.py).
+.PHONY: test-reshard-full
+test-reshard-full: deps all
+	@UNREADD_BUILD=$(BUILD) python3 tests/faults/_reshard_full.py
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 \

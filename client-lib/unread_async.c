@@ -94,6 +94,15 @@ struct ua_ref {
     uint16_t part;
 };
 
+/* Cluster mode: a part answered TRYAGAIN or CLUSTERDOWN, resent to its
+ * node at `at` (its slot is being moved, or has no node for now: at once
+ * would use up the redirections before anything changed). */
+struct ua_held {
+    struct ua_req *req;
+    uint16_t part;
+    int64_t at; /* monotonic ms */
+};
+
 struct ua_server {
     int state;           /* enum ua_state */
     struct ua_ref *fifo; /* ring of cap entries: [head, head + len) */
@@ -116,11 +125,13 @@ struct unread_async {
     int64_t timer_at; /* the hooks' timer, absolute; -1: not armed */
     unsigned depth;   /* inside handle_* */
     bool closing;
-    size_t inited;     /* cluster mode: servers whose as[] entry is set up */
-    bool slots_sent;   /* cluster mode: a CLUSTER SLOTS is on its way */
-    size_t slots_from; /* cluster mode: the node asked next */
-    char refused[480]; /* cluster mode: why a seed refused CLUSTER SLOTS
-                          ("" none): every call fails with it */
+    size_t inited;        /* cluster mode: servers whose as[] entry is set up */
+    bool slots_sent;      /* cluster mode: a CLUSTER SLOTS is on its way */
+    size_t slots_from;    /* cluster mode: the node asked next */
+    char refused[480];    /* cluster mode: why a seed refused CLUSTER SLOTS
+                             ("" none): every call fails with it */
+    struct ua_held *held; /* cluster mode: parts waiting to be resent */
+    size_t nheld, capheld;
 };
 
 static int64_t min_at(int64_t a, int64_t b)
@@ -894,8 +905,25 @@ static bool resend(struct unread_async *a, struct ua_req *r, uint16_t p, int rc,
         !uc_cluster_follow(&a->k, rc, body, h->len, &to, &asking))
         return false;
     servers_setup(a);
-    if (to == UC_NO_SERVER)
-        to = pt->server;
+    if (to == UC_NO_SERVER) {
+        /* TRYAGAIN, CLUSTERDOWN: the same node, after a pause that
+         * doubles, as the synchronous handle waits */
+        if (a->nheld == a->capheld) {
+            size_t cap = a->capheld ? a->capheld * 2 : 16;
+            struct ua_held *h2 = realloc(a->held, cap * sizeof(*h2));
+
+            if (h2 == NULL)
+                return false;
+            a->held = h2;
+            a->capheld = cap;
+        }
+        a->held[a->nheld].req = r;
+        a->held[a->nheld].part = p;
+        a->held[a->nheld++].at =
+            uc_now_ms() + ((int64_t)UC_RETRY_PAUSE_MS << pt->redirects);
+        pt->redirects++;
+        return true;
+    }
     if (server_ready(a, to) != 0)
         return false;
     if (asking) {
@@ -913,6 +941,53 @@ static bool resend(struct unread_async *a, struct ua_req *r, uint16_t p, int rc,
     watch(a, to);
     slots_ask(a);
     return true;
+}
+
+/* Resends the held parts that are due (all of them when the handle
+ * closes: they then fail as closed); a part whose node cannot take it
+ * now fails as not sent (its connect's failure, or out of memory). */
+static void release_held(struct unread_async *a, int64_t now)
+{
+    size_t i = 0;
+
+    while (i < a->nheld) {
+        struct ua_held h = a->held[i];
+        struct ua_part *pt = &h.req->part[h.part];
+        uint32_t to = pt->server;
+
+        if (!a->closing && h.at > now) {
+            i++;
+            continue;
+        }
+        a->held[i] = a->held[--a->nheld];
+        if (a->closing) {
+            snprintf(a->k.err, sizeof(a->k.err), "the handle was closed");
+            part_done(a, h.req, h.part, UNREAD_ECLOSED, NULL, NULL);
+        } else {
+            int rc = server_ready(a, to);
+
+            if (rc == 0 && (uc_conn_encode_copy(&a->k.srv[to].conn, pt->frame,
+                                                pt->frame_len) != 0 ||
+                            fifo_push(&a->as[to], h.req, h.part) != 0))
+                rc = UNREAD_ENOMEM;
+            if (rc != 0) {
+                snprintf(a->k.err, sizeof(a->k.err), "%s",
+                         a->k.srv[to].conn.err);
+                part_done(a, h.req, h.part, rc, NULL, NULL);
+            } else {
+                watch(a, to);
+            }
+        }
+    }
+}
+
+static int64_t held_at(const struct unread_async *a)
+{
+    int64_t at = -1;
+
+    for (size_t i = 0; i < a->nheld; i++)
+        at = min_at(at, a->held[i].at);
+    return at;
 }
 
 /* ---- Time --------------------------------------------------------------- */
@@ -938,7 +1013,7 @@ static int64_t due_at(const struct unread_async *a)
 {
     if (a->done_head != NULL)
         return uc_now_ms();
-    return min_at(a->next_deadline, resub_at(a));
+    return min_at(min_at(a->next_deadline, resub_at(a)), held_at(a));
 }
 
 /* Tells the hooks' timer when the handle is due, when that is earlier
@@ -1116,6 +1191,8 @@ static void after(struct unread_async *a)
     for (rounds = 0; rounds < 4; rounds++) {
         now = uc_now_ms();
         expire(a, now);
+        if (a->nheld > 0)
+            release_held(a, now);
         run_done(a);
         /* subscriptions outlive connections: a lost one is made again */
         if (a->k.ps != NULL && !a->closing)
@@ -1408,7 +1485,8 @@ static void finish_close(struct unread_async *a)
 {
     uint32_t s;
 
-    a->depth++; /* callbacks below may not close again */
+    a->depth++;         /* callbacks below may not close again */
+    release_held(a, 0); /* closing: each fails as closed */
     for (s = 0; s < a->k.nsrv; s++) {
         snprintf(a->k.srv[s].conn.err, sizeof(a->k.srv[s].conn.err),
                  "%s: the handle was closed", a->k.addr[s].name);
@@ -1421,6 +1499,7 @@ static void finish_close(struct unread_async *a)
     for (s = 0; s < a->k.nsrv; s++)
         free(a->as[s].fifo);
     free(a->as);
+    free(a->held);
     uc_core_deinit(&a->k);
     free(a);
 }
