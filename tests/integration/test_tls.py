@@ -291,8 +291,16 @@ def test_bad_bytes_and_cut_handshakes():
         assert got == b"" or got[0] == 0x15, got
         assert time.monotonic() - t0 < 9
         s.close()
-        with tls_resp(tp) as r:
-            assert r.cmd("PING") == "PONG"
+        # served again once the server has seen the cut ones close: on a
+        # loaded machine some may still hold maxclients' slots a moment
+        # (a connection past maxclients is refused: a reset)
+        def served():
+            try:
+                with tls_resp(tp) as r:
+                    return r.cmd("PING") == "PONG"
+            except (ConnectionError, ssl.SSLError):
+                return False
+        wait_until(served, 15, "a TLS PING after the cut handshakes")
         # 1,000 half-open handshakes: at most maxclients held, the rest
         # refused; the timeout frees them; served again after (asked on a
         # connection made before, which holds a slot of its own)
