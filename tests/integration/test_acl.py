@@ -782,3 +782,29 @@ def test_replica_masteruser_and_sentinel_auth_user():
             p.wait(10)
             log.close()
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_protected_mode_follows_the_default_user():
+    """Protected mode refuses other hosts while a connection would be the
+    default user with no password; an ACL password (or the default user
+    off) lets them in, with their user's password."""
+    from test_security import exchange, local_address
+    addr = local_address()
+    if addr is None:
+        print("skip: no address but loopback on this machine")
+        return
+    with Server(bind="0.0.0.0") as srv, srv.resp() as c:
+        assert exchange(addr, srv.port, b"PING\r\n").startswith(b"-DENIED ")
+        assert c.cmd("ACL", "SETUSER", "app", "on", ">apw", "~*",
+                     "+@all") == "OK"
+        # another user does not make the default user safe
+        assert exchange(addr, srv.port, b"PING\r\n").startswith(b"-DENIED ")
+        assert c.cmd("ACL", "SETUSER", "default", "off") == "OK"
+        out = exchange(addr, srv.port,
+                       b"CNT.GET 1 0\r\nAUTH app apw\r\nCNT.GET 1 0\r\nQUIT\r\n")
+        assert out.startswith(b"-NOAUTH") and b"+OK\r\n:0\r\n" in out, out
+        assert c.cmd("ACL", "SETUSER", "default", "on", ">dpw") == "OK"
+        out = exchange(addr, srv.port, b"AUTH dpw\r\nPING\r\nQUIT\r\n")
+        assert out.startswith(b"+OK\r\n+PONG"), out
+        assert c.cmd("ACL", "SETUSER", "default", "nopass") == "OK"
+        assert exchange(addr, srv.port, b"PING\r\n").startswith(b"-DENIED ")
