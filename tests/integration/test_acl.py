@@ -12,7 +12,7 @@ import tempfile
 import textwrap
 import time
 
-from harness import E, Server, ServerExited, assert_err, is_err, pairs
+from harness import E, Resp, Server, ServerExited, assert_err, is_err, pairs
 from test_batch import batch
 
 DEBIAN_PY = "/usr/bin/python3"
@@ -717,3 +717,94 @@ def test_documented_users_apply():
         assert_err(svc.cmd("CNT.CLEAR", 1), NOPERM_CMD % "cnt.clear")
         for x in (dash, gw, svc):
             x.close()
+
+
+def test_replica_masteruser_and_sentinel_auth_user():
+    """A replica logs in to its primary as an ACL user (masteruser,
+    masterauth), and redis-sentinel as another (sentinel auth-user,
+    auth-pass) with the rules docs/OPERATIONS.md gives it."""
+    import shutil
+    from harness import REPO, free_port, info_flat
+    from sentinel_rig import wait_until
+    if shutil.which("redis-sentinel") is None:
+        print("skip: no redis-sentinel")
+        return
+    text = open(os.path.join(REPO, "docs", "OPERATIONS.md")).read()
+    rules = text.split("sentinel rules, ", 1)[1].split("`.", 1)[0]
+    rules = " ".join(rules.replace("`", "").split())
+    users = ["--user", "repl on >rp -@all +psync +replconf +ping",
+             "--user", "sent on >sp " + rules]
+    # the primary's default user has a password: the replica and the
+    # sentinel get in only as their users
+    with Server(args=users + ["--requirepass", "dpw"]) as primary, \
+            Server(args=users + ["--masteruser", "repl", "--masterauth",
+                                 "rp", "--replicaof",
+                                 "127.0.0.1 %d" % primary.port]) as replica:
+        def ask(srv, *cmd):
+            with srv.resp() as c:
+                if srv is primary:
+                    assert c.cmd("AUTH", "dpw") == "OK"
+                return c.cmd(*cmd)
+        wait_until(lambda: info_flat(ask(replica, "INFO", "replication"))
+                   .get("master_link_status") == "up", 20, "the replica's link")
+        assert ask(primary, "CNT.INCR", 5, 0) == [1, 1]
+        wait_until(lambda: ask(replica, "CNT.GET", 5, 0) == 1, 10,
+                   "the write on the replica")
+        tmp = tempfile.mkdtemp(prefix="acl-sentinel-")
+        port = free_port()
+        conf = os.path.join(tmp, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write("port %d\nbind 127.0.0.1\ndir %s\n"
+                    "sentinel monitor m 127.0.0.1 %d 1\n"
+                    "sentinel auth-user m sent\nsentinel auth-pass m sp\n"
+                    "sentinel down-after-milliseconds m 2000\n"
+                    % (port, tmp, primary.port))
+        log = open(os.path.join(tmp, "log"), "ab")
+        p = subprocess.Popen(["redis-sentinel", conf], stdout=log,
+                             stderr=subprocess.STDOUT, cwd=tmp)
+        try:
+            def healthy():
+                with Resp(port, 5.0) as s:
+                    r = s.cmd("SENTINEL", "MASTER", "m")
+                m = {r[i].decode(): r[i + 1].decode()
+                     for i in range(0, len(r), 2)}
+                return m["flags"] == "master" and m["num-slaves"] == "1"
+            wait_until(healthy, 30, "sentinel to see the master and replica")
+            with primary.resp() as c:
+                assert c.cmd("AUTH", "dpw") == "OK"
+                assert b"user=sent" in c.cmd("CLIENT", "LIST")
+                # nothing sentinel sent was refused
+                denied = [pairs(e) for e in c.cmd("ACL", "LOG")]
+                assert not [e for e in denied
+                            if e["username"] == b"sent"], denied
+        finally:
+            p.terminate()
+            p.wait(10)
+            log.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_protected_mode_follows_the_default_user():
+    """Protected mode refuses other hosts while a connection would be the
+    default user with no password; an ACL password (or the default user
+    off) lets them in, with their user's password."""
+    from test_security import exchange, local_address
+    addr = local_address()
+    if addr is None:
+        print("skip: no address but loopback on this machine")
+        return
+    with Server(bind="0.0.0.0") as srv, srv.resp() as c:
+        assert exchange(addr, srv.port, b"PING\r\n").startswith(b"-DENIED ")
+        assert c.cmd("ACL", "SETUSER", "app", "on", ">apw", "~*",
+                     "+@all") == "OK"
+        # another user does not make the default user safe
+        assert exchange(addr, srv.port, b"PING\r\n").startswith(b"-DENIED ")
+        assert c.cmd("ACL", "SETUSER", "default", "off") == "OK"
+        out = exchange(addr, srv.port,
+                       b"CNT.GET 1 0\r\nAUTH app apw\r\nCNT.GET 1 0\r\nQUIT\r\n")
+        assert out.startswith(b"-NOAUTH") and b"+OK\r\n:0\r\n" in out, out
+        assert c.cmd("ACL", "SETUSER", "default", "on", ">dpw") == "OK"
+        out = exchange(addr, srv.port, b"AUTH dpw\r\nPING\r\nQUIT\r\n")
+        assert out.startswith(b"+OK\r\n+PONG"), out
+        assert c.cmd("ACL", "SETUSER", "default", "nopass") == "OK"
+        assert exchange(addr, srv.port, b"PING\r\n").startswith(b"-DENIED ")
