@@ -1367,6 +1367,51 @@ static bool chan_ok(const struct acl_user *u, const char *c, size_t n,
     return false;
 }
 
+/* Whether every channel and pattern cl is subscribed to is still one of
+ * u's: a channel matched by a pattern of u, a pattern literally u's, as
+ * SUBSCRIBE and PSUBSCRIBE check them. */
+static bool subs_allowed(const struct acl_user *u, const struct client *cl)
+{
+    for (int k = 0; k < 2; k++) {
+        uint32_t n = pubsub_client_count(cl, k == 1);
+
+        for (uint32_t i = 0; i < n; i++) {
+            size_t len;
+            const char *c = pubsub_client_name(cl, k == 1, i, &len);
+            if (!chan_ok(u, c, len, k == 1))
+                return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * u's channels changed (ACL SETUSER, ACL LOAD): its connections
+ * subscribed to a channel or pattern it no longer has are closed, the
+ * others stay, as Redis 7's ACLKillPubsubClientsIfNeeded. self (running
+ * the command, replying into r) is closed after its reply.
+ */
+static void kill_pubsub_sessions(struct server *srv, const struct acl_user *u,
+                                 const struct session *self, struct reply *r)
+{
+    struct client *cl, *next;
+
+    if (u->allchannels || u->dead)
+        return;
+    for (cl = srv->clist.head; cl != NULL; cl = next) {
+        next = cl->next;
+        if (session_user(srv, cl->sess) != u || subs_allowed(u, cl))
+            continue;
+        log_info("ACL: closing client id=%llu of user %s: its channels "
+                 "changed",
+                 (unsigned long long)cl->sess->id, u->name);
+        if (cl->sess == self && r != NULL)
+            r->close_after = true;
+        else
+            cl->io->kill(cl);
+    }
+}
+
 /* The ops whose first argument is a subcommand, named cmd|sub in
  * messages and ACL LOG as Redis names them. */
 static bool has_subcommands(const struct ur_op *op)
@@ -1825,6 +1870,8 @@ static void replace_users(struct server *srv, struct acl *fresh,
     fresh->users = NULL;
     fresh->nusers = 0;
     acl_destroy(fresh);
+    for (uint32_t i = 0; i < acl->nusers; i++)
+        kill_pubsub_sessions(srv, acl->users[i], self, r);
 }
 
 int acl_load(struct server *srv, const struct session *self, struct reply *r,
@@ -1926,7 +1973,8 @@ void acl_config_changed(struct server *srv, const char *key)
 }
 
 int acl_setuser(struct server *srv, const char *name, size_t nlen,
-                const struct ur_arg *rules, uint32_t n, char *err,
+                const struct ur_arg *rules, uint32_t n,
+                const struct session *self, struct reply *r, char *err,
                 size_t errlen)
 {
     struct acl *acl = srv->acl;
@@ -1962,6 +2010,7 @@ int acl_setuser(struct server *srv, const char *name, size_t nlen,
     }
     if (old != NULL) {
         user_move(old, u);
+        kill_pubsub_sessions(srv, old, self, r);
     } else if (table_add(acl, u) != 0) {
         acl_user_unref(u);
         return fail(err, errlen, "out of memory");

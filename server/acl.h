@@ -222,17 +222,21 @@ void acl_log_reply(const struct server *srv, struct reply *r, uint64_t count);
 /*
  * ACL SETUSER name rules...: applies the rules to a copy of the user (a
  * new user: no rights) and keeps it only when every rule applied. 0, or
- * -1 with Redis's message naming the rule.
+ * -1 with Redis's message naming the rule. The user's connections
+ * subscribed to a channel or pattern it no longer has are closed (self's
+ * after its reply r; both may be NULL), as Redis 7.
  */
 int acl_setuser(struct server *srv, const char *name, size_t nlen,
-                const struct ur_arg *rules, uint32_t n, char *err,
+                const struct ur_arg *rules, uint32_t n,
+                const struct session *self, struct reply *r, char *err,
                 size_t errlen);
 /* ACL DELUSER of one name: 1 when it existed (its connections are
  * closed; self's after its reply r), else 0. */
 int acl_deluser(struct server *srv, const char *name, size_t nlen,
                 const struct session *self, struct reply *r);
 /* ACL LOAD: the aclfile replaces every user, or nothing changes. 0, or
- * -1 with "FILE:LINE: what". */
+ * -1 with "FILE:LINE: what". The connections of a user gone are closed,
+ * and those subscribed to a channel their user no longer has. */
 int acl_load(struct server *srv, const struct session *self, struct reply *r,
              char *err, size_t errlen);
 /* ACL SAVE: the users into the aclfile (temp file, fsync, rename). */

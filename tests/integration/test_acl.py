@@ -12,7 +12,8 @@ import tempfile
 import textwrap
 import time
 
-from harness import E, Resp, Server, ServerExited, assert_err, is_err, pairs
+from harness import (E, Push, Resp, Server, ServerExited, assert_err,
+                     encode_multibulk, is_err, pairs)
 from test_batch import batch
 
 DEBIAN_PY = "/usr/bin/python3"
@@ -808,3 +809,74 @@ def test_protected_mode_follows_the_default_user():
         assert out.startswith(b"+OK\r\n+PONG"), out
         assert c.cmd("ACL", "SETUSER", "default", "nopass") == "OK"
         assert exchange(addr, srv.port, b"PING\r\n").startswith(b"-DENIED ")
+
+
+def test_channels_taken_away_close_subscribers():
+    """ACL SETUSER or ACL LOAD taking a channel pattern away from a user
+    closes that user's connections subscribed to a channel (SUBSCRIBE) or
+    pattern (PSUBSCRIBE) no longer allowed, as Redis 7's
+    ACLKillPubsubClientsIfNeeded; its other connections, and other users'
+    subscribers, stay."""
+    with Server() as srv, srv.resp() as c:
+        assert c.cmd("ACL", "SETUSER", "s", "on", ">p", "+@all", "allkeys",
+                     "&news.*", "&badge:*", "&alerts") == "OK"
+        assert c.cmd("ACL", "SETUSER", "t", "on", ">p", "+@all", "allkeys",
+                     "&news.*") == "OK"
+        news = login(srv, "s", "p")
+        assert news.cmd("SUBSCRIBE", "news.a") == [b"subscribe", b"news.a", 1]
+        pat = login(srv, "s", "p")
+        assert pat.cmd("PSUBSCRIBE", "badge:*") == [b"psubscribe",
+                                                    b"badge:*", 1]
+        alerts = login(srv, "s", "p")
+        assert alerts.cmd("SUBSCRIBE", "alerts") == [b"subscribe",
+                                                     b"alerts", 1]
+        idle = login(srv, "s", "p")  # no subscription: stays
+        other = login(srv, "t", "p")
+        assert other.cmd("SUBSCRIBE", "news.a") == [b"subscribe",
+                                                    b"news.a", 1]
+        # a channel added takes nothing away
+        assert c.cmd("ACL", "SETUSER", "s", "&more") == "OK"
+        assert news.cmd("PING") == [b"pong", b""]
+        # badge:* goes: the PSUBSCRIBE badge:* connection closes (a
+        # pattern must stay literally), the others stay
+        assert c.cmd("ACL", "SETUSER", "s", "resetchannels", "&news.*",
+                     "&alerts", "&badge:1") == "OK"
+        assert pat.wait_closed(5.0)
+        for conn in (news, alerts, other):
+            assert conn.cmd("PING") == [b"pong", b""]
+        assert idle.cmd("PING") == "PONG"
+        assert c.cmd("PUBLISH", "news.a", "m") == 2
+        for conn in (news, alerts, idle, other):
+            conn.close()
+    # ACL LOAD without alerts closes the alerts subscriber only
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "users.acl")
+        with open(path, "w") as f:
+            f.write("user s on >p ~* &news.* &alerts +@all\n")
+        with Server(aclfile=path) as srv, srv.resp() as c:
+            news = login(srv, "s", "p")
+            assert news.cmd("SUBSCRIBE", "news.a") == [b"subscribe",
+                                                       b"news.a", 1]
+            alerts = login(srv, "s", "p")
+            assert alerts.cmd("PSUBSCRIBE", "news.*") == [b"psubscribe",
+                                                          b"news.*", 1]
+            assert alerts.cmd("SUBSCRIBE", "alerts") == [b"subscribe",
+                                                         b"alerts", 2]
+            with open(path, "w") as f:
+                f.write("user s on >p ~* &news.* +@all\n")
+            assert c.cmd("ACL", "LOAD") == "OK"
+            assert alerts.wait_closed(5.0)
+            assert news.cmd("PING") == [b"pong", b""]
+            # allchannels keeps everyone
+            assert c.cmd("ACL", "SETUSER", "s", "allchannels") == "OK"
+            assert news.cmd("PING") == [b"pong", b""]
+            # a RESP3 subscriber taking its own channel away gets its
+            # reply, then the close
+            me = srv.resp()
+            assert isinstance(me.cmd("HELLO", 3, "AUTH", "s", "p"), dict)
+            me.send(encode_multibulk("SUBSCRIBE", "news.b"))
+            assert me.read_reply() == Push([b"subscribe", b"news.b", 1])
+            assert me.cmd("ACL", "SETUSER", "s", "resetchannels",
+                          "&alerts") == "OK"
+            assert me.wait_closed(5.0)
+            assert news.wait_closed(5.0)
