@@ -1223,6 +1223,23 @@ void acl_log_add(struct server *srv, const struct session *sess,
     struct ur_buf info = {0};
     struct acl_log_entry *e;
 
+    /* INFO's counts, kept whatever the log's length, as Redis */
+    switch (reason[0]) {
+    case 'a':
+        srv->stats.acl_denied_auth++;
+        break;
+    case 'k':
+        srv->stats.acl_denied_key++;
+        break;
+    case 'c':
+        if (reason[1] == 'h')
+            srv->stats.acl_denied_channel++;
+        else
+            srv->stats.acl_denied_cmd++;
+        break;
+    default:
+        break;
+    }
     if (srv->cfg.acllog_max_len == 0)
         return;
     if (sess->client != NULL)

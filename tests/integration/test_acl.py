@@ -880,3 +880,36 @@ def test_channels_taken_away_close_subscribers():
                           "&alerts") == "OK"
             assert me.wait_closed(5.0)
             assert news.wait_closed(5.0)
+
+
+def test_info_acl_access_denied_counters():
+    """INFO stats has Redis's acl_access_denied_auth / _cmd / _key /
+    _channel, counted where ACL LOG records the refusal (also with
+    acllog-max-len 0); CONFIG RESETSTAT zeroes them."""
+    from harness import info_dict
+    names = ("auth", "cmd", "key", "channel")
+
+    def counts(c):
+        st = info_dict(c.cmd("INFO", "stats"))["stats"]
+        return tuple(int(st["acl_access_denied_" + n]) for n in names)
+
+    with Server() as srv, srv.resp() as c:
+        assert counts(c) == (0, 0, 0, 0)
+        assert c.cmd("ACL", "SETUSER", "u", "on", ">p", "+cnt.get",
+                     "+publish", "~1", "&ok") == "OK"
+        d = login(srv, "u", "p")
+        assert_err(d.cmd("CNT.INCR", 1, 0), NOPERM_CMD % "cnt.incr")
+        assert_err(d.cmd("CNT.INCR", 1, 0), NOPERM_CMD % "cnt.incr")
+        assert_err(d.cmd("CNT.GET", 2, 0), NOPERM_KEY)
+        assert_err(d.cmd("PUBLISH", "no", "x"), NOPERM_CHAN)
+        with srv.resp() as e:
+            assert_err(e.cmd("AUTH", "u", "wrong"), WRONGPASS)
+            assert_err(e.cmd("AUTH", "nobody", "x"), WRONGPASS)
+        assert counts(c) == (2, 2, 1, 1)
+        # counted even when the log keeps nothing, as Redis
+        assert c.cmd("CONFIG", "SET", "acllog-max-len", "0") == "OK"
+        assert_err(d.cmd("CNT.GET", 3, 0), NOPERM_KEY)
+        assert counts(c) == (2, 2, 2, 1)
+        assert c.cmd("CONFIG", "RESETSTAT") == "OK"
+        assert counts(c) == (0, 0, 0, 0)
+        d.close()
