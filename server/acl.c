@@ -18,6 +18,7 @@
 
 #include "clients.h"
 #include "config.h"
+#include "fsutil.h"
 #include "log.h"
 #include "pubsub.h"
 
@@ -1802,6 +1803,29 @@ error:
     return -1;
 }
 
+/*
+ * The aclfile's path: as configured when absolute, else under dir. Redis
+ * chdir()s to dir while it reads its configuration, so its relative
+ * aclfile is dir's; unreadd never changes its working directory and
+ * resolves it here instead, for the start, ACL LOAD and ACL SAVE alike.
+ * 0, or -1 with a message when it does not fit.
+ */
+static int aclfile_path(const struct server *srv, char *out, size_t cap,
+                        char *err, size_t errlen)
+{
+    const char *f = srv->cfg.aclfile;
+    int rc;
+
+    if (f[0] == '/') {
+        rc = snprintf(out, cap, "%s", f) < (int)cap ? 0 : -1;
+    } else {
+        rc = fs_path(out, cap, srv->cfg.dir, f);
+    }
+    if (rc != 0)
+        snprintf(err, errlen, "aclfile %s: the path is too long", f);
+    return rc;
+}
+
 static char *read_all(const char *path, size_t *len, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -1896,12 +1920,13 @@ int acl_load(struct server *srv, const struct session *self, struct reply *r,
 {
     struct acl *fresh;
     size_t len = 0;
-    char *text = read_all(srv->cfg.aclfile, &len, err, errlen);
+    char path[CONFIG_STR_MAX * 2], *text;
     int rc;
 
-    if (text == NULL)
+    if (aclfile_path(srv, path, sizeof(path), err, errlen) != 0 ||
+        (text = read_all(path, &len, err, errlen)) == NULL)
         return -1;
-    rc = acl_parse_file(text, len, srv->cfg.aclfile, &fresh, err, errlen);
+    rc = acl_parse_file(text, len, path, &fresh, err, errlen);
     free(text);
     if (rc < 0)
         return -1;
@@ -1915,11 +1940,13 @@ int acl_load(struct server *srv, const struct session *self, struct reply *r,
 int acl_save(const struct server *srv, char *err, size_t errlen)
 {
     const struct acl *acl = srv->acl;
-    const char *path = srv->cfg.aclfile;
-    char tmp[CONFIG_STR_MAX + 32];
+    char path[CONFIG_STR_MAX * 2], tmp[CONFIG_STR_MAX * 2 + 32];
+    char *slash;
     FILE *f;
     int fd;
 
+    if (aclfile_path(srv, path, sizeof(path), err, errlen) != 0)
+        return -1;
     snprintf(tmp, sizeof(tmp), "%s.tmp-%d", path, (int)getpid());
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
@@ -1950,6 +1977,15 @@ int acl_save(const struct server *srv, char *err, size_t errlen)
         snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path,
                  strerror(errno));
         unlink(tmp);
+        return -1;
+    }
+    /* the rename lasts once its directory is on disk */
+    slash = strrchr(path, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    if (fs_fsync_dir(slash != NULL ? (slash == path ? "/" : path) : ".") != 0) {
+        snprintf(err, errlen, "cannot fsync the directory of %s: %s",
+                 srv->cfg.aclfile, strerror(errno));
         return -1;
     }
     return 0;

@@ -239,7 +239,9 @@ int acl_deluser(struct server *srv, const char *name, size_t nlen,
  * and those subscribed to a channel their user no longer has. */
 int acl_load(struct server *srv, const struct session *self, struct reply *r,
              char *err, size_t errlen);
-/* ACL SAVE: the users into the aclfile (temp file, fsync, rename). */
+/* ACL SAVE: the users into the aclfile (temp file, fsync, rename, fsync
+ * of its directory). The aclfile, here and for ACL LOAD and at start, is
+ * dir/aclfile when relative, as Redis (chdir()ed to dir) reads it. */
 int acl_save(const struct server *srv, char *err, size_t errlen);
 
 /* The op's categories' names ("@read", ...), at most 16, as COMMAND INFO

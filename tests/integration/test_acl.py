@@ -913,3 +913,37 @@ def test_info_acl_access_denied_counters():
         assert c.cmd("CONFIG", "RESETSTAT") == "OK"
         assert counts(c) == (0, 0, 0, 0)
         d.close()
+
+
+def test_relative_aclfile_is_under_dir():
+    """A relative aclfile is dir's, as Redis (which chdir()s to dir) reads
+    it: at start, ACL LOAD and ACL SAVE use dir/aclfile, whatever the
+    server's working directory."""
+    # the harness starts the server in its temp dir with --dir TMP/data;
+    # the later --dir given here wins: the working directory is not dir
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "d")
+        os.makedirs(data)
+        with open(os.path.join(data, "users.acl"), "w") as f:
+            f.write("user a on >p ~* +@all\n")
+        with Server(aclfile="users.acl", args=["--dir", data]) as srv, \
+                srv.resp() as c:
+            assert c.cmd("ACL", "USERS") == [b"a", b"default"]
+            assert c.cmd("CONFIG", "GET", "aclfile") == [b"aclfile",
+                                                         b"users.acl"]
+            assert c.cmd("ACL", "SETUSER", "b", "on", ">q") == "OK"
+            assert c.cmd("ACL", "SAVE") == "OK"
+            with open(os.path.join(data, "users.acl")) as f:
+                assert "user b on" in f.read()
+            assert not os.path.exists(os.path.join(srv.tmp.name,
+                                                   "users.acl"))
+            with open(os.path.join(data, "users.acl"), "w") as f:
+                f.write("user z on >p ~* +@all\n")
+            assert c.cmd("ACL", "LOAD") == "OK"
+            assert c.cmd("ACL", "USERS") == [b"default", b"z"]
+            # an error names the path read
+            with open(os.path.join(data, "users.acl"), "w") as f:
+                f.write("usr z\n")
+            assert_err(c.cmd("ACL", "LOAD"), "ERR %s:1: line should start "
+                       "with user keyword"
+                       % os.path.join(data, "users.acl"))
