@@ -1183,6 +1183,14 @@ void acl_session_end(struct session *sess)
     acl_user_unref(u);
 }
 
+void acl_session_copy(struct session *to, const struct session *from)
+{
+    acl_session_end(to);
+    to->acl_user = from->acl_user;
+    if (to->acl_user != NULL)
+        to->acl_user->refs++;
+}
+
 /* Closes every connection logged in as u: at once, or after its reply
  * for the one whose command runs (self, replying into r). */
 static void kill_sessions(struct server *srv, const struct acl_user *u,

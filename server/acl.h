@@ -159,6 +159,10 @@ bool acl_login(struct server *srv, struct session *sess, const char *name,
 /* The connection of sess is gone: its user reference is dropped. */
 void acl_session_end(struct session *sess);
 
+/* to runs as from's user (a reference taken): a connection handed over
+ * to another session, the replica's link on the primary (repl.c). */
+void acl_session_copy(struct session *to, const struct session *from);
+
 /* sess's user name (CLIENT LIST user=, ACL WHOAMI). */
 const char *acl_session_user(const struct session *sess);
 

@@ -947,3 +947,28 @@ def test_relative_aclfile_is_under_dir():
             assert_err(c.cmd("ACL", "LOAD"), "ERR %s:1: line should start "
                        "with user keyword"
                        % os.path.join(data, "users.acl"))
+
+
+def test_replica_link_shows_masteruser():
+    """The primary's CLIENT LIST shows the replica's link as the user it
+    logged in with (masteruser), not default; ACL DELUSER of that user
+    closes the link, as Redis closes a deleted user's connections."""
+    from harness import info_flat
+    from sentinel_rig import wait_until
+    users = ["--user", "repl on >rp -@all +psync +replconf +ping"]
+    with Server(args=users + ["--requirepass", "dpw"]) as primary, \
+            Server(args=["--masteruser", "repl", "--masterauth", "rp",
+                         "--replicaof", "127.0.0.1 %d" % primary.port]) \
+            as replica, primary.resp() as c:
+        assert c.cmd("AUTH", "dpw") == "OK"
+        with replica.resp() as r:
+            wait_until(lambda: info_flat(r.cmd("INFO", "replication"))
+                       .get("master_link_status") == "up", 20,
+                       "the replica's link")
+        lines = c.cmd("CLIENT", "LIST").decode().splitlines()
+        link = [ln for ln in lines if "flags=S" in ln]
+        assert len(link) == 1 and " user=repl " in link[0], lines
+        assert c.cmd("ACL", "DELUSER", "repl") == 1
+        wait_until(lambda: not [ln for ln in c.cmd("CLIENT", "LIST")
+                                .decode().splitlines() if "flags=S" in ln],
+                   10, "the link closed")
