@@ -56,7 +56,8 @@ static void setuser(const char *name, const char *rules)
          w = strtok_r(NULL, " ", &save))
         a[n++] =
             (struct ur_arg){.kind = UR_ARG_STR, .str = w, .len = strlen(w)};
-    if (acl_setuser(&srv, name, strlen(name), a, n, err, sizeof(err)) != 0) {
+    if (acl_setuser(&srv, name, strlen(name), a, n, NULL, NULL, err,
+                    sizeof(err)) != 0) {
         fprintf(stderr, "acl-check: %s\n", err);
         exit(1);
     }

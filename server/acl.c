@@ -18,6 +18,7 @@
 
 #include "clients.h"
 #include "config.h"
+#include "fsutil.h"
 #include "log.h"
 #include "pubsub.h"
 
@@ -1182,6 +1183,14 @@ void acl_session_end(struct session *sess)
     acl_user_unref(u);
 }
 
+void acl_session_copy(struct session *to, const struct session *from)
+{
+    acl_session_end(to);
+    to->acl_user = from->acl_user;
+    if (to->acl_user != NULL)
+        to->acl_user->refs++;
+}
+
 /* Closes every connection logged in as u: at once, or after its reply
  * for the one whose command runs (self, replying into r). */
 static void kill_sessions(struct server *srv, const struct acl_user *u,
@@ -1223,6 +1232,23 @@ void acl_log_add(struct server *srv, const struct session *sess,
     struct ur_buf info = {0};
     struct acl_log_entry *e;
 
+    /* INFO's counts, kept whatever the log's length, as Redis */
+    switch (reason[0]) {
+    case 'a':
+        srv->stats.acl_denied_auth++;
+        break;
+    case 'k':
+        srv->stats.acl_denied_key++;
+        break;
+    case 'c':
+        if (reason[1] == 'h')
+            srv->stats.acl_denied_channel++;
+        else
+            srv->stats.acl_denied_cmd++;
+        break;
+    default:
+        break;
+    }
     if (srv->cfg.acllog_max_len == 0)
         return;
     if (sess->client != NULL)
@@ -1365,6 +1391,51 @@ static bool chan_ok(const struct acl_user *u, const char *c, size_t n,
             return true;
     }
     return false;
+}
+
+/* Whether every channel and pattern cl is subscribed to is still one of
+ * u's: a channel matched by a pattern of u, a pattern literally u's, as
+ * SUBSCRIBE and PSUBSCRIBE check them. */
+static bool subs_allowed(const struct acl_user *u, const struct client *cl)
+{
+    for (int k = 0; k < 2; k++) {
+        uint32_t n = pubsub_client_count(cl, k == 1);
+
+        for (uint32_t i = 0; i < n; i++) {
+            size_t len;
+            const char *c = pubsub_client_name(cl, k == 1, i, &len);
+            if (!chan_ok(u, c, len, k == 1))
+                return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * u's channels changed (ACL SETUSER, ACL LOAD): its connections
+ * subscribed to a channel or pattern it no longer has are closed, the
+ * others stay, as Redis 7's ACLKillPubsubClientsIfNeeded. self (running
+ * the command, replying into r) is closed after its reply.
+ */
+static void kill_pubsub_sessions(struct server *srv, const struct acl_user *u,
+                                 const struct session *self, struct reply *r)
+{
+    struct client *cl, *next;
+
+    if (u->allchannels || u->dead)
+        return;
+    for (cl = srv->clist.head; cl != NULL; cl = next) {
+        next = cl->next;
+        if (session_user(srv, cl->sess) != u || subs_allowed(u, cl))
+            continue;
+        log_info("ACL: closing client id=%llu of user %s: its channels "
+                 "changed",
+                 (unsigned long long)cl->sess->id, u->name);
+        if (cl->sess == self && r != NULL)
+            r->close_after = true;
+        else
+            cl->io->kill(cl);
+    }
 }
 
 /* The ops whose first argument is a subcommand, named cmd|sub in
@@ -1740,6 +1811,29 @@ error:
     return -1;
 }
 
+/*
+ * The aclfile's path: as configured when absolute, else under dir. Redis
+ * chdir()s to dir while it reads its configuration, so its relative
+ * aclfile is dir's; unreadd never changes its working directory and
+ * resolves it here instead, for the start, ACL LOAD and ACL SAVE alike.
+ * 0, or -1 with a message when it does not fit.
+ */
+static int aclfile_path(const struct server *srv, char *out, size_t cap,
+                        char *err, size_t errlen)
+{
+    const char *f = srv->cfg.aclfile;
+    int rc;
+
+    if (f[0] == '/') {
+        rc = snprintf(out, cap, "%s", f) < (int)cap ? 0 : -1;
+    } else {
+        rc = fs_path(out, cap, srv->cfg.dir, f);
+    }
+    if (rc != 0)
+        snprintf(err, errlen, "aclfile %s: the path is too long", f);
+    return rc;
+}
+
 static char *read_all(const char *path, size_t *len, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -1825,6 +1919,8 @@ static void replace_users(struct server *srv, struct acl *fresh,
     fresh->users = NULL;
     fresh->nusers = 0;
     acl_destroy(fresh);
+    for (uint32_t i = 0; i < acl->nusers; i++)
+        kill_pubsub_sessions(srv, acl->users[i], self, r);
 }
 
 int acl_load(struct server *srv, const struct session *self, struct reply *r,
@@ -1832,12 +1928,13 @@ int acl_load(struct server *srv, const struct session *self, struct reply *r,
 {
     struct acl *fresh;
     size_t len = 0;
-    char *text = read_all(srv->cfg.aclfile, &len, err, errlen);
+    char path[CONFIG_STR_MAX * 2], *text;
     int rc;
 
-    if (text == NULL)
+    if (aclfile_path(srv, path, sizeof(path), err, errlen) != 0 ||
+        (text = read_all(path, &len, err, errlen)) == NULL)
         return -1;
-    rc = acl_parse_file(text, len, srv->cfg.aclfile, &fresh, err, errlen);
+    rc = acl_parse_file(text, len, path, &fresh, err, errlen);
     free(text);
     if (rc < 0)
         return -1;
@@ -1851,11 +1948,13 @@ int acl_load(struct server *srv, const struct session *self, struct reply *r,
 int acl_save(const struct server *srv, char *err, size_t errlen)
 {
     const struct acl *acl = srv->acl;
-    const char *path = srv->cfg.aclfile;
-    char tmp[CONFIG_STR_MAX + 32];
+    char path[CONFIG_STR_MAX * 2], tmp[CONFIG_STR_MAX * 2 + 32];
+    char *slash;
     FILE *f;
     int fd;
 
+    if (aclfile_path(srv, path, sizeof(path), err, errlen) != 0)
+        return -1;
     snprintf(tmp, sizeof(tmp), "%s.tmp-%d", path, (int)getpid());
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
@@ -1886,6 +1985,15 @@ int acl_save(const struct server *srv, char *err, size_t errlen)
         snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path,
                  strerror(errno));
         unlink(tmp);
+        return -1;
+    }
+    /* the rename lasts once its directory is on disk */
+    slash = strrchr(path, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    if (fs_fsync_dir(slash != NULL ? (slash == path ? "/" : path) : ".") != 0) {
+        snprintf(err, errlen, "cannot fsync the directory of %s: %s",
+                 srv->cfg.aclfile, strerror(errno));
         return -1;
     }
     return 0;
@@ -1926,7 +2034,8 @@ void acl_config_changed(struct server *srv, const char *key)
 }
 
 int acl_setuser(struct server *srv, const char *name, size_t nlen,
-                const struct ur_arg *rules, uint32_t n, char *err,
+                const struct ur_arg *rules, uint32_t n,
+                const struct session *self, struct reply *r, char *err,
                 size_t errlen)
 {
     struct acl *acl = srv->acl;
@@ -1962,6 +2071,7 @@ int acl_setuser(struct server *srv, const char *name, size_t nlen,
     }
     if (old != NULL) {
         user_move(old, u);
+        kill_pubsub_sessions(srv, old, self, r);
     } else if (table_add(acl, u) != 0) {
         acl_user_unref(u);
         return fail(err, errlen, "out of memory");

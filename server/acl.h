@@ -159,6 +159,10 @@ bool acl_login(struct server *srv, struct session *sess, const char *name,
 /* The connection of sess is gone: its user reference is dropped. */
 void acl_session_end(struct session *sess);
 
+/* to runs as from's user (a reference taken): a connection handed over
+ * to another session, the replica's link on the primary (repl.c). */
+void acl_session_copy(struct session *to, const struct session *from);
+
 /* sess's user name (CLIENT LIST user=, ACL WHOAMI). */
 const char *acl_session_user(const struct session *sess);
 
@@ -222,20 +226,26 @@ void acl_log_reply(const struct server *srv, struct reply *r, uint64_t count);
 /*
  * ACL SETUSER name rules...: applies the rules to a copy of the user (a
  * new user: no rights) and keeps it only when every rule applied. 0, or
- * -1 with Redis's message naming the rule.
+ * -1 with Redis's message naming the rule. The user's connections
+ * subscribed to a channel or pattern it no longer has are closed (self's
+ * after its reply r; both may be NULL), as Redis 7.
  */
 int acl_setuser(struct server *srv, const char *name, size_t nlen,
-                const struct ur_arg *rules, uint32_t n, char *err,
+                const struct ur_arg *rules, uint32_t n,
+                const struct session *self, struct reply *r, char *err,
                 size_t errlen);
 /* ACL DELUSER of one name: 1 when it existed (its connections are
  * closed; self's after its reply r), else 0. */
 int acl_deluser(struct server *srv, const char *name, size_t nlen,
                 const struct session *self, struct reply *r);
 /* ACL LOAD: the aclfile replaces every user, or nothing changes. 0, or
- * -1 with "FILE:LINE: what". */
+ * -1 with "FILE:LINE: what". The connections of a user gone are closed,
+ * and those subscribed to a channel their user no longer has. */
 int acl_load(struct server *srv, const struct session *self, struct reply *r,
              char *err, size_t errlen);
-/* ACL SAVE: the users into the aclfile (temp file, fsync, rename). */
+/* ACL SAVE: the users into the aclfile (temp file, fsync, rename, fsync
+ * of its directory). The aclfile, here and for ACL LOAD and at start, is
+ * dir/aclfile when relative, as Redis (chdir()ed to dir) reads it. */
 int acl_save(const struct server *srv, char *err, size_t errlen);
 
 /* The op's categories' names ("@read", ...), at most 16, as COMMAND INFO

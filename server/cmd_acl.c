@@ -55,8 +55,8 @@ static void acl_setuser_cmd(struct exec_ctx *x)
     size_t n;
 
     arg_name(&x->argv[1], num, &name, &n);
-    if (acl_setuser(x->srv, name, n, x->argv + 2, x->argc - 2, err,
-                    sizeof(err)) != 0) {
+    if (acl_setuser(x->srv, name, n, x->argv + 2, x->argc - 2, x->sess, x->r,
+                    err, sizeof(err)) != 0) {
         reply_err(x->r, UR_E_ERR, "%s", err);
         return;
     }

@@ -336,9 +336,13 @@ static void sec_stats(struct info *in, const struct server *srv)
         "total_writes_processed:%llu\r\nio_threaded_reads_processed:0\r\n"
         "io_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\n"
         "reply_buffer_expands:0\r\ntotal_errors:%llu\r\n"
-        "protocol_errors:%llu\r\n",
+        "protocol_errors:%llu\r\nacl_access_denied_auth:%llu\r\n"
+        "acl_access_denied_cmd:%llu\r\nacl_access_denied_key:%llu\r\n"
+        "acl_access_denied_channel:%llu\r\n",
         (ull)st->errors, (ull)st->reads, (ull)st->writes, (ull)st->errors,
-        (ull)st->proto_errors);
+        (ull)st->proto_errors, (ull)st->acl_denied_auth,
+        (ull)st->acl_denied_cmd, (ull)st->acl_denied_key,
+        (ull)st->acl_denied_channel);
     tls_get_info(&ti);
     add(in,
         "tls_handshakes:%llu\r\ntls_handshake_failures:%llu\r\n"

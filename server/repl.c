@@ -32,6 +32,7 @@
 
 #include <event2/event.h>
 
+#include "acl.h"
 #include "backlog.h"
 #include "cluster_keys.h"
 #include "journal.h"
@@ -829,6 +830,9 @@ void repl_take_replica(struct server *srv, const struct tr_conn *tr,
         free(L);
         return;
     }
+    /* the link stays the user it logged in as (masteruser): CLIENT
+     * LIST shows it, ACL DELUSER closes it, as Redis */
+    acl_session_copy(&L->sess, sess);
     clients_add(srv, &L->cl, server_now_ms());
     L->cl.flags |= CLIENT_REPLICA;
     L->next = R->links;

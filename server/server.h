@@ -39,6 +39,12 @@ struct stats {
     uint64_t input_limit_closes;  /* closed: over client-input-limit */
     uint64_t accept_errors;       /* accept failed (EMFILE, ...), both ports */
     uint64_t auth_failures;       /* AUTH with a wrong password */
+    /* ACL refusals, as ACL LOG records them (acl.c acl_log_add): Redis's
+     * acl_access_denied_auth / _cmd / _key / _channel */
+    uint64_t acl_denied_auth;
+    uint64_t acl_denied_cmd;
+    uint64_t acl_denied_key;
+    uint64_t acl_denied_channel;
     uint64_t calls[UR_OP_COUNT];
     uint64_t op_errors[UR_OP_COUNT];
     uint64_t op_usec[UR_OP_COUNT];     /* time spent running each op */

@@ -12,7 +12,8 @@ import tempfile
 import textwrap
 import time
 
-from harness import E, Resp, Server, ServerExited, assert_err, is_err, pairs
+from harness import (E, Push, Resp, Server, ServerExited, assert_err,
+                     encode_multibulk, is_err, pairs)
 from test_batch import batch
 
 DEBIAN_PY = "/usr/bin/python3"
@@ -808,3 +809,166 @@ def test_protected_mode_follows_the_default_user():
         assert out.startswith(b"+OK\r\n+PONG"), out
         assert c.cmd("ACL", "SETUSER", "default", "nopass") == "OK"
         assert exchange(addr, srv.port, b"PING\r\n").startswith(b"-DENIED ")
+
+
+def test_channels_taken_away_close_subscribers():
+    """ACL SETUSER or ACL LOAD taking a channel pattern away from a user
+    closes that user's connections subscribed to a channel (SUBSCRIBE) or
+    pattern (PSUBSCRIBE) no longer allowed, as Redis 7's
+    ACLKillPubsubClientsIfNeeded; its other connections, and other users'
+    subscribers, stay."""
+    with Server() as srv, srv.resp() as c:
+        assert c.cmd("ACL", "SETUSER", "s", "on", ">p", "+@all", "allkeys",
+                     "&news.*", "&badge:*", "&alerts") == "OK"
+        assert c.cmd("ACL", "SETUSER", "t", "on", ">p", "+@all", "allkeys",
+                     "&news.*") == "OK"
+        news = login(srv, "s", "p")
+        assert news.cmd("SUBSCRIBE", "news.a") == [b"subscribe", b"news.a", 1]
+        pat = login(srv, "s", "p")
+        assert pat.cmd("PSUBSCRIBE", "badge:*") == [b"psubscribe",
+                                                    b"badge:*", 1]
+        alerts = login(srv, "s", "p")
+        assert alerts.cmd("SUBSCRIBE", "alerts") == [b"subscribe",
+                                                     b"alerts", 1]
+        idle = login(srv, "s", "p")  # no subscription: stays
+        other = login(srv, "t", "p")
+        assert other.cmd("SUBSCRIBE", "news.a") == [b"subscribe",
+                                                    b"news.a", 1]
+        # a channel added takes nothing away
+        assert c.cmd("ACL", "SETUSER", "s", "&more") == "OK"
+        assert news.cmd("PING") == [b"pong", b""]
+        # badge:* goes: the PSUBSCRIBE badge:* connection closes (a
+        # pattern must stay literally), the others stay
+        assert c.cmd("ACL", "SETUSER", "s", "resetchannels", "&news.*",
+                     "&alerts", "&badge:1") == "OK"
+        assert pat.wait_closed(5.0)
+        for conn in (news, alerts, other):
+            assert conn.cmd("PING") == [b"pong", b""]
+        assert idle.cmd("PING") == "PONG"
+        assert c.cmd("PUBLISH", "news.a", "m") == 2
+        for conn in (news, alerts, idle, other):
+            conn.close()
+    # ACL LOAD without alerts closes the alerts subscriber only
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "users.acl")
+        with open(path, "w") as f:
+            f.write("user s on >p ~* &news.* &alerts +@all\n")
+        with Server(aclfile=path) as srv, srv.resp() as c:
+            news = login(srv, "s", "p")
+            assert news.cmd("SUBSCRIBE", "news.a") == [b"subscribe",
+                                                       b"news.a", 1]
+            alerts = login(srv, "s", "p")
+            assert alerts.cmd("PSUBSCRIBE", "news.*") == [b"psubscribe",
+                                                          b"news.*", 1]
+            assert alerts.cmd("SUBSCRIBE", "alerts") == [b"subscribe",
+                                                         b"alerts", 2]
+            with open(path, "w") as f:
+                f.write("user s on >p ~* &news.* +@all\n")
+            assert c.cmd("ACL", "LOAD") == "OK"
+            assert alerts.wait_closed(5.0)
+            assert news.cmd("PING") == [b"pong", b""]
+            # allchannels keeps everyone
+            assert c.cmd("ACL", "SETUSER", "s", "allchannels") == "OK"
+            assert news.cmd("PING") == [b"pong", b""]
+            # a RESP3 subscriber taking its own channel away gets its
+            # reply, then the close
+            me = srv.resp()
+            assert isinstance(me.cmd("HELLO", 3, "AUTH", "s", "p"), dict)
+            me.send(encode_multibulk("SUBSCRIBE", "news.b"))
+            assert me.read_reply() == Push([b"subscribe", b"news.b", 1])
+            assert me.cmd("ACL", "SETUSER", "s", "resetchannels",
+                          "&alerts") == "OK"
+            assert me.wait_closed(5.0)
+            assert news.wait_closed(5.0)
+
+
+def test_info_acl_access_denied_counters():
+    """INFO stats has Redis's acl_access_denied_auth / _cmd / _key /
+    _channel, counted where ACL LOG records the refusal (also with
+    acllog-max-len 0); CONFIG RESETSTAT zeroes them."""
+    from harness import info_dict
+    names = ("auth", "cmd", "key", "channel")
+
+    def counts(c):
+        st = info_dict(c.cmd("INFO", "stats"))["stats"]
+        return tuple(int(st["acl_access_denied_" + n]) for n in names)
+
+    with Server() as srv, srv.resp() as c:
+        assert counts(c) == (0, 0, 0, 0)
+        assert c.cmd("ACL", "SETUSER", "u", "on", ">p", "+cnt.get",
+                     "+publish", "~1", "&ok") == "OK"
+        d = login(srv, "u", "p")
+        assert_err(d.cmd("CNT.INCR", 1, 0), NOPERM_CMD % "cnt.incr")
+        assert_err(d.cmd("CNT.INCR", 1, 0), NOPERM_CMD % "cnt.incr")
+        assert_err(d.cmd("CNT.GET", 2, 0), NOPERM_KEY)
+        assert_err(d.cmd("PUBLISH", "no", "x"), NOPERM_CHAN)
+        with srv.resp() as e:
+            assert_err(e.cmd("AUTH", "u", "wrong"), WRONGPASS)
+            assert_err(e.cmd("AUTH", "nobody", "x"), WRONGPASS)
+        assert counts(c) == (2, 2, 1, 1)
+        # counted even when the log keeps nothing, as Redis
+        assert c.cmd("CONFIG", "SET", "acllog-max-len", "0") == "OK"
+        assert_err(d.cmd("CNT.GET", 3, 0), NOPERM_KEY)
+        assert counts(c) == (2, 2, 2, 1)
+        assert c.cmd("CONFIG", "RESETSTAT") == "OK"
+        assert counts(c) == (0, 0, 0, 0)
+        d.close()
+
+
+def test_relative_aclfile_is_under_dir():
+    """A relative aclfile is dir's, as Redis (which chdir()s to dir) reads
+    it: at start, ACL LOAD and ACL SAVE use dir/aclfile, whatever the
+    server's working directory."""
+    # the harness starts the server in its temp dir with --dir TMP/data;
+    # the later --dir given here wins: the working directory is not dir
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "d")
+        os.makedirs(data)
+        with open(os.path.join(data, "users.acl"), "w") as f:
+            f.write("user a on >p ~* +@all\n")
+        with Server(aclfile="users.acl", args=["--dir", data]) as srv, \
+                srv.resp() as c:
+            assert c.cmd("ACL", "USERS") == [b"a", b"default"]
+            assert c.cmd("CONFIG", "GET", "aclfile") == [b"aclfile",
+                                                         b"users.acl"]
+            assert c.cmd("ACL", "SETUSER", "b", "on", ">q") == "OK"
+            assert c.cmd("ACL", "SAVE") == "OK"
+            with open(os.path.join(data, "users.acl")) as f:
+                assert "user b on" in f.read()
+            assert not os.path.exists(os.path.join(srv.tmp.name,
+                                                   "users.acl"))
+            with open(os.path.join(data, "users.acl"), "w") as f:
+                f.write("user z on >p ~* +@all\n")
+            assert c.cmd("ACL", "LOAD") == "OK"
+            assert c.cmd("ACL", "USERS") == [b"default", b"z"]
+            # an error names the path read
+            with open(os.path.join(data, "users.acl"), "w") as f:
+                f.write("usr z\n")
+            assert_err(c.cmd("ACL", "LOAD"), "ERR %s:1: line should start "
+                       "with user keyword"
+                       % os.path.join(data, "users.acl"))
+
+
+def test_replica_link_shows_masteruser():
+    """The primary's CLIENT LIST shows the replica's link as the user it
+    logged in with (masteruser), not default; ACL DELUSER of that user
+    closes the link, as Redis closes a deleted user's connections."""
+    from harness import info_flat
+    from sentinel_rig import wait_until
+    users = ["--user", "repl on >rp -@all +psync +replconf +ping"]
+    with Server(args=users + ["--requirepass", "dpw"]) as primary, \
+            Server(args=["--masteruser", "repl", "--masterauth", "rp",
+                         "--replicaof", "127.0.0.1 %d" % primary.port]) \
+            as replica, primary.resp() as c:
+        assert c.cmd("AUTH", "dpw") == "OK"
+        with replica.resp() as r:
+            wait_until(lambda: info_flat(r.cmd("INFO", "replication"))
+                       .get("master_link_status") == "up", 20,
+                       "the replica's link")
+        lines = c.cmd("CLIENT", "LIST").decode().splitlines()
+        link = [ln for ln in lines if "flags=S" in ln]
+        assert len(link) == 1 and " user=repl " in link[0], lines
+        assert c.cmd("ACL", "DELUSER", "repl") == 1
+        wait_until(lambda: not [ln for ln in c.cmd("CLIENT", "LIST")
+                                .decode().splitlines() if "flags=S" in ln],
+                   10, "the link closed")
