@@ -374,6 +374,19 @@ class Writer:
         return self
 
 
+def stop_writers(writers):
+    """Stops every writer (all of them, even when one fails), then
+    raises the first failure."""
+    first = None
+    for w in writers:
+        try:
+            w.stop()
+        except BaseException as e:  # noqa: B902 - re-raised below
+            first = first or e
+    if first is not None:
+        raise first
+
+
 def start_writers(cl, tmp, modes=("sync", "async", "pipe", "batch"),
                   per=500, py=1, wait=False, nice=0):
     """The writers: one per libunread mode, py redis-py ones, and the
