@@ -356,7 +356,7 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(STORE_SRC)
 FUZZ_SERVER_SRC := $(PERSIST_SRC) $(COMMON_SRC) \
                    $(filter-out server/main.c server/net.c,$(SERVER_SRC))
 build-fuzz/fuzz_snapshot build-fuzz/fuzz_journal build-fuzz/fuzz_exec \
-build-fuzz/fuzz_cluster build-fuzz/fuzz_tls: \
+build-fuzz/fuzz_cluster build-fuzz/fuzz_tls build-fuzz/fuzz_userrec: \
         build-fuzz/fuzz_%: \
         tests/fuzz/fuzz_%.c $(PROTO_SRC) $(STORE_SRC) $(FUZZ_SERVER_SRC)
 	@sh tools/deps.sh fuzz

@@ -544,8 +544,11 @@ static enum userrec_rc check_sections(const struct parsed *pr, char *err,
             continue;
         if (snap_mem_load(pr->part[k], pr->len[k], part_names[k], loads[i],
                           &scratch, why, sizeof(why)) != 0)
-            rc = fail(err, errlen, USERREC_CORRUPT, "%s part: %s",
-                      part_names[k], why);
+            /* The loaders say so when memory, not the data, failed. */
+            rc = fail(err, errlen,
+                      strstr(why, "out of memory") ? USERREC_NOMEM
+                                                   : USERREC_CORRUPT,
+                      "%s part: %s", part_names[k], why);
     }
     if (rc == USERREC_OK &&
         ((pr->part[UREC_CNT] != NULL &&
@@ -860,12 +863,27 @@ static int apply_all(struct db *db, struct parsed *pr, char *err, size_t errlen)
     return 0;
 }
 
+/* Puts back the state a REPLACE took away when the new one could not be
+ * applied: old[0..n) is a record this db dumped. Memory may fail again:
+ * the id is then left empty (best effort; nothing half-applied). */
+static void put_back(struct db *db, uint64_t id, const char *old, size_t n)
+{
+    struct parsed pr;
+    char err[64];
+
+    if (check_all(db, old, n, &pr, err, sizeof(err)) == USERREC_OK &&
+        apply_all(db, &pr, err, sizeof(err)) != 0)
+        userrec_delete(db, id);
+}
+
 enum userrec_rc userrec_restore(struct db *db, uint64_t id, const char *p,
                                 size_t n, bool replace, char *err,
                                 size_t errlen)
 {
     struct parsed pr;
     enum userrec_rc rc = check_all(db, p, n, &pr, err, errlen);
+    char *old = NULL;
+    size_t oldn = 0;
 
     if (rc != USERREC_OK)
         return rc;
@@ -874,16 +892,63 @@ enum userrec_rc userrec_restore(struct db *db, uint64_t id, const char *p,
                     "the record is of id %llu, not %llu",
                     (unsigned long long)pr.id, (unsigned long long)id);
     if (userrec_exists(db, id)) {
+        const char *cur;
+        size_t len;
+
         if (!replace)
             return fail(err, errlen, USERREC_BUSY, "id %llu holds state",
                         (unsigned long long)id);
+        /* The old state, kept until the new one is in. Dumping it
+         * overwrites the dump buffer, which p (read again when applied)
+         * must not be. */
+        if (recw != NULL) {
+            size_t rl;
+            const char *rb = snap_mem_bytes(recw, &rl);
+
+            if (p >= rb && p < rb + rl)
+                return fail(err, errlen, USERREC_CORRUPT,
+                            "a record being restored from the dump buffer");
+        }
+        if (userrec_dump(db, id, &cur, &len) == 0 &&
+            (old = malloc(len)) != NULL) {
+            memcpy(old, cur, len);
+            oldn = len;
+        }
+        if (old == NULL)
+            return fail(err, errlen, USERREC_NOMEM, "out of memory");
         userrec_delete(db, id);
     }
     if (apply_all(db, &pr, err, errlen) != 0) {
         /* Checked whole before: only memory can fail here. */
         userrec_delete(db, id);
+        if (old != NULL)
+            put_back(db, id, old, oldn);
+        free(old);
         return fail(err, errlen, USERREC_NOMEM,
                     "out of memory restoring id %llu", (unsigned long long)id);
     }
+    free(old);
     return USERREC_OK;
+}
+
+int userrec_digest(const struct db *db, uint64_t id,
+                   char hex[USERREC_DIGEST + 1])
+{
+    const char *p;
+    size_t n;
+    int rc = userrec_dump(db, id, &p, &n);
+    XXH128_hash_t h;
+
+    if (rc < 0)
+        return -1;
+    if (rc > 0) {
+        memset(hex, '0', USERREC_DIGEST);
+        hex[USERREC_DIGEST] = '\0';
+        return 0;
+    }
+    h = XXH3_128bits(p, n - USERREC_TRAILER);
+    snprintf(hex, USERREC_DIGEST + 1, "%016llx%016llx%08x",
+             (unsigned long long)h.high64, (unsigned long long)h.low64,
+             (unsigned)(XXH3_64bits(p, n - USERREC_TRAILER) >> 32));
+    return 0;
 }

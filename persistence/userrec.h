@@ -51,7 +51,8 @@ enum userrec_rc {
     USERREC_CORRUPT, /* not a record, cut, checksum, bad or impossible data */
     USERREC_BUSY,    /* the id holds state here and replace was not given */
     USERREC_MISSING, /* a group or channel it names is behind here */
-    USERREC_NOMEM    /* nothing changed (a REPLACE lost the old state) */
+    USERREC_NOMEM    /* nothing applied (REPLACE: the old state put back,
+                        or, when memory fails again, the id left empty) */
 };
 
 /* Whether id holds anything a record would carry. */
@@ -67,7 +68,9 @@ int userrec_dump(const struct db *db, uint64_t id, const char **out,
 /*
  * Checks the record p[0..n) (of id) whole, then gives id its state: when
  * id holds state already, USERREC_BUSY unless replace (then the old state
- * goes first). err gets a message for anything but USERREC_OK.
+ * goes first; put back if the new one cannot be applied for memory). err
+ * gets a message for anything but USERREC_OK. p must not be a dump's
+ * buffer (userrec_dump's *out): copy it first.
  */
 enum userrec_rc userrec_restore(struct db *db, uint64_t id, const char *p,
                                 size_t n, bool replace, char *err,
@@ -85,6 +88,15 @@ enum userrec_rc userrec_check(const struct db *db, const char *p, size_t n,
  * whole. Returns the entries removed. Never fails.
  */
 uint64_t userrec_delete(struct db *db, uint64_t id);
+
+/* DEBUG DIGEST-VALUE: 40 lower-case hex digits (and a NUL) in hex, the
+ * digest of id's record, or 40 zeros when id holds nothing. 0, or -1 on
+ * allocation failure. Two servers holding the same state give the same
+ * digest, except for a user with more than 128 conversations (whose
+ * order in the record is the store's). */
+#define USERREC_DIGEST 40
+int userrec_digest(const struct db *db, uint64_t id,
+                   char hex[USERREC_DIGEST + 1]);
 
 /* Frees the scratch stores and the dump buffer (tests, shutdown). */
 void userrec_teardown(void);

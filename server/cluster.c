@@ -178,6 +178,7 @@ static uint32_t cluster_size(const struct cluster *c)
 static void set_migrating(struct cluster *c, unsigned slot, uint32_t node);
 static void set_importing(struct cluster *c, unsigned slot, uint32_t node);
 static void mark_dirty(struct cluster *c);
+static void mark_dirty_sync(struct cluster *c);
 
 static void slot_set(struct cluster *c, unsigned slot, uint32_t node)
 {
@@ -253,9 +254,11 @@ static void node_free(struct cluster *c, uint32_t idx)
 static void marks_text(const struct cluster *c, struct ur_buf *b)
 {
     char tmp[64 + CLUSTER_ID_LEN];
+    uint32_t seen = 0;
     int n;
 
-    for (unsigned s = 0; s < UR_SLOTS && c->nopen > 0; s++) {
+    for (unsigned s = 0; s < UR_SLOTS && seen < c->nopen; s++) {
+        seen += slot_open(c, s);
         if (c->migrating[s] != CLUSTER_NONE) {
             n = snprintf(tmp, sizeof(tmp), "%s[%u->-%s]", b->len ? " " : "", s,
                          c->nodes[c->migrating[s]].id);
@@ -380,6 +383,34 @@ static int apply_marks(struct cluster *c, const char *text)
     return 0;
 }
 
+/* Node `to`, a replica of node old_id, is a master now (sentinel promoted
+ * it): the moves this node had with old_id go on with it (it carries its
+ * old master's states), so that an ASK names a node that serves. */
+static void follow_promotion(struct cluster *c, const char *old_id, uint32_t to)
+{
+    uint32_t m = cluster_node_by_id(c, old_id, strlen(old_id));
+    uint32_t n = 0;
+
+    if (m == CLUSTER_NONE || m == 0 || c->nopen == 0)
+        return;
+    for (unsigned s = 0; s < UR_SLOTS; s++) {
+        if (c->migrating[s] == m) {
+            set_migrating(c, s, to);
+            n++;
+        }
+        if (c->importing[s] == m) {
+            set_importing(c, s, to);
+            n++;
+        }
+    }
+    if (n > 0) {
+        log_info("cluster: %u slot moves with %s go on with %s, its promoted "
+                 "replica",
+                 n, c->nodes[m].id, c->nodes[to].id);
+        mark_dirty_sync(c);
+    }
+}
+
 /* A replica's states are its master's (from its record): applied when
  * that record arrives and when the node starts to follow a master. */
 static void follow_marks(struct cluster *c)
@@ -419,10 +450,13 @@ static void state_update(struct cluster *c)
 static void node_line(const struct cluster *c, uint32_t i, bool file,
                       struct ur_buf *b);
 
-int cluster_save_config(struct cluster *c)
+/* Writes the file whole; with sync, fsynced with its directory (without:
+ * a crash of the process keeps it, one of the machine may not, as Redis's
+ * clusterSaveConfig without do_fsync). */
+static int save_config(struct cluster *c, bool sync)
 {
     struct ur_buf b = {0};
-    char tmp[sizeof(c->path) + 16], vars[160];
+    char tmp[sizeof(c->path) + 16], prev[sizeof(c->path) + 16], vars[160];
     int fd = -1, saved;
 
     for (uint32_t i = 0; i < c->nnodes; i++) {
@@ -440,17 +474,29 @@ int cluster_save_config(struct cluster *c)
         goto error;
     snprintf(tmp, sizeof(tmp), "%s.tmp", c->path);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 || fs_write_all(fd, b.data, b.len) != 0 || fsync(fd) != 0)
+    if (fd < 0 || fs_write_all(fd, b.data, b.len) != 0 ||
+        (sync && fsync(fd) != 0))
         goto error;
     if (close(fd) != 0) {
         fd = -1;
         goto error;
     }
     fd = -1;
-    if (rename(tmp, c->path) != 0 || fs_fsync_dir(c->srv->cfg.dir) != 0)
+    /* Unsynced, the old file steps aside first: ext4 flushes a file that
+     * is renamed over another (auto_da_alloc), which would cost what the
+     * fsync saves. A crash between the two renames leaves only the
+     * previous file, which load_config reads. */
+    snprintf(prev, sizeof(prev), "%s.prev", c->path);
+    if (!sync && ((unlink(prev) != 0 && errno != ENOENT) ||
+                  (rename(c->path, prev) != 0 && errno != ENOENT)))
+        goto error;
+    if (rename(tmp, c->path) != 0 ||
+        (sync && fs_fsync_dir(c->srv->cfg.dir) != 0))
         goto error;
     ur_buf_deinit(&b);
-    c->dirty = false;
+    if (sync)
+        c->dirty_sync = false;
+    c->dirty = c->dirty_sync; /* the cron's next save makes it durable */
     return 0;
 error:
     saved = errno;
@@ -462,11 +508,25 @@ error:
     return -1;
 }
 
+int cluster_save_config(struct cluster *c)
+{
+    return save_config(c, true);
+}
+
 /* The file is written by the cron (a burst of changes, one write), or at
  * once by SAVECONFIG and before a reply that depends on it. */
 static void mark_dirty(struct cluster *c)
 {
     c->dirty = true;
+}
+
+/* A change of this node's own record, its moves or its table's members:
+ * the next save is fsynced. Others' records (mark_dirty) are written
+ * without: a restarted node hears them again in its start-up exchange,
+ * and a move touches every node's table many times a second. */
+static void mark_dirty_sync(struct cluster *c)
+{
+    c->dirty = c->dirty_sync = true;
 }
 
 /* Parses "first-last" or "slot" into a range; false when it is not one. */
@@ -709,9 +769,12 @@ error:
 static int load_config(struct cluster *c, char *err, size_t errlen)
 {
     struct fs_map m;
+    char prev[sizeof(c->path) + 16];
     int rc;
 
-    if (fs_map_open(&m, c->path) != 0) {
+    snprintf(prev, sizeof(prev), "%s.prev", c->path);
+    if (fs_map_open(&m, c->path) != 0 &&
+        (errno != ENOENT || fs_map_open(&m, prev) != 0)) {
         if (errno == ENOENT)
             return 1;
         snprintf(err, errlen, "cannot read %s: %s", c->path, strerror(errno));
@@ -799,7 +862,6 @@ struct cluster *cluster_create(struct server *srv)
     c->nodes[0].flags = CN_MYSELF | CN_MASTER;
     for (unsigned s = 0; s < UR_SLOTS; s++)
         c->owner[s] = c->migrating[s] = c->importing[s] = CLUSTER_NONE;
-    c->op_restore_asking = ur_op_by_name("RESTORE-ASKING", 14);
     return c;
 }
 
@@ -865,9 +927,6 @@ int cluster_setup(struct server *srv, struct event_base *base, char *err,
     /* Whatever copies were on their way when it stopped are lost: the
      * objects it owns go to every primary again. */
     ccopy_sync_all(c);
-    if (cluster_keys_rebuild(srv) != 0)
-        log_warn("cluster: out of memory for the key index: it is built "
-                 "again at its next use");
     return 0;
 nomem:
     snprintf(err, errlen, "cluster: out of memory");
@@ -930,7 +989,8 @@ void cluster_cron(struct server *srv)
     start_check(c);
     state_update(c);
     ccopy_cron(c);
-    if (c->dirty && cluster_save_config(c) != 0)
+    cluster_keys_cron(srv);
+    if (c->dirty && save_config(c, c->dirty_sync) != 0)
         log_warn("cluster: cannot write %s: %s (retried)", c->path,
                  strerror(errno));
 }
@@ -954,7 +1014,7 @@ void cluster_changed(struct cluster *c)
 
     c->nodes[0].version =
         c->nodes[0].version < now ? now : c->nodes[0].version + 1;
-    mark_dirty(c);
+    mark_dirty_sync(c);
     state_update(c);
     for (uint32_t i = 1; i < c->nnodes; i++)
         if (c->nodes[i].used && c->nodes[i].link != NULL)
@@ -1049,6 +1109,8 @@ int cluster_merge_record(struct cluster *c, const struct cluster_record *rec,
     me = myself(c); /* node_alloc may have moved the table */
     first = n->version == 0 || (n->flags & CN_HANDSHAKE);
     was_master = (n->flags & CN_MASTER) != 0;
+    if (!was_master && !first && rec->master && n->master_id[0] != '\0')
+        follow_promotion(c, n->master_id, idx);
     memcpy(n->id, rec->id, CLUSTER_ID_LEN);
     n->id[CLUSTER_ID_LEN] = '\0';
     if (rec->ip_len > 0) {
@@ -1286,6 +1348,16 @@ int cluster_setslot(struct cluster *c, unsigned slot, const char *action,
                      slot);
             return -1;
         }
+        if (c->owner[slot] != 0 && n != 0 &&
+            c->importing[slot] == CLUSTER_NONE) {
+            /* A third node's view (redis-cli tells every master): its own
+             * record does not change, so nothing is pushed; the two
+             * nodes of the move tell the others anyway. */
+            slot_set(c, slot, n);
+            mark_dirty(c);
+            state_update(c);
+            return 0;
+        }
         /* slot_set drops the slot's migrating state when it leaves this
          * node, and its importing state when it becomes this node's. */
         slot_set(c, slot, n);
@@ -1308,6 +1380,14 @@ int cluster_setslot(struct cluster *c, unsigned slot, const char *action,
         }
     }
     cluster_changed(c);
+    /* Before the reply: a move's state must outlive a crash of this
+     * process (redis-cli goes on to the next step on OK); without an
+     * fsync per step, as Redis, or a reshard would wait on the disk for
+     * every slot. The cron retries a failed write. */
+    if (c->srv->cfg.dir[0] != '\0' && c->path[0] != '\0' &&
+        save_config(c, false) != 0)
+        log_warn("cluster: cannot write %s: %s (retried)", c->path,
+                 strerror(errno));
     return 0;
 }
 
@@ -1383,7 +1463,7 @@ int cluster_forget(struct cluster *c, const char *id, size_t len, char *err,
     log_info("cluster: forgot node %s (%s:%u)", c->nodes[idx].id,
              c->nodes[idx].ip, c->nodes[idx].port);
     node_free(c, idx);
-    mark_dirty(c);
+    mark_dirty_sync(c);
     state_update(c);
     return 0;
 }
@@ -1699,9 +1779,7 @@ bool cluster_refuse_slow(struct server *srv, struct session *sess,
         count_keys(srv, op, argc, argv, &kc);
     return !slot_served(srv, sess, (unsigned)slot, (op->flags & OPF_READ) == 0,
                         open ? &kc : NULL,
-                        sess->asking || (c->op_restore_asking != NULL &&
-                                         op == c->op_restore_asking),
-                        r);
+                        sess->asking || op->code == UR_OP_RESTORE_ASKING, r);
 }
 
 void cluster_batch_init(struct cluster_batch *b)
@@ -1784,19 +1862,53 @@ static void buf_printf(struct ur_buf *b, const char *fmt, ...)
 }
 
 /* Calls fn for each run of consecutive slots node i owns. */
+/* Four owner entries at a time (UR_SLOTS is a multiple of 4): whether
+ * any of them is `want`, and whether all are (SWAR on a u64). */
+static inline uint64_t owner_word(const struct cluster *c, unsigned s)
+{
+    uint64_t w;
+
+    memcpy(&w, &c->owner[s], sizeof(w));
+    return w;
+}
+
+static inline bool word_has(uint64_t w, uint64_t pat)
+{
+    uint64_t x = w ^ pat;
+
+    return ((x - 0x0001000100010001ull) & ~x & 0x8000800080008000ull) != 0;
+}
+
 static void node_ranges(const struct cluster *c, uint32_t i,
                         void (*fn)(unsigned first, unsigned last, void *ctx),
                         void *ctx)
 {
-    for (unsigned s = 0; s < UR_SLOTS; s++) {
-        unsigned e = s;
+    uint64_t pat = 0x0001000100010001ull * (uint16_t)i;
+    unsigned s = 0, e;
 
-        if (c->owner[s] != i)
+    /* Called for every node at each save and record: a table of 16384
+     * entries is skipped a word at a time where node i has none. */
+    while (s < UR_SLOTS) {
+        while (s % 4 == 0 && s < UR_SLOTS && !word_has(owner_word(c, s), pat))
+            s += 4;
+        if (s >= UR_SLOTS)
+            break;
+        if (c->owner[s] != i) {
+            s++;
             continue;
-        while (e + 1 < UR_SLOTS && c->owner[e + 1] == i)
-            e++;
+        }
+        e = s;
+        for (;;) {
+            if ((e + 1) % 4 == 0 && e + 5 <= UR_SLOTS &&
+                owner_word(c, e + 1) == pat)
+                e += 4;
+            else if (e + 1 < UR_SLOTS && c->owner[e + 1] == i)
+                e++;
+            else
+                break;
+        }
         fn(s, e, ctx);
-        s = e;
+        s = e + 1;
     }
 }
 

@@ -95,13 +95,12 @@ struct cluster {
     uint32_t nopen;
     /* The ids (users, RCPT groups) held per slot (cluster_keys.h). */
     struct ckeys *keys;
-    /* RESTORE-ASKING, when the op table has it: it acts as if ASKING. */
-    const struct ur_op *op_restore_asking;
     uint64_t current_epoch;
     bool state_ok;                 /* cluster_state: ok */
     bool started;                  /* the start-up exchange has ended */
     uint64_t start_ms;             /* monotonic, setup */
     bool dirty;                    /* the config file must be written */
+    bool dirty_sync;               /* ... and fsynced */
     char path[CONFIG_STR_MAX * 2]; /* dir/cluster-config-file */
     /* FORGET: ids not to learn again for a minute, as Redis does. */
     struct forgotten {

@@ -14,13 +14,12 @@
 #include "bc.h"
 #include "cluster.h"
 #include "cmds.h"
-#include "cnt.h"
-#include "conv.h"
 #include "days.h"
 #include "log.h"
 #include "mem.h"
 #include "rcpt.h"
 #include "slot.h"
+#include "userrec.h"
 
 #define EMPTY UINT64_MAX
 #define CAP_MIN 4u
@@ -31,10 +30,10 @@ struct kslot {
 };
 
 struct ckeys {
-    struct kslot slot[UR_SLOTS];
+    struct kslot *slot; /* UR_SLOTS of them; NULL: not built */
     struct mem_acct mem;
     size_t n;
-    bool stale; /* to be built from the stores before the next read */
+    uint64_t used_ms; /* monotonic: its last read */
 };
 
 struct ckeys *ckeys_create(void)
@@ -49,13 +48,27 @@ struct ckeys *ckeys_create(void)
 
 static void slots_free(struct ckeys *k)
 {
-    for (unsigned s = 0; s < UR_SLOTS; s++) {
+    if (k->slot == NULL)
+        return;
+    for (unsigned s = 0; s < UR_SLOTS; s++)
         if (k->slot[s].cap != 0)
             mem_free(&k->mem, k->slot[s].v, k->slot[s].cap * sizeof(uint64_t));
-        k->slot[s].v = NULL;
-        k->slot[s].n = k->slot[s].cap = 0;
-    }
+    mem_free(&k->mem, k->slot, UR_SLOTS * sizeof(*k->slot));
+    k->slot = NULL;
     k->n = 0;
+}
+
+/* Empty heads for every slot: 0, or -1 on no memory. */
+static int slots_alloc(struct ckeys *k)
+{
+    slots_free(k);
+    k->slot = mem_zalloc(&k->mem, UR_SLOTS * sizeof(*k->slot));
+    return k->slot != NULL ? 0 : -1;
+}
+
+bool ckeys_built(const struct ckeys *k)
+{
+    return k->slot != NULL;
 }
 
 void ckeys_destroy(struct ckeys *k)
@@ -100,11 +113,12 @@ static int grow(struct ckeys *k, struct kslot *ks)
 
 int ckeys_add(struct ckeys *k, uint64_t id)
 {
-    struct kslot *ks = &k->slot[ur_u64_slot(id)];
+    struct kslot *ks;
     uint32_t j;
 
-    if (id == EMPTY)
+    if (id == EMPTY || k->slot == NULL)
         return 0;
+    ks = &k->slot[ur_u64_slot(id)];
     if (ks->cap != 0)
         for (j = cell_of(id, ks->cap); ks->v[j] != EMPTY;
              j = (j + 1) & (ks->cap - 1))
@@ -134,14 +148,20 @@ static uint32_t find(const struct kslot *ks, uint64_t id)
 
 bool ckeys_has(const struct ckeys *k, uint64_t id)
 {
-    return id != EMPTY && find(&k->slot[ur_u64_slot(id)], id) != UINT32_MAX;
+    return id != EMPTY && k->slot != NULL &&
+           find(&k->slot[ur_u64_slot(id)], id) != UINT32_MAX;
 }
 
 bool ckeys_del(struct ckeys *k, uint64_t id)
 {
-    struct kslot *ks = &k->slot[ur_u64_slot(id)];
-    uint32_t i = id == EMPTY ? UINT32_MAX : find(ks, id), mask = ks->cap - 1;
+    struct kslot *ks;
+    uint32_t i, mask;
 
+    if (id == EMPTY || k->slot == NULL)
+        return false;
+    ks = &k->slot[ur_u64_slot(id)];
+    i = find(ks, id);
+    mask = ks->cap - 1;
     if (i == UINT32_MAX)
         return false;
     /* Backward shift: each later entry of the run moves into the hole
@@ -178,25 +198,15 @@ size_t ckeys_bytes(const struct ckeys *k)
 void ckeys_invalidate(struct ckeys *k)
 {
     slots_free(k);
-    k->stale = true;
 }
 
 /* ---- what the stores hold ---------------------------------------------- */
 
 bool cluster_key_held(const struct server *srv, uint64_t id)
 {
-    const struct db *db = &srv->db;
-    struct db_expiry e;
-    uint32_t day;
-    uint16_t d16;
-
-    if (cnt_has_user(db->cnt, id) || conv_has_user(db->conv, id))
-        return true;
-    for (unsigned i = 0; i < DB_DAY_HOLDERS; i++)
-        if (db_day_holders[i].get(db, id, &d16))
-            return true;
-    return rcpt_has_group(db->rcpt, id) || db_active_day(db, id, &day) ||
-           db_expiry_get(db, id, &e);
+    /* what a user record would carry: the definition MIGRATE moves by,
+     * so that GETKEYSINSLOT never lists an id MIGRATE finds empty */
+    return userrec_exists(&srv->db, id);
 }
 
 void cluster_keys_note(struct server *srv, const struct ur_op *op,
@@ -206,7 +216,8 @@ void cluster_keys_note(struct server *srv, const struct ur_op *op,
     unsigned first = ur_op_key_first(op);
     uint32_t last;
 
-    if (first == 0 || argc < first || (op->flags & OPF_GLOBAL) || k->stale)
+    if (first == 0 || argc < first || (op->flags & OPF_GLOBAL) ||
+        k->slot == NULL)
         return;
     last = ur_op_key_last(op) < 0 ? argc : first;
     for (uint32_t i = first - 1; i < last; i++) {
@@ -219,7 +230,7 @@ void cluster_keys_note(struct server *srv, const struct ur_op *op,
             continue;
         if (ckeys_add(k, id) != 0) {
             log_warn("cluster: out of memory for the key index: it is "
-                     "built again at its next use");
+                     "built again at its next read");
             ckeys_invalidate(k);
             return;
         }
@@ -317,6 +328,19 @@ static void rcpt_gap_nop(const struct rcpt_gap *gap, void *ctx)
     (void)gap, (void)ctx;
 }
 
+void cluster_keys_cron(struct server *srv)
+{
+    struct ckeys *k = srv->cluster->keys;
+
+    if (k->slot != NULL && srv->cluster->nopen == 0 &&
+        server_mono_ms() - k->used_ms > CKEYS_IDLE_MS) {
+        log_info("cluster: key index dropped (%zu ids, %zu bytes): no slot "
+                 "moved for %u s",
+                 k->n, ckeys_bytes(k), CKEYS_IDLE_MS / 1000);
+        slots_free(k);
+    }
+}
+
 void cluster_keys_replaced(struct server *srv)
 {
     if (srv->cluster != NULL)
@@ -335,7 +359,8 @@ int cluster_keys_rebuild(struct server *srv)
         rcpt_group_visit, rcpt_member_nop, rcpt_epoch_nop, rcpt_msg_nop,
         rcpt_marks_nop,   rcpt_mark_nop,   rcpt_gap_nop};
 
-    slots_free(k);
+    if (slots_alloc(k) != 0)
+        return -1;
     if (scan_each_user(db, add_id, &b) != 0)
         b.oom = true;
     while (!b.oom && !dc.done)
@@ -362,7 +387,7 @@ int cluster_keys_rebuild(struct server *srv)
         ckeys_invalidate(k);
         return -1;
     }
-    k->stale = false;
+    k->used_ms = server_mono_ms();
     log_info("cluster: key index built: %zu ids, %zu bytes, in %llu ms", k->n,
              ckeys_bytes(k), (unsigned long long)(server_mono_ms() - t0));
     return 0;
@@ -383,8 +408,9 @@ int cluster_keys_in_slot(struct server *srv, unsigned slot, uint64_t max,
     uint64_t *ids = NULL;
     size_t m = 0, held = 0;
 
-    if (k->stale && cluster_keys_rebuild(srv) != 0)
+    if (k->slot == NULL && cluster_keys_rebuild(srv) != 0)
         return -1;
+    k->used_ms = server_mono_ms();
     ks = &k->slot[slot & (UR_SLOTS - 1)];
     if (ks->n > 0) {
         ids = malloc(ks->n * sizeof(*ids));

@@ -1,6 +1,7 @@
 /*
  * cmd_debug.c - DEBUG subcommands: checks and test hooks.
  */
+#include "userrec.h"
 #include "cmds.h"
 #include "log.h"
 
@@ -32,6 +33,30 @@ static void advance_clock(struct exec_ctx *x)
     reply_int(x->r, (uint64_t)(x->srv->clock_offset_ms / 1000));
 }
 
+/* DIGEST-VALUE key ...: per key, 40 hex digits that are the same on two
+ * servers holding the same state for the id (its user record's digest;
+ * 40 zeros when it holds nothing), as Redis's: redis-cli --cluster
+ * compares them after a BUSYKEY to know whether a move may REPLACE. */
+static void digest_value(struct exec_ctx *x)
+{
+    uint64_t id;
+
+    for (uint32_t i = 1; i < x->argc; i++)
+        if (!arg_u64(x, i, "key", &id))
+            return;
+    reply_arr(x->r, x->argc - 1);
+    for (uint32_t i = 1; i < x->argc; i++) {
+        char hex[USERREC_DIGEST + 1];
+
+        arg_u64(x, i, "key", &id);
+        if (userrec_digest(&x->srv->db, id, hex) < 0) {
+            reply_oom(x);
+            return;
+        }
+        reply_str(x->r, hex, USERREC_DIGEST);
+    }
+}
+
 /* DEBUG runs only where enable-debug-command allows it (no by default;
  * local: loopback clients), as in Redis 7: AUDIT blocks the server, and
  * the hooks change what the server believes. */
@@ -57,9 +82,13 @@ void cmd_DEBUG(struct exec_ctx *x)
         advance_clock(x);
         return;
     }
+    if (arg_is(x, 0, "DIGEST-VALUE")) {
+        digest_value(x);
+        return;
+    }
     char text[65];
     reply_err(x->r, UR_E_BADARG,
               "unknown DEBUG subcommand '%s' (try AUDIT, ADVANCE-CLOCK "
-              "seconds)",
+              "seconds, DIGEST-VALUE key ...)",
               arg_text(x, 0, text, sizeof(text)));
 }

@@ -265,14 +265,18 @@ static bool mig_parse(struct exec_ctx *x, struct mig_args *m)
 }
 
 /* The deletes of the moved ids, through the executor: journaled and
- * replicated as MIGRATED (chunks of at most 4096 ids a record). */
-static void delete_moved(struct exec_ctx *x, const uint64_t *ids, size_t n)
+ * replicated as MIGRATED (chunks of at most 4096 ids a record). UR_E_OK,
+ * or the refusal of a chunk (-MISCONF, -NOREPLICAS, ...) with its text in
+ * why: the ids of that chunk and the next ones stay here too. */
+static uint16_t delete_moved(struct exec_ctx *x, const uint64_t *ids, size_t n,
+                             char *why, size_t whylen)
 {
     struct ur_arg argv[4096];
     struct ur_buf buf;
+    uint16_t status = UR_E_OK;
 
     ur_buf_init(&buf);
-    for (size_t i = 0; i < n;) {
+    for (size_t i = 0; i < n && status == UR_E_OK;) {
         uint32_t k = 0;
         struct reply r;
 
@@ -282,8 +286,35 @@ static void delete_moved(struct exec_ctx *x, const uint64_t *ids, size_t n)
         reply_begin(&r, &buf, REPLY_RESP, 0);
         exec_op(x->srv, x->sess, &ur_ops[UR_OPI_MIGRATED], k, argv, &r);
         reply_end(&r);
+        status = r.status;
+        if (status != UR_E_OK) {
+            size_t len = buf.len > 3 ? buf.len - 3 : 0; /* "-" .. "\r\n" */
+
+            snprintf(why, whylen, "%.*s", (int)len,
+                     buf.len > 1 ? buf.data + 1 : "");
+        }
     }
     ur_buf_deinit(&buf);
+    return status;
+}
+
+/* After the target took ids: delete them here, or say why they are on
+ * both sides now. true when the reply was written (a refusal). */
+static bool delete_or_say(struct exec_ctx *x, const uint64_t *ids, size_t n)
+{
+    char why[256] = "";
+    uint16_t st;
+
+    if (n == 0)
+        return false;
+    st = delete_moved(x, ids, n, why, sizeof(why));
+    if (st == UR_E_OK)
+        return false;
+    reply_err(x->r, st,
+              "the target holds the ids now but deleting them here was "
+              "refused, so they are on both sides (this one serving): %s",
+              why);
+    return true;
 }
 
 void cmd_MIGRATE(struct exec_ctx *x)
@@ -351,8 +382,8 @@ void cmd_MIGRATE(struct exec_ctx *x)
     /* A kept connection the target closed meanwhile fails at once: one
      * more try on a new one, as Redis retries. */
     for (int attempt = 0; attempt < 2; attempt++) {
-        c = migrate_connect(m.host, (int)m.port, m.timeout, &reused, err,
-                            sizeof(err));
+        c = migrate_connect(m.host, (int)m.port, x->srv->cfg.tls_cluster,
+                            m.timeout, &reused, err, sizeof(err));
         if (c == NULL) {
             reply_err(x->r, UR_E_IOERR,
                       "error or timeout connecting to the client: %s", err);
@@ -382,8 +413,8 @@ void cmd_MIGRATE(struct exec_ctx *x)
         if (migrate_read_line(c, line, sizeof(line), m.timeout) != 0) {
             /* The ids acknowledged so far moved: delete them all the
              * same, the others stay here (and may be on both sides). */
-            if (!m.copy)
-                delete_moved(x, moved, nmoved);
+            if (!m.copy && delete_or_say(x, moved, nmoved))
+                goto out;
             reply_err(x->r, UR_E_IOERR,
                       "error or timeout reading to target instance");
             goto out;
@@ -395,8 +426,8 @@ void cmd_MIGRATE(struct exec_ctx *x)
             moved[nmoved++] = ids[i]; /* +OK: it is journaled there */
         }
     }
-    if (!m.copy && nmoved > 0)
-        delete_moved(x, moved, nmoved);
+    if (!m.copy && delete_or_say(x, moved, nmoved))
+        goto out;
     if (first_err[0] != '\0')
         reply_err(x->r, UR_E_ERR, "Target instance replied with error: %s",
                   first_err);

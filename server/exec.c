@@ -280,9 +280,6 @@ void exec_op(struct server *srv, struct session *sess, const struct ur_op *op,
     srv->stats.calls[op->index]++;
     if (sess->client != NULL)
         sess->client->last_op = (int16_t)op->index;
-    /* MIGRATE's RESTORE-ASKING counts as ASKING (a slot importing here). */
-    if (op->code == UR_OP_RESTORE_ASKING)
-        sess->asking = true;
     if (session_needs_auth(srv, sess) && !(op->flags & OPF_NOAUTH)) {
         reply_err(r, UR_E_NOAUTH, "Authentication required.");
     } else if (sess->subs != 0 && sess->proto == REPLY_RESP &&

@@ -1,26 +1,25 @@
 /*
- * migrate.c - see migrate.h. A small cache of blocking sockets, each with
- * a read buffer; poll() bounds every step.
+ * migrate.c - see migrate.h. A small cache of connections (transport.h:
+ * TCP or TLS), each with a read buffer; the socket is non-blocking and
+ * poll() on what the stream wants bounds every step.
  */
 #include "migrate.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
+
+#include "tls.h"
+#include "transport.h"
 
 #define HOST_MAX 256
 #define RBUF 4096
 
 struct migrate_conn {
-    int fd; /* -1: free */
+    struct tr_conn tr; /* tr.fd -1: free */
+    bool tls;
     int port;
     char host[HOST_MAX];
     uint64_t last_ms;
@@ -44,16 +43,16 @@ static void conns_init(void)
     if (conns_ready)
         return;
     for (int i = 0; i < MIGRATE_CONNS; i++)
-        conns[i].fd = -1;
+        conns[i].tr.fd = -1;
     conns_ready = true;
 }
 
 void migrate_close(struct migrate_conn *c)
 {
-    if (c == NULL || c->fd < 0)
+    if (c == NULL || c->tr.fd < 0)
         return;
-    close(c->fd);
-    c->fd = -1;
+    tr_close(&c->tr);
+    c->tr.fd = -1;
     c->rlen = c->rpos = 0;
 }
 
@@ -64,12 +63,15 @@ void migrate_teardown(void)
         migrate_close(&conns[i]);
 }
 
-/* Waits for events on fd until deadline; 1 ready, 0 timeout, -1 error. */
-static int wait_fd(int fd, short events, uint64_t deadline)
+/* Waits until the stream's want (read or write) is ready, or deadline:
+ * 1 ready, 0 timeout, -1 error. */
+static int wait_want(struct tr_conn *t, uint64_t deadline)
 {
+    short ev = t->want == TR_WANT_WRITE ? POLLOUT : POLLIN;
+
     for (;;) {
         uint64_t now = mono_ms();
-        struct pollfd p = {fd, events, 0};
+        struct pollfd p = {t->fd, ev, 0};
         int rc;
 
         if (now >= deadline)
@@ -83,49 +85,34 @@ static int wait_fd(int fd, short events, uint64_t deadline)
     }
 }
 
-static int dial(const char *host, int port, uint64_t timeout_ms, char *err,
-                size_t errlen)
+/* Connects c->tr to host:port over TCP or TLS within timeout_ms. */
+static int dial(struct migrate_conn *c, const char *host, int port, bool tls,
+                uint64_t timeout_ms, char *err, size_t errlen)
 {
-    struct addrinfo hints = {0}, *res = NULL, *ai;
-    char service[16];
     uint64_t deadline = mono_ms() + timeout_ms;
-    int fd = -1, rc;
+    int rc;
 
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    snprintf(service, sizeof(service), "%d", port);
-    rc = getaddrinfo(host, service, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(rc));
+    if (tr_connect(&c->tr, tls ? &tr_tls : &tr_tcp, host, (uint32_t)port, err,
+                   errlen) != 0) {
+        c->tr.fd = -1;
         return -1;
     }
-    for (ai = res; ai != NULL; ai = ai->ai_next) {
-        int soerr = 0, one = 1;
-        socklen_t sl = sizeof(soerr);
-
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            continue;
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ||
-            (errno == EINPROGRESS && wait_fd(fd, POLLOUT, deadline) == 1 &&
-             getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 &&
-             soerr == 0)) {
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-            break;
+    while ((rc = tr_handshake(&c->tr)) == 1)
+        if (wait_want(&c->tr, deadline) != 1) {
+            snprintf(err, errlen, "connecting to %s:%d: timed out", host, port);
+            migrate_close(c);
+            return -1;
         }
+    if (rc != 0) {
         snprintf(err, errlen, "connecting to %s:%d: %s", host, port,
-                 soerr ? strerror(soerr) : "timed out");
-        close(fd);
-        fd = -1;
+                 tr_error(&c->tr));
+        migrate_close(c);
+        return -1;
     }
-    freeaddrinfo(res);
-    if (fd < 0 && ai == NULL && err[0] == '\0')
-        snprintf(err, errlen, "connecting to %s:%d failed", host, port);
-    return fd;
+    return 0;
 }
 
-struct migrate_conn *migrate_connect(const char *host, int port,
+struct migrate_conn *migrate_connect(const char *host, int port, bool tls,
                                      uint64_t timeout_ms, bool *reused,
                                      char *err, size_t errlen)
 {
@@ -135,34 +122,35 @@ struct migrate_conn *migrate_connect(const char *host, int port,
     conns_init();
     err[0] = '\0';
     *reused = false;
+    if (strlen(host) >= HOST_MAX) {
+        snprintf(err, errlen, "host name too long");
+        return NULL;
+    }
     for (int i = 0; i < MIGRATE_CONNS; i++) {
         struct migrate_conn *k = &conns[i];
 
-        if (k->fd >= 0 && now - k->last_ms > MIGRATE_KEEP_MS)
+        if (k->tr.fd >= 0 && now - k->last_ms > MIGRATE_KEEP_MS)
             migrate_close(k); /* idle too long: as Redis, 10 s */
-        if (k->fd >= 0 && k->port == port && strcmp(k->host, host) == 0) {
+        if (k->tr.fd >= 0 && k->port == port && k->tls == tls &&
+            strcmp(k->host, host) == 0) {
             k->last_ms = now;
             *reused = true;
             return k;
         }
-        if (c == NULL && k->fd < 0)
+        if (c == NULL && k->tr.fd < 0)
             c = k;
-        if (k->fd >= 0 && (oldest == NULL || k->last_ms < oldest->last_ms))
+        if (k->tr.fd >= 0 && (oldest == NULL || k->last_ms < oldest->last_ms))
             oldest = k;
     }
     if (c == NULL) {
         migrate_close(oldest);
         c = oldest;
     }
-    if (strlen(host) >= HOST_MAX) {
-        snprintf(err, errlen, "host name too long");
-        return NULL;
-    }
-    c->fd = dial(host, port, timeout_ms, err, errlen);
-    if (c->fd < 0)
+    if (dial(c, host, port, tls, timeout_ms, err, errlen) != 0)
         return NULL;
     snprintf(c->host, sizeof(c->host), "%s", host);
     c->port = port;
+    c->tls = tls;
     c->last_ms = now;
     c->rlen = c->rpos = 0;
     return c;
@@ -174,7 +162,7 @@ int migrate_write(struct migrate_conn *c, const char *p, size_t n,
     uint64_t deadline = mono_ms() + timeout_ms;
 
     while (n > 0) {
-        ssize_t k = send(c->fd, p, n, MSG_NOSIGNAL);
+        ssize_t k = tr_write(&c->tr, p, n);
 
         if (k > 0) {
             p += k;
@@ -182,7 +170,7 @@ int migrate_write(struct migrate_conn *c, const char *p, size_t n,
             continue;
         }
         if (k < 0 && (errno == EAGAIN || errno == EINTR) &&
-            wait_fd(c->fd, POLLOUT, deadline) == 1)
+            wait_want(&c->tr, deadline) == 1)
             continue;
         migrate_close(c);
         return -1;
@@ -199,6 +187,8 @@ int migrate_read_line(struct migrate_conn *c, char *line, size_t cap,
     bool cr = false;
 
     for (;;) {
+        ssize_t n;
+
         while (c->rpos < c->rlen) {
             char ch = c->rbuf[c->rpos++];
 
@@ -217,14 +207,16 @@ int migrate_read_line(struct migrate_conn *c, char *line, size_t cap,
             if (!cr && k + 1 < cap)
                 line[k++] = ch;
         }
-        ssize_t n;
-
-        if (wait_fd(c->fd, POLLIN, deadline) != 1 ||
-            (n = recv(c->fd, c->rbuf, sizeof(c->rbuf), 0)) <= 0) {
-            migrate_close(c);
-            return -1;
+        n = tr_read(&c->tr, c->rbuf, sizeof(c->rbuf));
+        if (n > 0) {
+            c->rlen = (size_t)n;
+            c->rpos = 0;
+            continue;
         }
-        c->rlen = (size_t)n;
-        c->rpos = 0;
+        if (n < 0 && (errno == EAGAIN || errno == EINTR) &&
+            wait_want(&c->tr, deadline) == 1)
+            continue;
+        migrate_close(c);
+        return -1;
     }
 }

@@ -4,9 +4,6 @@
  * per host:port for MIGRATE_KEEP_MS after its last use as Redis's
  * migrateGetSocket keeps its own, and closed on any error. The server
  * blocks while MIGRATE runs, as Redis does.
- *
- * Plain TCP only: a target that serves TLS only cannot be reached
- * (docs/OPERATIONS.md).
  */
 #ifndef UR_MIGRATE_H
 #define UR_MIGRATE_H
@@ -20,10 +17,11 @@
 
 struct migrate_conn;
 
-/* The connection to host:port (host NUL-terminated), connected within
+/* The connection to host:port (host NUL-terminated; over TLS when tls),
+ * connected within
  * timeout_ms when none is kept; *reused says it was kept. NULL with a
  * message in err. */
-struct migrate_conn *migrate_connect(const char *host, int port,
+struct migrate_conn *migrate_connect(const char *host, int port, bool tls,
                                      uint64_t timeout_ms, bool *reused,
                                      char *err, size_t errlen);
 

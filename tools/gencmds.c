@@ -216,8 +216,9 @@ static void generate(void)
     putf("Binary reply status and error value code; text error prefix.\n\n");
     putf("| Code | Name | Text prefix |\n|---|---|---|\n");
     for (code = 0; code < UR_E__COUNT; code++)
-        putf("| %u | %s | `%s` |\n", (unsigned)code, ur_err_name(code),
-             ur_err_prefix(code));
+        if (code == UR_E_ERR || strcmp(ur_err_name(code), "ERR") != 0)
+            putf("| %u | %s | `%s` |\n", (unsigned)code, ur_err_name(code),
+                 ur_err_prefix(code)); /* a code not (yet) given: none */
 
     for (i = 0; i < UR_OP_COUNT; i++) {
         const struct ur_op *op = &ur_ops[i];

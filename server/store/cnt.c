@@ -466,11 +466,6 @@ uint64_t cnt_clear(struct cnt_store *s, uint64_t uid, uint64_t mask)
     return user_total(&u);
 }
 
-bool cnt_has_user(const struct cnt_store *s, uint64_t uid)
-{
-    return u64map_get(s->map, uid) != 0;
-}
-
 int cnt_put_user(struct cnt_store *s, uint64_t uid, unsigned n,
                  const uint8_t *types, const uint32_t *vals)
 {

@@ -72,8 +72,6 @@ uint32_t cnt_get(const struct cnt_store *s, uint64_t uid, unsigned type);
 void cnt_prefetch_user(const struct cnt_store *s, uint64_t uid, int stage);
 
 uint64_t cnt_total(const struct cnt_store *s, uint64_t uid);
-/* Whether uid has a record (counters or notices). */
-bool cnt_has_user(const struct cnt_store *s, uint64_t uid);
 
 /* cnt_prefetch_user and cnt_total over one probe (u64map_probe): the
  * stages 0 to 2 in order, then the total of the user the probe found. */

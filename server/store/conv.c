@@ -1786,11 +1786,6 @@ uint64_t conv_total(const struct conv_store *s, uint64_t uid)
     return u ? user_total(u) : 0;
 }
 
-bool conv_has_user(const struct conv_store *s, uint64_t uid)
-{
-    return wmap_get(s->users, uid) != NULL;
-}
-
 void conv_probe_user(const struct conv_store *s, uint64_t uid, int stage,
                      struct wmap_probe *p)
 {

@@ -153,8 +153,6 @@ uint64_t conv_del(struct conv_store *s, uint64_t uid, uint64_t cid);
 
 uint32_t conv_get(const struct conv_store *s, uint64_t uid, uint64_t cid);
 uint64_t conv_total(const struct conv_store *s, uint64_t uid);
-/* Whether uid has any conversation state. */
-bool conv_has_user(const struct conv_store *s, uint64_t uid);
 
 /* What an app shows of one conversation, or of one of its threads. */
 struct conv_state {

@@ -2574,11 +2574,6 @@ size_t rcpt_entries(const struct rcpt_store *s)
     return s->nmsgs;
 }
 
-bool rcpt_has_group(const struct rcpt_store *s, uint64_t gid)
-{
-    return group_get(s, gid) != NULL;
-}
-
 size_t rcpt_groups(const struct rcpt_store *s)
 {
     return u64map_count(s->groups);

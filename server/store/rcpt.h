@@ -260,8 +260,6 @@ bool rcpt_drop_group(struct rcpt_store *s, uint64_t gid);
 /* Messages held (visible or awaiting their drop), and groups. */
 size_t rcpt_entries(const struct rcpt_store *s);
 size_t rcpt_groups(const struct rcpt_store *s);
-/* Whether group gid exists. */
-bool rcpt_has_group(const struct rcpt_store *s, uint64_t gid);
 /* Bytes held: every record, bitmap, map and index (requested sizes). */
 size_t rcpt_bytes(const struct rcpt_store *s);
 

@@ -104,6 +104,16 @@ def test_setslot_states_routing_and_errors():
             "hold keys for this hash slot." % slot)
         assert a.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 2
 
+        # MIGRATE to a node that does not import the slot: the target
+        # refuses (MOVED back), the source says so and keeps the user.
+        r = a.cmd("MIGRATE", "127.0.0.1", b.port, "", 0, 5000, "KEYS", held1)
+        assert is_err(r, "ERR") and \
+            "Target instance replied with error: MOVED %d" % slot in \
+            err_text(r), r
+        assert a.cmd("CNT.GET", held1, "dm") == 1
+        assert a.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 2
+        assert b.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+
         # redis-cli's order: the target imports, then the source migrates.
         assert b.cmd("CLUSTER", "SETSLOT", slot, "IMPORTING", aid) == "OK"
         assert a.cmd("CLUSTER", "SETSLOT", slot, "MIGRATING", bid) == "OK"
@@ -168,6 +178,11 @@ def test_setslot_states_routing_and_errors():
         a.stop()
         conf = open(os.path.join(a.root, "data", "nodes.conf")).read()
         assert "[%d->-%s]" % (slot, bid) in conf, conf
+        # a crash between an unsynced save's two renames leaves only the
+        # previous file: it is the one read
+        d = os.path.join(a.root, "data")
+        os.replace(os.path.join(d, "nodes.conf"),
+                   os.path.join(d, "nodes.conf.prev"))
         a.start()
         wait_until(lambda: a.cinfo().get("cluster_state") == "ok", 20,
                    "a back")
@@ -243,6 +258,19 @@ def test_setslot_states_routing_and_errors():
             "ASK %d 127.0.0.1:%d" % (slot2, bport), r
         conf = open(os.path.join(rep_a.root, "data", "nodes.conf")).read()
         assert re.search(r"\[%d->-%s\]" % (slot2, bid), conf), conf
+        # the target's import goes on with the promoted node: its mark now
+        # names it (so redis-cli --cluster fix sees one move, not two)
+        rid = rep_a.myid()
+        wait_until(lambda: "[%d-<-%s]" % (slot2, rid) in me_line(b)["slots"],
+                   10, "the target to import from the promoted node")
+        # and the move ends as any other: the user goes with MIGRATE
+        assert rep_a.cmd("MIGRATE", "127.0.0.1", bport, "", 0, 5000,
+                         "KEYS", h) == "OK"
+        assert rep_a.cmd("CLUSTER", "COUNTKEYSINSLOT", slot2) == 0
+        for n in (b, rep_a, c3):
+            assert n.cmd("CLUSTER", "SETSLOT", slot2, "NODE", bid) == "OK"
+        wait_until(lambda: cl.owner(h, via=c3) is b, 10, "b owns slot2")
+        assert b.cmd("CNT.GET", h, "dm") == 1
 test_setslot_states_routing_and_errors.timeout = 180
 
 
@@ -298,3 +326,64 @@ def test_key_index_follows_the_data():
         assert a.cmd("FLUSHALL") == "OK"
         assert keys() == []
 test_key_index_follows_the_data.timeout = 120
+
+
+def user_state(node, u):
+    """What a reader sees of user u in several families (RESP)."""
+    with Resp(node.port) as c:
+        c.cmd("ASKING")
+        return (c.cmd("CNT.GET", u, "dm"), c.cmd("CONV.TOTAL", u),
+                c.cmd("FEED.UNREAD", u))
+
+
+def test_redis_cli_reshard_and_del_node():
+    """Stock redis-cli --cluster reshard moves slots holding users of every
+    family (MIGRATE of the userrec side), check is clean after; then every
+    slot of one master goes away, it stays a master (no failover-style
+    takeover), and del-node removes it."""
+    with Cluster(masters=3, replicas=0) as cl:
+        a, b, c3 = cl.masters()
+        aid, bid, cid = a.myid(), b.myid(), c3.myid()
+        # users in a's first slots and in c's, with state in several families
+        users = {}
+        for node in (a, c3):
+            for slot in sorted(slots_of(node))[:40:4]:
+                for u in users_in_slot(slot, 2, start=1000):
+                    assert node.cmd("CNT.INCR", u, "dm", 3)[0] == 3
+                    assert not is_err(node.cmd("CONV.INCR", u, 77))
+                    assert not is_err(node.cmd("FEED.FOLLOW", u, 5))
+                    users[u] = user_state(node, u)
+        out = cl.cli("--cluster", "reshard", a.addr(), "--cluster-from", aid,
+                     "--cluster-to", bid, "--cluster-slots", "40",
+                     "--cluster-yes", timeout=120)
+        assert "Moving slot" in out, out
+        cl.wait_agree()
+        out = cl.cli("--cluster", "check", a.addr())
+        assert "[OK] All nodes agree about slots configuration." in out, out
+        assert "[WARNING]" not in out, out
+        moved = [u for u in users if cl.owner(u) is b]
+        assert moved, "no user moved"
+        for u in users:
+            owner = cl.owner(u)
+            assert user_state(owner, u) == users[u], (u, owner.port)
+        for u in moved:
+            assert is_err(a.cmd("CNT.GET", u, "dm"), "MOVED")
+        # every slot of c goes to a, then c leaves the cluster
+        out = cl.cli("--cluster", "reshard", a.addr(), "--cluster-from", cid,
+                     "--cluster-to", aid, "--cluster-slots", "16384",
+                     "--cluster-yes", timeout=300)
+        cl.wait_agree(nodes=[a, b])
+        assert "master" in me_line(c3)["flags"], me_line(c3)
+        assert c3.cmd("DBSIZE") == 0
+        for u in users:
+            owner = cl.owner(u, via=a)
+            assert owner is not c3
+            assert user_state(owner, u) == users[u], (u, owner.port)
+        out = cl.cli("--cluster", "del-node", a.addr(), cid, timeout=60)
+        assert "SHUTDOWN" in out or "Sending CLUSTER RESET SOFT" in out, out
+        wait_until(lambda: all(cid not in [x["id"] for x in n.nodes()]
+                               for n in (a, b)), 10, "c forgotten")
+        out = cl.cli("--cluster", "check", a.addr())
+        assert "[OK] All 16384 slots covered." in out, out
+        assert "[WARNING]" not in out, out
+test_redis_cli_reshard_and_del_node.timeout = 400

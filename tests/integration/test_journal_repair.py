@@ -170,6 +170,15 @@ def test_every_record_kind_checks_clean_and_fix_changes_nothing():
             cmds = [shifted(x, 6) for x in SCENARIO]
             for cmd, r in zip(cmds, batch(b, cmds)):
                 ok(cmd, r)
+            # a move's records: the user goes (MIGRATED, as MIGRATE
+            # journals its deletes) and comes back (RESTORE, RESTORE-ASKING)
+            rec = c.cmd("DUMP", 1)
+            assert isinstance(rec, bytes), rec
+            ok(("MIGRATED",), c.cmd("MIGRATED", 1))
+            ok(("RESTORE",), c.cmd("RESTORE", 1, 0, rec))
+            ok(("RESTORE-ASKING",),
+               c.cmd("RESTORE-ASKING", 1, 0, rec, "REPLACE"))
+            assert c.cmd("DUMP", 1) == rec
             # the expiry sweep: users idle for more than inactive-days
             # (USER.EXPIRE calls count in expired_users too)
             def expired():

@@ -136,6 +136,18 @@ def test_migrate_moves_and_deletes():
         r = ca.cmd("MIGRATE", "127.0.0.1", b.port, 30, 0, 2000)
         assert is_err(r) and "Target instance replied with error: BUSYKEY" in r
         assert ca.cmd("DUMP", 30) is not None
+        # what redis-cli --cluster compares after a BUSYKEY: the same state
+        # on both sides has the same digest, another state another one
+        da_ = ca.cmd("DEBUG", "DIGEST-VALUE", 30, 21, 999)
+        db_ = cb.cmd("DEBUG", "DIGEST-VALUE", 30, 21, 999)
+        assert da_[0] == db_[0] and len(da_[0]) == 40 and da_[0] != b"0" * 40
+        assert da_[1] == da_[2] == db_[2] == b"0" * 40  # moved away, none
+        assert db_[1] != b"0" * 40
+        cb.cmd("CNT.INCR", 30, 9)
+        assert ca.cmd("DEBUG", "DIGEST-VALUE", 30) != \
+            cb.cmd("DEBUG", "DIGEST-VALUE", 30)
+        r = ca.cmd("DEBUG", "DIGEST-VALUE", "x")
+        assert is_err(r) and "key must be an integer" in r
         assert ca.cmd("MIGRATE", "127.0.0.1", b.port, 30, 0, 2000,
                       "REPLACE") == Status("OK")
         assert ca.cmd("DUMP", 30) is None
@@ -196,3 +208,104 @@ def test_migrate_bad_input():
                 (("127.0.0.1", b.port, 50), "wrong number of arguments")):
             r = c.cmd("MIGRATE", *args)
             assert is_err(r) and text in r, (args, r)
+
+
+def test_cluster_move_to_importing_slot():
+    """Between two cluster nodes with the slot MIGRATING on the source and
+    IMPORTING on the target: a plain RESTORE is redirected, MIGRATE's
+    RESTORE-ASKING lands; every family moves, group heads being held by
+    every primary; the source answers ASK for the user afterwards and its
+    replica loses it too."""
+    from cluster_rig import Cluster, scratch_uid, slots_of
+    from sentinel_rig import wait_until
+    from test_cluster_migrate import users_in_slot
+
+    with Cluster(masters=3, replicas=1) as cl:
+        a, b, _ = cl.masters()
+        aid, bid = a.myid(), b.myid()
+        slot = sorted(slots_of(a))[3]
+        u, other = users_in_slot(slot, 2)
+        ca = a.resp()
+        seed(ca, u)
+        # a global write, by the group's owner: copied to every primary
+        assert cl.owner(900).cmd("GRP.POST", 900) == 1
+        probe = scratch_uid(b)
+        b.cmd("GRP.JOIN", probe, 900)
+        wait_until(lambda: any(x.startswith(b"grp 900: head=1") for x in
+                               b.cmd("USER.INFO", probe)), 10,
+                   "the group's copy on b")
+        want = info(ca, u)
+        rep = [n for n in cl.nodes if n not in (a, b) and
+               [x for x in n.nodes() if "myself" in x["flags"]][0]["master"]
+               == aid][0]
+        d = ca.cmd("DUMP", u)
+        wait_until(lambda: rep.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 1,
+                   10, "the replica to have the user")
+        assert b.cmd("CLUSTER", "SETSLOT", slot, "IMPORTING", aid) == "OK"
+        assert a.cmd("CLUSTER", "SETSLOT", slot, "MIGRATING", bid) == "OK"
+        r = b.cmd("RESTORE", u, 0, d)
+        assert is_err(r) and r.startswith("MOVED"), r
+        assert ca.cmd("MIGRATE", "127.0.0.1", b.port, "", 0, 5000, "KEYS",
+                      u, other) == "OK"
+        r = ca.cmd("CNT.GET", u, 1)
+        assert is_err(r) and r.startswith("ASK %d" % slot), r
+        cb = b.resp()
+        cb.cmd("ASKING")
+        assert info(cb, u) == want
+        # the replica applies the MIGRATED record: nothing left in the slot
+        wait_until(lambda: rep.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 0,
+                   10, "the source's replica to delete the users")
+        for n in cl.masters():
+            assert n.cmd("CLUSTER", "SETSLOT", slot, "NODE", bid) == "OK"
+        wait_until(lambda: cl.owner(u, via=a) is b, 10, "b owns the slot")
+        assert sorted(b.cmd("USER.INFO", u)) == want
+test_cluster_move_to_importing_slot.timeout = 120
+
+
+def test_migrate_over_tls_cluster():
+    """tls-cluster yes: MIGRATE reaches the target's announced TLS port
+    over TLS (what redis-cli --cluster passes it); the plaintext port,
+    spoken to in TLS, fails as IOERR with nothing moved."""
+    from cluster_rig import Cluster, slots_of
+    from test_cluster_migrate import users_in_slot
+    from test_tls import certs
+
+    with Cluster(masters=3, replicas=0, tls=certs()) as cl:
+        a, b, _ = cl.masters()
+        slot = sorted(slots_of(a))[5]
+        (u,) = users_in_slot(slot, 1)
+        assert a.cmd("CNT.INCR", u, 1, 6) == [6, 6]
+        assert b.cmd("CLUSTER", "SETSLOT", slot, "IMPORTING",
+                     a.myid()) == "OK"
+        assert a.cmd("CLUSTER", "SETSLOT", slot, "MIGRATING",
+                     b.myid()) == "OK"
+        r = a.cmd("MIGRATE", "127.0.0.1", b.port, u, 0, 2000)
+        assert is_err(r) and r.startswith("IOERR"), r
+        assert a.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 1
+        assert a.cmd("MIGRATE", "127.0.0.1", b.config["tls_port"], u, 0,
+                     2000) == "OK"
+        assert a.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+        assert b.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 1
+test_migrate_over_tls_cluster.timeout = 120
+
+
+def test_migrate_delete_refused_leaves_both_sides():
+    """The target took the user but the source may not write (here
+    min-replicas-to-write with no replica): MIGRATE says so, the user
+    stays on both sides, the source still serving it; once writes are
+    allowed again MIGRATE ... REPLACE finishes the move."""
+    with Server(min_replicas_to_write=1) as a, Server() as b:
+        ca, cb = a.resp(), b.resp()
+        # seeding needs writes: allowed until the limit is set
+        assert ca.cmd("CONFIG", "SET", "min-replicas-to-write", 0) == "OK"
+        seed(ca, 60)
+        want = info(ca, 60)
+        assert ca.cmd("CONFIG", "SET", "min-replicas-to-write", 1) == "OK"
+        r = ca.cmd("MIGRATE", "127.0.0.1", b.port, 60, 0, 2000)
+        assert is_err(r) and r.startswith("NOREPLICAS") and \
+            "on both sides" in r, r
+        assert info(ca, 60) == want and info(cb, 60) == want
+        assert ca.cmd("CONFIG", "SET", "min-replicas-to-write", 0) == "OK"
+        assert ca.cmd("MIGRATE", "127.0.0.1", b.port, 60, 0, 2000,
+                      "REPLACE") == "OK"
+        assert ca.cmd("DUMP", 60) is None and info(cb, 60) == want

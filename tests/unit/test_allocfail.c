@@ -40,6 +40,7 @@
 #include "slot.h"
 #include "snapshot.h"
 #include "t.h"
+#include "userrec.h"
 
 static struct server srv;
 static struct session sess = {.id = 1, .proto = REPLY_RESP, .authed = true};
@@ -87,16 +88,37 @@ static struct ur_buf out;
 
 /* Runs one text command (words split on spaces); its reply is in out, its
  * status returned. */
+#define LINE_MAX_BYTES 8192
+
+/* An argument "hex:..." is the bytes the hex digits spell (RESTORE's
+ * records), decoded in place. */
+static uint32_t unhex(char *p)
+{
+    uint32_t n = 0;
+
+    for (const char *h = p + 4; h[0] && h[1]; h += 2) {
+        unsigned v;
+
+        sscanf(h, "%2x", &v);
+        p[n++] = (char)v;
+    }
+    return n;
+}
+
 static int run(const char *line)
 {
-    char copy[512];
+    static char copy[LINE_MAX_BYTES];
     struct ur_arg argv[64];
     struct reply r;
     uint32_t argc = 0;
 
     snprintf(copy, sizeof(copy), "%s", line);
-    for (char *p = strtok(copy, " "); p && argc < 64; p = strtok(NULL, " "))
-        argv[argc++] = (struct ur_arg){UR_ARG_STR, (uint32_t)strlen(p), p, 0};
+    for (char *p = strtok(copy, " "); p && argc < 64; p = strtok(NULL, " ")) {
+        uint32_t len =
+            strncmp(p, "hex:", 4) == 0 ? unhex(p) : (uint32_t)strlen(p);
+
+        argv[argc++] = (struct ur_arg){UR_ARG_STR, len, p, 0};
+    }
     out.len = 0;
     reply_begin(&r, &out, REPLY_RESP, 0);
     exec_text(&srv, &sess, argc, argv, &r);
@@ -132,6 +154,7 @@ static size_t db_reset(void)
     size_t lost;
 
     db_deinit(&srv.db);
+    userrec_teardown(); /* its scratch stores count too */
     lost = mem_used();
     if (db_init(&srv.db) != 0) {
         fprintf(stderr, "db_init failed\n");
@@ -152,7 +175,7 @@ static struct script S;
 
 static void vadd(bool plain, const char *fmt, va_list ap)
 {
-    char line[512];
+    static char line[LINE_MAX_BYTES];
 
     vsnprintf(line, sizeof(line), fmt, ap);
     if (S.n == S.cap) {
@@ -647,6 +670,42 @@ static void test_users(void)
     check_script("users");
 }
 
+/* Moving users: RESTORE of a record holding every family (the global
+ * objects it names already held, as on a cluster's primaries), and the
+ * deletes MIGRATE journals (MIGRATED). */
+static void test_restore(void)
+{
+    static char hex[LINE_MAX_BYTES];
+    const char *p;
+    size_t n;
+
+    run("CNT.INCR 7 1 3");
+    run("CNT.INCR 7 2 4 ID 99");
+    run("CONV.SEQ 7 70 10 MENTION");
+    run("CONV.SEQ 7 71 12 THREAD 5");
+    run("GRP.JOIN 7 900");
+    run("BC.READ 7 33");
+    run("DOT.CLICK 7 44");
+    run("FEED.FOLLOW 7 55");
+    run("RCPT.JOIN 7 7");
+    run("RCPT.JOIN 7 8");
+    run("RCPT.SEND 7 1000 7");
+    CHECK(userrec_dump(&srv.db, 7, &p, &n) == 0);
+    CHECK(2 * n + 16 < sizeof(hex));
+    for (size_t i = 0; i < n && 2 * i + 3 < sizeof(hex); i++)
+        snprintf(hex + 2 * i, 3, "%02x", (unsigned char)p[i]);
+    db_reset();
+    setup("GRP.JOIN 8 900");
+    setup("BC.READ 8 33");
+    setup("DOT.CLICK 8 44 %llu", (unsigned long long)t0);
+    setup("FEED.FOLLOW 8 55");
+    add("RESTORE 7 0 hex:%s", hex);
+    add("MIGRATED 7");
+    add("RESTORE-ASKING 7 0 hex:%s", hex);
+    add("MIGRATED 7 8");
+    check_script("restore");
+}
+
 /* Cluster mode's copies of global objects (GLOBALCOPY), as a receiver's
  * replica or its journal's replay applies them: with srv.loading, which
  * applies without the owner and version checks a live node makes. */
@@ -707,6 +766,7 @@ int main(void)
     T_RUN(test_rcpt);
     T_RUN(test_users);
     T_RUN(test_cluster_copies);
+    T_RUN(test_restore);
     T_RUN(test_coverage);
     fprintf(stderr,
             "%llu commands probed, %llu runs, %llu error replies, %llu "

@@ -62,7 +62,7 @@ static void test_table_shape(void)
         CHECK(strlen(op->name) <= 32);
         for (c = op->name; *c; c++)
             CHECK(isupper((unsigned char)*c) || isdigit((unsigned char)*c) ||
-                  *c == '.' || *c == '_');
+                  *c == '.' || *c == '_' || *c == '-'); /* RESTORE-ASKING */
         CHECK(op->min_args <= op->max_args);
         CHECK(op->max_args == UR_VARARGS || op->max_args < 256);
         CHECK((op->flags & ~known) == 0);
