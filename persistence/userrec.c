@@ -150,14 +150,6 @@ static void no_conv(uint64_t uid, uint64_t cid, const struct conv_info *ci,
     (void)ctx;
 }
 
-static void no_bc(uint64_t ch, uint64_t head, uint64_t unread, void *ctx)
-{
-    (void)ch;
-    (void)head;
-    (void)unread;
-    (void)ctx;
-}
-
 static void no_dot(uint64_t dot, uint64_t click, uint64_t push, bool shown,
                    void *ctx)
 {
@@ -181,6 +173,7 @@ bool userrec_exists(const struct db *db, uint64_t id)
 {
     uint8_t types[CNT_TYPES];
     uint32_t vals[CNT_TYPES], day;
+    uint16_t tag;
     struct db_expiry e;
 
     return cnt_getall(db->cnt, id, types, vals) > 0 ||
@@ -189,7 +182,7 @@ bool userrec_exists(const struct db *db, uint64_t id)
            grp_groups(db->grp, id) > 0 ||
            dot_user_info(db->dot, id, no_dot, NULL) > 0 ||
            feed_user_info(db->feed, id, no_feed, NULL) > 0 ||
-           bc_user_info(db->bc, id, no_bc, NULL) > 0 ||
+           bc_user_day(db->bc, id, &tag) || /* a filter first, not O(chans) */
            db_active_day(db, id, &day) || db_expiry_get(db, id, &e) ||
            rcpt_group_held(db->rcpt, id);
 }
@@ -295,11 +288,16 @@ static int dump_ents(const struct db *db, struct snap_writer *w, uint64_t id,
                      enum userrec_part kind)
 {
     bool failed = false;
+    uint16_t tag;
     size_t n;
 
     ents.n = ents.nment = 0;
     if (kind == UREC_BC)
-        n = bc_user_info(db->bc, id, bc_visit, &failed);
+        /* bc_user_day's filter spares most users the walk of every
+         * channel */
+        n = bc_user_day(db->bc, id, &tag)
+                ? bc_user_info(db->bc, id, bc_visit, &failed)
+                : 0;
     else if (kind == UREC_DOT)
         n = dot_user_info(db->dot, id, dot_visit, &failed);
     else

@@ -309,3 +309,44 @@ def test_migrate_delete_refused_leaves_both_sides():
         assert ca.cmd("MIGRATE", "127.0.0.1", b.port, 60, 0, 2000,
                       "REPLACE") == "OK"
         assert ca.cmd("DUMP", 60) is None and info(cb, 60) == want
+
+
+def test_redis_cli_fix_settles_an_interrupted_move():
+    """A move cut short: one user on both sides (the target has a copy,
+    the source still serves it), one moved, one not yet. Stock
+    redis-cli --cluster fix finishes it: the BUSYKEY of the user on both
+    sides is settled by DEBUG DIGEST-VALUE (the same on both: REPLACE),
+    and every user ends on exactly one node with its state whole."""
+    from cluster_rig import Cluster, slots_of
+    from test_cluster_migrate import users_in_slot
+
+    with Cluster(masters=3, replicas=0) as cl:
+        a, b, _ = cl.masters()
+        slot = sorted(slots_of(a))[2]
+        users = users_in_slot(slot, 3)
+        ca = a.resp()
+        for u in users:
+            seed(ca, u)
+        want = {u: info(ca, u) for u in users}
+        assert b.cmd("CLUSTER", "SETSLOT", slot, "IMPORTING",
+                     a.myid()) == "OK"
+        assert a.cmd("CLUSTER", "SETSLOT", slot, "MIGRATING",
+                     b.myid()) == "OK"
+        assert ca.cmd("MIGRATE", "127.0.0.1", b.port, users[0], 0, 2000,
+                      "COPY") == "OK"
+        assert ca.cmd("MIGRATE", "127.0.0.1", b.port, users[1], 0,
+                      2000) == "OK"
+        out = cl.cli("--cluster", "fix", a.addr(), "--cluster-yes")
+        assert "Checking key values on both nodes" in out, out[-2000:]
+        assert "Replacing target keys" in out, out[-2000:]
+        cl.wait_agree()
+        owner = cl.owner(users[0])
+        other = b if owner is a else a
+        assert owner.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == len(users)
+        assert other.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+        for u in users:
+            assert sorted(owner.cmd("USER.INFO", u)) == want[u], u
+        for n in (a, b):
+            me = [x for x in n.nodes() if "myself" in x["flags"]][0]
+            assert not any(s.startswith("[") for s in me["slots"]), me
+test_redis_cli_fix_settles_an_interrupted_move.timeout = 120
