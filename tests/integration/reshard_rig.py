@@ -256,7 +256,11 @@ def call(*cmd):
         asking = False
         if isinstance(e, (redis.exceptions.MovedError,
                           redis.exceptions.TryAgainError,
-                          redis.exceptions.ClusterDownError)):
+                          redis.exceptions.ClusterDownError)) or (
+                isinstance(e, redis.exceptions.ResponseError) and
+                str(e).startswith(("CLUSTERDOWN", "TRYAGAIN", "MOVED"))):
+            # (a plain connection's pipeline does not map the cluster
+            # errors to their classes)
             time.sleep(0.02)
             rc.nodes_manager.initialize()
             node = rc.get_node_from_key(str(cmd[1]))
