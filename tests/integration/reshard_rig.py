@@ -96,11 +96,16 @@ def routed(cl, cmds, via=None):
 
 
 def quiet(cl, timeout=60):
-    """Every master's links have delivered the global copies queued."""
+    """Every master's links have delivered the global copies queued, and
+    no full sync of global objects is in progress (a promoted replica
+    sends its objects to every primary)."""
     def delivered():
         for n in cl.masters():
             for k, v in info_flat(n.cmd("INFO", "cluster")).items():
-                if k.startswith("cluster_peer") and "pending=0," not in v:
+                if k.startswith("cluster_peer") and (
+                        "pending=0," not in v or
+                        ("sync=" in v and "sync=no" not in v and
+                         "sync=0" not in v)):
                     return False
         return True
     wait_until(delivered, timeout, "the global copies to be delivered")
@@ -249,7 +254,9 @@ def call(*cmd):
         if asking:
             res = res[1:]
         e = res[0]
-        if isinstance(e, redis.exceptions.AskError):
+        if isinstance(e, redis.exceptions.AskError) or (
+                isinstance(e, redis.exceptions.ResponseError) and
+                str(e).startswith("ASK ")):
             m = re.search(r"([0-9.]+):([0-9]+)", str(e))
             r, asking = conn(m.group(1), int(m.group(2))), True
             continue
