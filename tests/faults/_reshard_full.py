@@ -126,8 +126,7 @@ def variant(kind):
                 t2 = rr.now_ms()
                 time.sleep(1)
             finally:
-                for w in writers:
-                    w.stop()
+                rr.stop_writers(writers)
             cl.wait_agree(timeout=60)
             map1 = rr.slot_map(cl.nodes[0])
             moved = rr.moved_users(map0, map1, USERS, to=new.port)

@@ -96,11 +96,16 @@ def routed(cl, cmds, via=None):
 
 
 def quiet(cl, timeout=60):
-    """Every master's links have delivered the global copies queued."""
+    """Every master's links have delivered the global copies queued, and
+    no full sync of global objects is in progress (a promoted replica
+    sends its objects to every primary)."""
     def delivered():
         for n in cl.masters():
             for k, v in info_flat(n.cmd("INFO", "cluster")).items():
-                if k.startswith("cluster_peer") and "pending=0," not in v:
+                if k.startswith("cluster_peer") and (
+                        "pending=0," not in v or
+                        ("sync=" in v and "sync=no" not in v and
+                         "sync=0" not in v)):
                     return False
         return True
     wait_until(delivered, timeout, "the global copies to be delivered")
@@ -249,14 +254,20 @@ def call(*cmd):
         if asking:
             res = res[1:]
         e = res[0]
-        if isinstance(e, redis.exceptions.AskError):
+        if isinstance(e, redis.exceptions.AskError) or (
+                isinstance(e, redis.exceptions.ResponseError) and
+                str(e).startswith("ASK ")):
             m = re.search(r"([0-9.]+):([0-9]+)", str(e))
             r, asking = conn(m.group(1), int(m.group(2))), True
             continue
         asking = False
         if isinstance(e, (redis.exceptions.MovedError,
                           redis.exceptions.TryAgainError,
-                          redis.exceptions.ClusterDownError)):
+                          redis.exceptions.ClusterDownError)) or (
+                isinstance(e, redis.exceptions.ResponseError) and
+                str(e).startswith(("CLUSTERDOWN", "TRYAGAIN", "MOVED"))):
+            # (a plain connection's pipeline does not map the cluster
+            # errors to their classes)
             time.sleep(0.02)
             rc.nodes_manager.initialize()
             node = rc.get_node_from_key(str(cmd[1]))
@@ -372,6 +383,19 @@ class Writer:
             elif w[0] == "F":
                 self.refused = int(w[1])
         return self
+
+
+def stop_writers(writers):
+    """Stops every writer (all of them, even when one fails), then
+    raises the first failure."""
+    first = None
+    for w in writers:
+        try:
+            w.stop()
+        except BaseException as e:  # noqa: B902 - re-raised below
+            first = first or e
+    if first is not None:
+        raise first
 
 
 def start_writers(cl, tmp, modes=("sync", "async", "pipe", "batch"),

@@ -76,8 +76,7 @@ def test_rebalance_under_load_then_remove_a_shard():
             assert "Moving" in out, out
             time.sleep(1)
         finally:
-            for w in writers:
-                w.stop()
+            rr.stop_writers(writers)
         cl.wait_agree()
         map1 = rr.slot_map(cl.nodes[0])
         moved = rr.moved_users(map0, map1, USERS)
