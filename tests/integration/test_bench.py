@@ -43,7 +43,7 @@ def test_bench_binary_and_text_each_workload():
     with Server() as srv:
         for target in ("binary", "text"):
             for wl in ("cnt-incr", "cnt-get", "cnt-mix"):
-                r, _ = bench(srv.port, "-t", target, "-w", wl, "-d", "0.3",
+                r, _ = bench(srv.port, "-t", target, "-w", wl, "-n", "3000",
                              "-r", 1000, "--preload", "--audit")
                 check_clean(r, wl, target)
                 assert r["audit_mismatches"] == 0, r
@@ -140,7 +140,7 @@ def test_bench_redis_when_installed():
         if port is None:
             return
         for wl in ("cnt-incr", "cnt-get", "cnt-mix"):
-            r, _ = bench(port, "-t", "redis", "-w", wl, "-d", "0.3",
+            r, _ = bench(port, "-t", "redis", "-w", wl, "-n", "3000",
                          "-r", 1000, "--preload")
             check_clean(r, wl, "redis")
         with Resp(port) as c:
@@ -155,7 +155,7 @@ def test_bench_conv_grp_bc_binary_and_text():
     with Server() as srv:
         for target in ("binary", "text"):
             for wl in CONV_GRP_BC:
-                r, _ = bench(srv.port, "-t", target, "-w", wl, "-d", "0.3",
+                r, _ = bench(srv.port, "-t", target, "-w", wl, "-n", "3000",
                              "-r", 1000, "--preload", "--audit")
                 check_clean(r, wl, target)
                 assert r["audit_mismatches"] == 0, r
@@ -286,7 +286,7 @@ def test_bench_conv_grp_bc_redis_when_installed():
         if port is None:
             return
         for wl in CONV_GRP_BC:
-            r, _ = bench(port, "-t", "redis", "-w", wl, "-d", "0.3",
+            r, _ = bench(port, "-t", "redis", "-w", wl, "-n", "3000",
                          "-r", 1000, "--preload")
             check_clean(r, wl, "redis")
         with Resp(port) as c:
@@ -312,7 +312,7 @@ def test_bench_dot_feed_rcpt_binary_and_text():
     with Server() as srv:
         for target in ("binary", "text"):
             for wl in DOT_FEED_RCPT:
-                r, _ = bench(srv.port, "-t", target, "-w", wl, "-d", "0.3",
+                r, _ = bench(srv.port, "-t", target, "-w", wl, "-n", "3000",
                              "-r", 2000, "--preload", "--audit")
                 check_clean(r, wl, target)
                 assert r["audit_mismatches"] == 0, r
@@ -440,7 +440,7 @@ def test_bench_dot_feed_rcpt_redis_when_installed():
         if port is None:
             return
         for wl in DOT_FEED_RCPT:
-            r, _ = bench(port, "-t", "redis", "-w", wl, "-d", "0.3",
+            r, _ = bench(port, "-t", "redis", "-w", wl, "-n", "3000",
                          "-r", 2000, "--preload")
             check_clean(r, wl, "redis")
 
@@ -455,7 +455,7 @@ def test_bench_cluster_of_two_shards():
                          ("dot-push", 64), ("feed-unread", 2000)):
             for target in ("binary", "text"):
                 r, _ = bench(a.port, "--cluster", cluster, "-t", target,
-                             "-w", wl, "-d", "0.3", "-r", keys, "--preload",
+                             "-w", wl, "-n", "3000", "-r", keys, "--preload",
                              "--audit")
                 check_clean(r, wl, target)
                 assert r["audit_mismatches"] == 0 and r["cluster"] == cluster
