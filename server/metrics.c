@@ -13,11 +13,9 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/listener.h>
-#include <openssl/ssl.h>
 
 #include "log.h"
 #include "persist.h"
@@ -293,28 +291,6 @@ static void on_rest(evutil_socket_t fd, short what, void *arg)
     evconnlistener_enable(http_listener);
 }
 
-/* metrics-tls: each connection evhttp accepts is a TLS stream on the
- * server's context (tls.h), through libevent's OpenSSL bufferevent. A
- * NULL return makes evhttp drop the connection. */
-static struct bufferevent *tls_bev(struct event_base *base, void *arg)
-{
-    SSL *ssl = tls_server_ssl();
-    struct bufferevent *bev;
-
-    (void)arg;
-    if (ssl == NULL)
-        return NULL;
-    bev = bufferevent_openssl_socket_new(
-        base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-    if (bev == NULL) {
-        SSL_free(ssl);
-        return NULL;
-    }
-    /* A scraper that closes without a TLS goodbye is not an error. */
-    bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-    return bev;
-}
-
 int metrics_setup(struct server *srv, struct event_base *base, char *err,
                   size_t errlen)
 {
@@ -336,7 +312,7 @@ int metrics_setup(struct server *srv, struct event_base *base, char *err,
         return -1;
     }
     if (cfg->metrics_tls)
-        evhttp_set_bevcb(http, tls_bev, NULL);
+        evhttp_set_bevcb(http, tls_http_bev, NULL); /* tls.h */
     evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
     evhttp_set_max_headers_size(http, HTTP_MAX_HEADERS);
     evhttp_set_max_body_size(http, HTTP_MAX_BODY);

@@ -25,6 +25,8 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -366,9 +368,23 @@ bool tls_ready(void)
     return server_ctx != NULL;
 }
 
-struct ssl_st *tls_server_ssl(void)
+struct bufferevent *tls_http_bev(struct event_base *base, void *arg)
 {
-    return server_ctx != NULL ? SSL_new(server_ctx) : NULL;
+    SSL *ssl = server_ctx != NULL ? SSL_new(server_ctx) : NULL;
+    struct bufferevent *bev;
+
+    (void)arg;
+    if (ssl == NULL)
+        return NULL;
+    bev = bufferevent_openssl_socket_new(
+        base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+    if (bev == NULL) {
+        SSL_free(ssl);
+        return NULL;
+    }
+    /* A scraper that closes without a TLS goodbye is not an error. */
+    bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    return bev;
 }
 
 void tls_get_info(struct tls_info *out)

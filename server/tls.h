@@ -29,7 +29,8 @@
 #include "config.h"
 #include "transport.h"
 
-struct ssl_st;
+struct bufferevent;
+struct event_base;
 
 extern const struct tr_type tr_tls;
 
@@ -52,10 +53,11 @@ void tls_teardown(void);
  * serve). */
 bool tls_ready(void);
 
-/* A new server-side SSL on the current context, for libevent's
- * bufferevent_openssl (metrics.c); NULL when TLS is off or out of
- * memory. */
-struct ssl_st *tls_server_ssl(void);
+/* metrics-tls: evhttp's bufferevent callback (evhttp_set_bevcb), so each
+ * connection evhttp accepts is a TLS stream on the server's context
+ * through libevent's OpenSSL bufferevent. NULL (evhttp drops the
+ * connection) when TLS is off or out of memory. */
+struct bufferevent *tls_http_bev(struct event_base *base, void *arg);
 
 /* What INFO and /metrics show of the contexts: the certificate's end of
  * validity (Unix seconds; 0: none loaded) and how many times the
