@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -64,6 +65,40 @@ int fs_fsync_dir(const char *dir)
     close(fd);
     errno = saved;
     return rc;
+}
+
+int fs_commit_tmp(FILE *f, const char *tmp, const char *path, char *err,
+                  size_t errlen)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        fclose(f);
+        unlink(tmp);
+        return -1;
+    }
+    fclose(f);
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path,
+                 strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    /* the rename lasts once its directory is on disk */
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == path)
+        snprintf(dir, sizeof(dir), "/");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    if (fs_fsync_dir(dir) != 0) {
+        snprintf(err, errlen, "cannot fsync the directory of %s: %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 int fs_datasync(int fd, uint64_t *dur_us)

@@ -7,6 +7,7 @@
 #define UR_FSUTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 /* Writes all n bytes at the file offset (pwrite), retrying short writes and
@@ -19,6 +20,13 @@ int fs_write_all(int fd, const void *p, size_t n);
 /* fsync of a directory, so that files created, renamed or removed in it
  * survive a crash. */
 int fs_fsync_dir(const char *dir);
+
+/* The end of a whole-file rewrite: f (written to tmp) flushed, fsynced
+ * and closed, tmp renamed over path and path's directory fsynced. On a
+ * failure err says which step, tmp is removed and -1 returned; f is
+ * closed either way. */
+int fs_commit_tmp(FILE *f, const char *tmp, const char *path, char *err,
+                  size_t errlen);
 
 /* fdatasync of fd, timed: *dur_us is how long the disk took (INFO shows
  * it), also when it failed. */

@@ -1949,7 +1949,6 @@ int acl_save(const struct server *srv, char *err, size_t errlen)
 {
     const struct acl *acl = srv->acl;
     char path[CONFIG_STR_MAX * 2], tmp[CONFIG_STR_MAX * 2 + 32];
-    char *slash;
     FILE *f;
     int fd;
 
@@ -1974,29 +1973,7 @@ int acl_save(const struct server *srv, char *err, size_t errlen)
         }
         free(line);
     }
-    if (fflush(f) != 0 || fsync(fd) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-        fclose(f);
-        unlink(tmp);
-        return -1;
-    }
-    fclose(f);
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path,
-                 strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    /* the rename lasts once its directory is on disk */
-    slash = strrchr(path, '/');
-    if (slash != NULL)
-        *slash = '\0';
-    if (fs_fsync_dir(slash != NULL ? (slash == path ? "/" : path) : ".") != 0) {
-        snprintf(err, errlen, "cannot fsync the directory of %s: %s",
-                 srv->cfg.aclfile, strerror(errno));
-        return -1;
-    }
-    return 0;
+    return fs_commit_tmp(f, tmp, path, err, errlen);
 }
 
 int acl_setup(struct server *srv, char *err, size_t errlen)

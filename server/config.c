@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "db.h"
+#include "fsutil.h"
 #include "log.h"
 #include "proto.h"
 
@@ -1318,7 +1319,7 @@ int config_rewrite(const struct config *cfg, const char *path,
     size_t cap = 0;
     ssize_t got;
     struct config dflt;
-    int fd, rc = 0;
+    int rc = 0;
 
     if (in == NULL && errno != ENOENT) {
         snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
@@ -1401,26 +1402,12 @@ int config_rewrite(const struct config *cfg, const char *path,
     }
     if (in != NULL)
         fclose(in);
-    fd = fileno(out);
     if (rc != 0) {
         fclose(out);
         unlink(tmp);
         return -1;
     }
-    if (fflush(out) != 0 || fsync(fd) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-        fclose(out);
-        unlink(tmp);
-        return -1;
-    }
-    fclose(out);
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path,
-                 strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return fs_commit_tmp(out, tmp, path, err, errlen);
 }
 
 bool config_is_protected(const char *key)
