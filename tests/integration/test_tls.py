@@ -325,6 +325,68 @@ def test_bad_bytes_and_cut_handshakes():
 test_bad_bytes_and_cut_handshakes.timeout = 120
 
 
+def test_idle_connections_stay_served():
+    """A TLS connection that answered and went idle has given its record
+    buffers back (SSL_MODE_RELEASE_BUFFERS); one left idle with half a
+    record received keeps them (nothing of it is lost); both are served
+    after, a pipelined burst larger than a record included."""
+    with tls_server() as srv:
+        tp = srv.config["tls_port"]
+        raw = socket.create_connection(("127.0.0.1", tp), 10)
+        raw.settimeout(10)
+        inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        tls = ctx().wrap_bio(inc, out, server_hostname="localhost")
+
+        def pump():
+            data = out.read()
+            if data:
+                raw.sendall(data)
+
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                pump()
+                got = raw.recv(65536)
+                assert got, "closed during the handshake"
+                inc.write(got)
+        pump()
+
+        def replies(want):
+            got = b""
+            while len(got) < len(want):
+                try:
+                    got += tls.read(65536)
+                except ssl.SSLWantReadError:
+                    more = raw.recv(65536)
+                    assert more, "closed before the replies"
+                    inc.write(more)
+            return got
+
+        idle = tls_resp(tp)
+        assert idle.cmd("PING") == "PONG"
+        tls.write(b"*2\r\n$4\r\nECHO\r\n$5\r\nhello\r\n")
+        record = out.read()
+        assert len(record) > 10
+        raw.sendall(record[:len(record) // 2])
+        # idle: a time that has to pass, no event to await
+        time.sleep(2.5)
+        raw.sendall(record[len(record) // 2:])
+        assert replies(b"$5\r\nhello\r\n") == b"$5\r\nhello\r\n"
+        # the idle one, trimmed, takes a burst larger than a record
+        n = 3000
+        idle.sock.sendall(b"*1\r\n$4\r\nPING\r\n" * n)
+        for _ in range(n):
+            assert idle.read_reply() == "PONG"
+        tls.write(b"*1\r\n$4\r\nPING\r\n")
+        pump()
+        assert replies(b"+PONG\r\n") == b"+PONG\r\n"
+        idle.close()
+        raw.close()
+        assert srv.proc.poll() is None
+
+
 def test_replication_and_metrics_over_tls():
     c = certs()
     tls = dict(tls_replication="yes", tls_cert_file=c.server,
