@@ -58,6 +58,7 @@ bool auth_login(struct exec_ctx *x, uint32_t first)
     if ((pw > first && !arg_is(x, first, "default")) ||
         !auth_equal(srv->cfg.requirepass, s, n)) {
         srv->stats.auth_failures++;
+        srv->stats.acl_denied_auth++; /* as acl_login counts it */
         x->sess->auth_failures++;
         reply_err(x->r, UR_E_WRONGPASS,
                   "invalid username-password pair or user is disabled.");

@@ -101,6 +101,19 @@ static void server_metrics(struct evbuffer *b, const struct server *srv)
         (double)srv->stats.request_timeouts);
     one(b, "auth_failures_total", "counter", "AUTH with a wrong password.",
         (double)srv->stats.auth_failures);
+    family(b, "acl_access_denied_total", "counter",
+           "Refusals by ACL (INFO stats acl_access_denied_*): failed "
+           "logins, commands, keys, channels.");
+    evbuffer_add_printf(
+        b,
+        "unreadd_acl_access_denied_total{reason=\"auth\"} %llu\n"
+        "unreadd_acl_access_denied_total{reason=\"cmd\"} %llu\n"
+        "unreadd_acl_access_denied_total{reason=\"key\"} %llu\n"
+        "unreadd_acl_access_denied_total{reason=\"channel\"} %llu\n",
+        (unsigned long long)srv->stats.acl_denied_auth,
+        (unsigned long long)srv->stats.acl_denied_cmd,
+        (unsigned long long)srv->stats.acl_denied_key,
+        (unsigned long long)srv->stats.acl_denied_channel);
 }
 
 /* Per command, like INFO commandstats: only commands called at least

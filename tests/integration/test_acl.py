@@ -885,15 +885,25 @@ def test_channels_taken_away_close_subscribers():
 def test_info_acl_access_denied_counters():
     """INFO stats has Redis's acl_access_denied_auth / _cmd / _key /
     _channel, counted where ACL LOG records the refusal (also with
-    acllog-max-len 0); CONFIG RESETSTAT zeroes them."""
+    acllog-max-len 0), and the metrics port the same counts as
+    unreadd_acl_access_denied_total{reason=...}; CONFIG RESETSTAT zeroes
+    them."""
     from harness import info_dict
+    from harness import free_port
+    from test_ops import scrape
     names = ("auth", "cmd", "key", "channel")
+    mport = free_port()
 
     def counts(c):
         st = info_dict(c.cmd("INFO", "stats"))["stats"]
-        return tuple(int(st["acl_access_denied_" + n]) for n in names)
+        got = tuple(int(st["acl_access_denied_" + n]) for n in names)
+        m = scrape(mport)
+        assert got == tuple(
+            int(m['unreadd_acl_access_denied_total{reason="%s"}' % n])
+            for n in names), (got, m)
+        return got
 
-    with Server() as srv, srv.resp() as c:
+    with Server(metrics_port=mport) as srv, srv.resp() as c:
         assert counts(c) == (0, 0, 0, 0)
         assert c.cmd("ACL", "SETUSER", "u", "on", ">p", "+cnt.get",
                      "+publish", "~1", "&ok") == "OK"
