@@ -455,15 +455,32 @@ def median(xs):
     return statistics.median(xs)
 
 
-def pair(opts, pin, servers, workload, args, rep, budget):
-    """One A B pair. A pair during which other processes took more than
-    NOISE_CORES is run again (up to RETRY_NOISY times, while budget[0], the
-    seconds left for reruns, lasts) and the quietest attempt kept: noise on
-    the client's core hurts the faster server most, since it needs the most
-    client CPU."""
+def quietest(attempt, budget, what):
+    """attempt() runs once what is compared (a list of runs); an attempt
+    during which other processes took more than NOISE_CORES is run again
+    (up to RETRY_NOISY times, while budget[0], the seconds left for reruns,
+    lasts) and the quietest attempt kept: noise on the client's core hurts
+    the faster server most, since it needs the most client CPU."""
     best, best_noise = None, None
-    for attempt in range(1 + RETRY_NOISY):
+    for n in range(1 + RETRY_NOISY):
         t0 = time.monotonic()
+        runs = attempt()
+        noise = max(r["others_cpu_cores"] for r in runs)
+        if best is None or noise < best_noise:
+            best, best_noise = runs, noise
+        cost = time.monotonic() - t0
+        if n > 0:
+            budget[0] -= cost
+        if noise <= NOISE_CORES or budget[0] < cost:
+            break
+        say("  (noisy: others used %.2f cores; running %s again)" %
+            (noise, what))
+    return best
+
+
+def pair(opts, pin, servers, workload, args, rep, budget):
+    """One A B pair, run again while noisy (quietest)."""
+    def attempt():
         runs = []
         for srv in servers:
             r = bench(opts.build, pin, srv, workload, args)
@@ -476,17 +493,8 @@ def pair(opts, pin, servers, workload, args, rep, budget):
                     r["ops_per_sec"], r["latency_us"]["p99"],
                     r["client_cpu_cores"], r["server_cpu_cores"],
                     r["others_cpu_cores"], r["steal_cores"]))
-        noise = max(r["others_cpu_cores"] for r in runs)
-        if best is None or noise < best_noise:
-            best, best_noise = runs, noise
-        cost = time.monotonic() - t0
-        if attempt > 0:
-            budget[0] -= cost
-        if noise <= NOISE_CORES or budget[0] < cost:
-            break
-        say("  (noisy: others used %.2f cores; running the pair again)" %
-            noise)
-    return best
+        return runs
+    return quietest(attempt, budget, "the pair")
 
 
 def throughput(opts, pin):

@@ -136,9 +136,7 @@ def quad(opts, pin, certs, pair, workload, depth, rep, budget):
              for srv in pair.servers]
     args = ["-c", CONNECTIONS, "-P", depth, "-d", opts.seconds,
             "--warmup", opts.warmup, "-r", opts.keys, "--seed", rep + 1]
-    best, best_noise = None, None
-    for attempt in range(1 + compare.RETRY_NOISY):
-        t0 = time.monotonic()
+    def attempt():
         runs = []
         for srv, mode in order:
             r = run_one(opts, pin, certs, srv, mode, workload, args)
@@ -150,17 +148,8 @@ def quad(opts, pin, certs, pair, workload, depth, rep, budget):
                           r["ops_per_sec"], r["latency_us"]["p99"],
                           r["server_us_per_op"], r["client_cpu_cores"],
                           r["server_cpu_cores"], r["others_cpu_cores"]))
-        noise = max(r["others_cpu_cores"] for r in runs)
-        if best is None or noise < best_noise:
-            best, best_noise = runs, noise
-        cost = time.monotonic() - t0
-        if attempt > 0:
-            budget[0] -= cost
-        if noise <= compare.NOISE_CORES or budget[0] < cost:
-            break
-        say("  (noisy: others used %.2f cores; running the four again)" %
-            noise)
-    return best
+        return runs
+    return compare.quietest(attempt, budget, "the four")
 
 
 def throughput(opts, pin, certs):
